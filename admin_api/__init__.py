@@ -1,0 +1,1 @@
+"""Admin API: an aiohttp app over the same services as the bot."""

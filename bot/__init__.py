@@ -1,0 +1,1 @@
+"""PlayChat: a self-hosted Discord AI bot."""

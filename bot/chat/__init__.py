@@ -1,0 +1,1 @@
+"""One conversation turn: context, streaming, the tool loop and events."""

@@ -1,0 +1,145 @@
+"""Typed settings from the environment and `.env`; runtime overrides live in app_settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+OLLAMA_PREFIXES = ("ollama/", "ollama_chat/")
+
+# Settings that may be changed at runtime (admin API / slash commands) without a restart.
+RUNTIME_KEYS = frozenset(
+    {
+        "llm_model",
+        "llm_api_base",
+        "llm_api_key",
+        "embed_model",
+        "language",
+        "llm_context_tokens",
+        "tagging_mode",
+        "knowledge_context_limit",
+        "memory_summarize_threshold",
+        "user_cooldown_seconds",
+        "stream_edit_interval",
+        "system_prompt_extra",
+        "web_search_max_results",
+        "scrape_max_chars",
+        "fetch_max_chars",
+        "fetch_max_results",
+        "local_kb_top_k",
+        "local_kb_min_score",
+    }
+)
+IdList = Annotated[list[int], NoDecode]
+SECRET_KEYS = frozenset({"llm_api_key", "discord_token", "admin_password", "admin_token"})
+
+
+class Settings(BaseSettings):
+    """Every setting of PlayChat; names match the environment variables (upper case)."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", frozen=True
+    )
+
+    discord_token: SecretStr | None = None
+    discord_guild_ids: IdList = Field(default_factory=list)
+    discord_allow_dms: bool = False
+    discord_allowed_channel_ids: IdList = Field(default_factory=list)
+    discord_denied_channel_ids: IdList = Field(default_factory=list)
+    discord_allowed_user_ids: IdList = Field(default_factory=list)
+    discord_denied_user_ids: IdList = Field(default_factory=list)
+    discord_allowed_role_ids: IdList = Field(default_factory=list)
+    discord_denied_role_ids: IdList = Field(default_factory=list)
+    discord_admin_role_ids: IdList = Field(default_factory=list)
+    user_cooldown_seconds: float = 3.0
+    stream_edit_interval: float = 1.2
+
+    llm_model: str = "ollama/qwen3:8b"
+    llm_api_base: str = "http://localhost:11434"
+    llm_api_key: SecretStr | None = None
+    llm_timeout: float = 120.0
+    llm_context_tokens: int = 8192
+    llm_vision: bool = False
+    embed_model: str = ""
+    system_prompt_extra: str = ""
+
+    db_path: Path = Path("data/playchat.db")
+    kb_dir: Path = Path("knowledge_base")
+    language: Literal["ja", "en"] = "ja"
+
+    memory_summarize_threshold: int = 20
+    memory_summary_token_budget: int = 1500
+    knowledge_context_limit: int = 15
+    session_notes_content_limit: int = 8000
+    local_kb_top_k: int = 3
+    local_kb_min_score: float = 0.75
+    tagging_mode: Literal["keywords", "llm"] = "keywords"
+
+    web_search_max_results: int = 5
+    web_search_backend: str = "duckduckgo"
+    scrape_max_chars: int = 4000
+    fetch_max_chars: int = 8000
+    fetch_max_results: int = 3
+    max_fetch_mb: int = 10
+    max_pdf_pages: int = 25
+    fetch_timeout: float = 20.0
+    max_image_pixels: int = 16_000_000
+
+    admin_host: str = "127.0.0.1"
+    admin_port: int = 8765
+    admin_password: SecretStr | None = None
+    admin_token: SecretStr | None = None
+    admin_enabled: bool = True
+
+    log_level: str = "INFO"
+
+    @field_validator(
+        "discord_guild_ids",
+        "discord_allowed_channel_ids",
+        "discord_denied_channel_ids",
+        "discord_allowed_user_ids",
+        "discord_denied_user_ids",
+        "discord_allowed_role_ids",
+        "discord_denied_role_ids",
+        "discord_admin_role_ids",
+        mode="before",
+    )
+    @classmethod
+    def _split_ids(cls, value: Any) -> Any:
+        """Accept comma-separated ids as well as JSON lists."""
+        if isinstance(value, int):
+            return [value]
+        if isinstance(value, str):
+            return [int(part) for part in value.replace(" ", "").split(",") if part]
+        return value
+
+    @property
+    def uses_ollama(self) -> bool:
+        """True when the chat model runs on the native Ollama backend."""
+        return is_ollama_model(self.llm_model)
+
+    def secret(self, name: str) -> str:
+        """The plain value of a secret setting, or '' when unset."""
+        value = getattr(self, name)
+        return value.get_secret_value() if isinstance(value, SecretStr) else ""
+
+
+def is_ollama_model(model: str) -> bool:
+    """`ollama/` and `ollama_chat/` prefixes select the native Ollama backend."""
+    return model.startswith(OLLAMA_PREFIXES)
+
+
+def strip_ollama_prefix(model: str) -> str:
+    """Model name as the Ollama server knows it."""
+    for prefix in OLLAMA_PREFIXES:
+        if model.startswith(prefix):
+            return model[len(prefix) :]
+    return model
+
+
+def mask_secret(value: str) -> dict[str, Any]:
+    """A secret as the outside world may see it: whether it is set and its last 4 characters."""
+    return {"set": bool(value), "last4": value[-4:] if len(value) >= 8 else ""}

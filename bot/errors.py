@@ -1,0 +1,35 @@
+"""Small exception hierarchy; a UserFacingError's text is shown to the user as-is."""
+
+from __future__ import annotations
+
+
+class PlayChatError(Exception):
+    """Base of every error PlayChat raises on purpose."""
+
+
+class UserFacingError(PlayChatError):
+    """An error whose message is safe and useful to show to the user verbatim."""
+
+
+class LLMError(UserFacingError):
+    """The language model could not answer (unreachable, failed, timed out)."""
+
+
+class LLMUnavailableError(LLMError):
+    """The LLM backend cannot be reached at all."""
+
+
+class NotFoundError(UserFacingError):
+    """A requested record does not exist."""
+
+
+class ValidationError(UserFacingError):
+    """Input was rejected; nothing was changed."""
+
+
+class ConflictError(UserFacingError):
+    """The request clashes with existing data (e.g. importing over an existing session)."""
+
+
+class DatabaseVersionError(PlayChatError):
+    """The database was written by a newer PlayChat than this one."""

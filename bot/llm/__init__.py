@@ -1,0 +1,1 @@
+"""Language model gateway: one interface over the Ollama client and LiteLLM."""

@@ -1,0 +1,48 @@
+"""Values shared by the LLM gateway and its backends (provider-neutral)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Messages are OpenAI-style dicts: {"role", "content", "tool_calls"?, "tool_call_id"?, "name"?,
+# "images"? (list of base64 strings, vision models only)}. Backends translate them.
+Message = dict[str, Any]
+ToolSchema = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call requested by the model."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+
+
+@dataclass
+class Usage:
+    """Token counts and cost of one call, when the backend reports them."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost: float | None = None
+
+
+@dataclass
+class StreamDelta:
+    """A piece of a streamed answer: text, finished tool calls, or the final usage."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    done: bool = False
+
+
+@dataclass
+class Completion:
+    """A whole, non-streamed answer."""
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)

@@ -1,0 +1,1 @@
+"""Memory layers: knowledge, local knowledge base, tagging and the word pool."""

@@ -1,0 +1,1 @@
+"""SQLite storage: connection, migrations and one repository module per aggregate."""

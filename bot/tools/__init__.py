@@ -1,0 +1,1 @@
+"""Built-in LLM tools, their registry and the safe fetching they share."""

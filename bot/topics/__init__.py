@@ -1,0 +1,1 @@
+"""Idle chats and periodic topic posts."""
