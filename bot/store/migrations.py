@@ -50,12 +50,14 @@ MIGRATIONS: tuple[str, ...] = (
         author_id TEXT,
         author_name TEXT,
         discord_message_id INTEGER,
+        reply_to INTEGER,
         archived_at TEXT,
         memory_id INTEGER REFERENCES memories(id) ON DELETE SET NULL,
         tagged_at TEXT,
         created_at TEXT NOT NULL
     );
     CREATE INDEX ix_messages_session ON messages(session_id, id);
+    CREATE INDEX ix_messages_live ON messages(session_id, id) WHERE archived_at IS NULL;
     CREATE INDEX ix_messages_untagged ON messages(id) WHERE tagged_at IS NULL;
     CREATE UNIQUE INDEX ux_messages_discord ON messages(discord_message_id)
         WHERE discord_message_id IS NOT NULL;

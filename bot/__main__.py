@@ -1,0 +1,82 @@
+"""Composition root: `python -m bot` runs the bot; `python -m bot chat` a terminal chat."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from pydantic import ValidationError as PydanticValidationError
+
+from bot.config import Settings
+from bot.errors import DatabaseVersionError
+from bot.services import open_services
+
+log = logging.getLogger("bot")
+
+SETUP_HELP = """\
+DISCORD_TOKEN is not set, so the Discord bot cannot start.
+Set it in .env (copy .env.example) or the environment:  DISCORD_TOKEN=your-bot-token
+To try PlayChat without Discord, run the terminal chat:  make chat   (or: python -m bot chat)
+"""
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bot", description="PlayChat Discord AI bot")
+    parser.add_argument(
+        "command",
+        nargs="?",
+        default="run",
+        choices=["run", "chat"],
+        help="run: the Discord bot and admin API (default); chat: a terminal chat",
+    )
+    return parser.parse_args(argv)
+
+
+async def run_chat(settings: Settings) -> int:
+    """The terminal chat on the real engine."""
+    from bot.chat.terminal import TerminalChat
+
+    async with open_services(settings) as services:
+        code = await TerminalChat(services.engine).run()
+        await services.tasks.drain()
+        return code
+
+
+async def run_bot(settings: Settings) -> int:
+    """The Discord bot (and admin API) until SIGINT/SIGTERM."""
+    from bot.runner import run_discord
+
+    async with open_services(settings) as services:
+        return await run_discord(services)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    args = _parse_args(argv)
+    try:
+        settings = Settings()
+    except PydanticValidationError as exc:
+        print(f"Invalid configuration:\n{exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if args.command == "run" and settings.discord_token is None:
+        print(SETUP_HELP, file=sys.stderr, end="")
+        return 2
+    try:
+        runner = run_chat if args.command == "chat" else run_bot
+        return asyncio.run(runner(settings))
+    except DatabaseVersionError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""Context assembly: system prompt and memory layers fitted to the model's window by tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from bot.chat.tokens import estimate_tokens, message_tokens, truncate_to_tokens
+from bot.config import Settings
+from bot.llm.types import Message, ToolSchema
+from bot.prompts import prompts_for
+from bot.store.memories import MemoryRepository
+from bot.store.messages import MessageRepository, StoredMessage
+
+# How much of the window the answer may need; the rest is shared by the prompt.
+ANSWER_RESERVE_SHARE = 0.2
+MIN_ANSWER_RESERVE = 512
+MEMORY_SHARE = 0.15
+RECENT_MESSAGE_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class ContextRequest:
+    """What a layer may look at to decide what to contribute."""
+
+    session_id: str
+    user_text: str
+    user_message_id: int
+    settings: Settings
+
+
+class ContextLayer(Protocol):
+    """A memory layer that contributes one system message (or nothing)."""
+
+    name: str
+
+    async def render(self, request: ContextRequest, budget_tokens: int) -> str | None:
+        """The layer's text, at most `budget_tokens` tokens, or None when it has nothing."""
+        ...
+
+
+@dataclass(frozen=True)
+class LayerSlot:
+    """A layer and the share of the prompt budget it may use at most."""
+
+    layer: ContextLayer
+    share: float
+
+
+@dataclass
+class BuiltContext:
+    """Messages for the model and how the budget was spent."""
+
+    messages: list[Message]
+    tokens: int
+    budget: int
+    layer_tokens: dict[str, int] = field(default_factory=dict)
+    dropped_messages: int = 0
+
+
+def _speaker_content(message: StoredMessage) -> str:
+    if message.role == "user" and message.author_name:
+        return f"[{message.author_name}] {message.content}"
+    return message.content
+
+
+class ContextBuilder:
+    """Builds the message list of one turn in the seed's layer order, under a token budget."""
+
+    def __init__(
+        self,
+        messages: MessageRepository,
+        memories: MemoryRepository,
+        layers: Sequence[LayerSlot] = (),
+    ) -> None:
+        self._messages = messages
+        self._memories = memories
+        self._layers = list(layers)
+
+    def add_layer(self, slot: LayerSlot) -> None:
+        """Plug in another memory layer (placed after the existing ones)."""
+        self._layers.append(slot)
+
+    async def build(
+        self,
+        request: ContextRequest,
+        *,
+        tools: Sequence[ToolSchema] = (),
+        images: Sequence[str] = (),
+    ) -> BuiltContext:
+        """The messages to send: system, layers, long-term memory, recent conversation."""
+        settings = request.settings
+        prompts = prompts_for(settings.language)
+        window = settings.llm_context_tokens
+        reserve = max(MIN_ANSWER_RESERVE, int(window * ANSWER_RESERVE_SHARE))
+        system_parts = [prompts["system"]]
+        if settings.system_prompt_extra:
+            system_parts.append(settings.system_prompt_extra)
+        if tools:
+            system_parts.append(prompts["tool_system"])
+        if self._layers:
+            system_parts.append(prompts["layers_intro"])
+        system_text = "\n\n".join(system_parts)
+        tool_tokens = estimate_tokens(json.dumps(list(tools), ensure_ascii=False)) if tools else 0
+        budget = max(256, window - reserve - tool_tokens)
+        remaining = budget - estimate_tokens(system_text)
+
+        layer_budgets = [max(0, int(budget * slot.share)) for slot in self._layers]
+        layer_texts, recent, memories = await asyncio.gather(
+            asyncio.gather(
+                *(
+                    slot.layer.render(request, layer_budget)
+                    for slot, layer_budget in zip(self._layers, layer_budgets, strict=True)
+                )
+            ),
+            self._messages.recent_live(request.session_id, RECENT_MESSAGE_LIMIT),
+            self._memories.live(request.session_id),
+        )
+
+        messages: list[Message] = [{"role": "system", "content": system_text}]
+        used: dict[str, int] = {}
+        for slot, text, layer_budget in zip(self._layers, layer_texts, layer_budgets, strict=True):
+            if not text:
+                continue
+            fitted = truncate_to_tokens(text, min(layer_budget, max(0, remaining)))
+            cost = estimate_tokens(fitted)
+            if cost == 0:
+                continue
+            messages.append({"role": "system", "content": fitted})
+            used[slot.layer.name] = cost
+            remaining -= cost
+
+        if memories:
+            memory_budget = min(int(budget * MEMORY_SHARE), max(0, remaining))
+            kept: list[str] = []
+            spent = estimate_tokens(prompts["memory_header"])
+            for memory in reversed(memories):
+                cost = estimate_tokens(memory.summary) + 2
+                if spent + cost > memory_budget:
+                    break
+                kept.append(memory.summary)
+                spent += cost
+            if kept:
+                body = "\n\n".join(reversed(kept))
+                messages.append(
+                    {"role": "system", "content": f"{prompts['memory_header']}\n{body}"}
+                )
+                used["memory"] = spent
+                remaining -= spent
+
+        conversation = [
+            message
+            for message in recent
+            if message.id <= request.user_message_id
+            or (message.reply_to is not None and message.reply_to <= request.user_message_id)
+        ]
+        chosen: list[Message] = []
+        dropped = 0
+        for index, stored in enumerate(reversed(conversation)):
+            item: Message = {"role": stored.role, "content": _speaker_content(stored)}
+            cost = message_tokens(item)
+            if index > 0 and cost > remaining:
+                dropped = len(conversation) - index
+                break
+            if index == 0 and cost > remaining:
+                item["content"] = truncate_to_tokens(item["content"], max(64, remaining))
+                cost = message_tokens(item)
+            chosen.append(item)
+            remaining -= cost
+        chosen.reverse()
+        if images and chosen and chosen[-1]["role"] == "user":
+            chosen[-1]["images"] = list(images)
+        messages.extend(chosen)
+        used["conversation"] = sum(message_tokens(item) for item in chosen)
+        total = sum(message_tokens(item) for item in messages) + tool_tokens
+        return BuiltContext(messages, total, budget, used, dropped)

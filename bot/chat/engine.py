@@ -1,0 +1,392 @@
+"""One conversation turn: store → context → stream → tool loop → store → events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bot.chat.context import ContextBuilder, ContextRequest
+from bot.chat.events import (
+    ChunkEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    SessionEvent,
+    SourcesEvent,
+    ToolEvent,
+)
+from bot.chat.tool_budget import ToolBudget, trim_tool_result
+from bot.config import Settings
+from bot.errors import UserFacingError
+from bot.llm.gateway import LLMGateway
+from bot.llm.litellm_backend import arguments_text
+from bot.llm.types import Message, ToolCall
+from bot.prompts import prompts_for
+from bot.store.messages import MessageRepository, StoredMessage
+from bot.store.sessions import Session, SessionRepository
+from bot.tasks import BackgroundTasks
+from bot.tools.registry import ToolRegistry, error_result
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[Event], None]
+
+
+class _End:
+    """Marks the end of a turn's event queue."""
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """A user's message to answer."""
+
+    text: str
+    session_id: str | None = None
+    source: str = "terminal"
+    title: str | None = None
+    author_id: str | None = None
+    author_name: str | None = None
+    discord_message_id: int | None = None
+    discord_channel_id: int | None = None
+    discord_guild_id: int | None = None
+    images: tuple[str, ...] = ()
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """A finished tool call, for hooks such as knowledge saving."""
+
+    session_id: str
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    result: str
+    user_text: str
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """A completed turn, for background hooks (summaries, tags, word pool)."""
+
+    session_id: str
+    user_message: StoredMessage
+    answer: StoredMessage
+    tool_names: tuple[str, ...] = ()
+
+
+class ToolHook(Protocol):
+    """Runs after a tool result, inside the turn; may emit events (e.g. save_knowledge)."""
+
+    async def __call__(self, outcome: ToolOutcome, emit: Emit) -> None:
+        """React to a tool result."""
+        ...
+
+
+TurnHook = Callable[[TurnResult], Coroutine[Any, Any, None]]
+
+
+@dataclass
+class _TurnState:
+    session: Session
+    user_message: StoredMessage
+    budget: ToolBudget = field(default_factory=ToolBudget)
+    answer: list[str] = field(default_factory=list)
+    sources: list[dict[str, str]] = field(default_factory=list)
+    tool_names: list[str] = field(default_factory=list)
+
+
+def _arguments(call: ToolCall) -> dict[str, Any]:
+    if isinstance(call.arguments, dict):
+        return call.arguments
+    try:
+        parsed = json.loads(call.arguments or "{}")
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _sources_from(name: str, arguments: dict[str, Any], result: str) -> list[dict[str, str]]:
+    """Web sources a tool result points at (search hits, fetched pages)."""
+    if name == "web_search":
+        try:
+            hits = json.loads(result)
+        except ValueError:
+            return []
+        if not isinstance(hits, list):
+            return []
+        return [
+            {"title": str(hit.get("title", "")), "url": str(hit["href"])}
+            for hit in hits
+            if isinstance(hit, dict) and hit.get("href")
+        ]
+    url = arguments.get("url") or arguments.get("url_or_path")
+    failed = result.startswith(('{"error"', "Blocked URL", "Failed to fetch", "Invalid"))
+    fetched = name in ("scrape_url", "pdf_to_text") and isinstance(url, str)
+    if fetched and not failed and str(url).startswith("http"):
+        return [{"title": str(url), "url": str(url)}]
+    return []
+
+
+class ChatEngine:
+    """Runs turns; one at a time per session, later messages wait in arrival order."""
+
+    def __init__(
+        self,
+        *,
+        settings: Callable[[], Settings],
+        gateway: LLMGateway,
+        registry: ToolRegistry,
+        sessions: SessionRepository,
+        messages: MessageRepository,
+        context: ContextBuilder,
+        tasks: BackgroundTasks,
+        tool_hooks: Sequence[ToolHook] = (),
+        turn_hooks: Sequence[TurnHook] = (),
+    ) -> None:
+        self._settings = settings
+        self._gateway = gateway
+        self.registry = registry
+        self._sessions = sessions
+        self._messages = messages
+        self.context = context
+        self._tasks = tasks
+        self._tool_hooks = list(tool_hooks)
+        self._turn_hooks = list(turn_hooks)
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def add_tool_hook(self, hook: ToolHook) -> None:
+        """Run `hook` after every tool result."""
+        self._tool_hooks.append(hook)
+
+    def add_turn_hook(self, hook: TurnHook) -> None:
+        """Run `hook` in the background after every completed turn."""
+        self._turn_hooks.append(hook)
+
+    async def run_turn(self, request: TurnRequest) -> AsyncIterator[Event]:
+        """Answer one message, yielding events; the turn finishes even if the reader stops."""
+        queue: asyncio.Queue[Event | _End] = asyncio.Queue()
+        task = asyncio.get_running_loop().create_task(
+            self._run(request, queue.put_nowait), name="chat-turn"
+        )
+        task.add_done_callback(lambda _: queue.put_nowait(_End()))
+        try:
+            while not isinstance(item := await queue.get(), _End):
+                yield item
+        finally:
+            if not task.done():
+                # The reader went away: let the turn finish and store its answer anyway.
+                self._tasks.spawn(_await(task), name="chat-turn-orphan")
+            elif not task.cancelled() and task.exception() is not None:
+                log.error("chat turn crashed", exc_info=task.exception())
+
+    async def _session_for(self, request: TurnRequest) -> tuple[Session, bool]:
+        if request.session_id is not None:
+            session = await self._sessions.get(request.session_id)
+            if session is not None:
+                return session, False
+        session = await self._sessions.create(
+            session_id=request.session_id,
+            title=request.title or request.text[:60],
+            source=request.source,
+            discord_channel_id=request.discord_channel_id,
+            discord_guild_id=request.discord_guild_id,
+        )
+        return session, True
+
+    async def _run(self, request: TurnRequest, emit: Emit) -> None:
+        try:
+            session, created = await self._session_for(request)
+            emit(SessionEvent(session.id, created))
+            try:
+                user_message = await self._messages.add(
+                    session.id,
+                    "user",
+                    request.text,
+                    author_id=request.author_id,
+                    author_name=request.author_name,
+                    discord_message_id=request.discord_message_id,
+                )
+            except sqlite3.IntegrityError:
+                log.info("message %s already handled; skipping", request.discord_message_id)
+                return
+        except Exception:
+            log.exception("could not store the user's message")
+            emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))
+            return
+        lock = self._locks.setdefault(session.id, asyncio.Lock())
+        try:
+            async with lock:
+                await self._answer(_TurnState(session, user_message), request, emit)
+        finally:
+            if not lock.locked() and self._locks.get(session.id) is lock:
+                del self._locks[session.id]
+
+    async def _answer(self, state: _TurnState, request: TurnRequest, emit: Emit) -> None:
+        settings = self._settings()
+        prompts = prompts_for(settings.language)
+        model = request.model or state.session.model or settings.llm_model
+        try:
+            context = await self.context.build(
+                ContextRequest(state.session.id, request.text, state.user_message.id, settings),
+                tools=self.registry.schemas(),
+                images=request.images,
+            )
+            messages = context.messages
+            while True:
+                offer_tools = state.budget.tools_allowed and len(self.registry) > 0
+                calls = await self._stream_round(messages, model, state, emit, tools_on=offer_tools)
+                if not calls or not offer_tools:
+                    break
+                await self._run_tools(calls, messages, state, request, emit)
+                state.budget.rounds += 1
+                if not state.budget.tools_allowed:
+                    key = (
+                        "tool_budget_exhausted"
+                        if state.budget.chars_exhausted
+                        else "tool_rounds_exhausted"
+                    )
+                    messages.append(
+                        {
+                            "role": "system",
+                            "content": prompts.format(key, limit=state.budget.max_chars),
+                        }
+                    )
+        except UserFacingError as exc:
+            emit(ErrorEvent(str(exc)))
+            return
+        except Exception:
+            log.exception("turn failed in session %s", state.session.id)
+            emit(ErrorEvent(prompts["error_generic"]))
+            return
+        text = "".join(state.answer).strip()
+        if not text:
+            text = prompts["empty_answer"]
+            emit(ChunkEvent(text))
+        answer = await self._messages.add(
+            state.session.id, "assistant", text, reply_to=state.user_message.id
+        )
+        emit(DoneEvent(text, answer.id))
+        result = TurnResult(state.session.id, state.user_message, answer, tuple(state.tool_names))
+        for hook in self._turn_hooks:
+            self._tasks.spawn(hook(result), name=f"turn-hook-{getattr(hook, '__name__', 'hook')}")
+
+    async def _stream_round(
+        self,
+        messages: list[Message],
+        model: str,
+        state: _TurnState,
+        emit: Emit,
+        *,
+        tools_on: bool,
+    ) -> list[ToolCall]:
+        calls: list[ToolCall] = []
+        round_text: list[str] = []
+        async for delta in self._gateway.stream(
+            messages,
+            tools=self.registry.schemas() if tools_on else None,
+            model=model,
+            session_id=state.session.id,
+        ):
+            if delta.text:
+                round_text.append(delta.text)
+                state.answer.append(delta.text)
+                emit(ChunkEvent(delta.text))
+            if delta.done:
+                calls = delta.tool_calls
+        if calls and tools_on:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": "".join(round_text),
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": arguments_text(call.arguments),
+                            },
+                        }
+                        for call in calls
+                    ],
+                }
+            )
+        return calls
+
+    async def _run_tools(
+        self,
+        calls: list[ToolCall],
+        messages: list[Message],
+        state: _TurnState,
+        request: TurnRequest,
+        emit: Emit,
+    ) -> None:
+        prompts = prompts_for(self._settings().language)
+        for index, call in enumerate(calls):
+            arguments = _arguments(call)
+            call_id = f"{state.budget.rounds + 1}-{index + 1}-{call.id}"
+            tool = self.registry.get(call.name)
+            label = call.name
+            if tool is not None and tool.describe is not None:
+                try:
+                    label = tool.describe(arguments)
+                except Exception:
+                    label = call.name
+            detail = json.dumps(arguments, ensure_ascii=False)[:200]
+            emit(ToolEvent(call_id, call.name, "running", label=label, detail=detail))
+            if state.budget.chars_exhausted:
+                raw = error_result(
+                    prompts.format("tool_budget_exhausted", limit=state.budget.max_chars)
+                )
+            else:
+                raw = await self.registry.execute(
+                    call.name, arguments, injected={"session_id": state.session.id}
+                )
+            result = trim_tool_result(raw)
+            state.budget.spend(result)
+            state.tool_names.append(call.name)
+            failed = result.startswith('{"error"')
+            emit(
+                ToolEvent(
+                    call_id,
+                    call.name,
+                    "error" if failed else "done",
+                    label=label,
+                    result=result[:300] + ("…" if len(result) > 300 else ""),
+                )
+            )
+            new_sources = [
+                source
+                for source in _sources_from(call.name, arguments, raw)
+                if source["url"] not in {known["url"] for known in state.sources}
+            ]
+            if new_sources:
+                state.sources.extend(new_sources)
+                emit(SourcesEvent(list(state.sources)))
+            outcome = ToolOutcome(
+                state.session.id, call_id, call.name, arguments, raw, request.text
+            )
+            for hook in self._tool_hooks:
+                try:
+                    await hook(outcome, emit)
+                except Exception:
+                    log.exception("tool hook failed after %s", call.name)
+            prefix = prompts.format("tool_result_prefix", name=call.name)
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "name": call.name,
+                    "content": f"{prefix}\n{result}",
+                }
+            )
+
+
+async def _await(task: asyncio.Task[None]) -> None:
+    await task

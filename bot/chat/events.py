@@ -1,0 +1,98 @@
+"""The events of one turn (seed 002's SSE set); every front end renders these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ToolStatus = Literal["running", "done", "error"]
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    """The session the turn belongs to (sent first)."""
+
+    session_id: str
+    created: bool = False
+
+
+@dataclass(frozen=True)
+class ToolEvent:
+    """A tool starts (status running) or finishes (done/error) — the same id for both."""
+
+    id: str
+    name: str
+    status: ToolStatus
+    label: str = ""
+    detail: str = ""
+    result: str | None = None
+
+
+@dataclass(frozen=True)
+class NotesUpdatedEvent:
+    """The AI changed a shared note."""
+
+
+@dataclass(frozen=True)
+class SourcesEvent:
+    """Web sources used in this turn: [{title, url}]."""
+
+    sources: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ChunkEvent:
+    """A piece of the answer text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class DoneEvent:
+    """The turn finished; the full answer is stored as message `message_id`."""
+
+    text: str
+    message_id: int
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    """The turn failed; `message` is safe to show to the user."""
+
+    message: str
+
+
+Event = (
+    SessionEvent
+    | ToolEvent
+    | NotesUpdatedEvent
+    | SourcesEvent
+    | ChunkEvent
+    | DoneEvent
+    | ErrorEvent
+)
+
+
+def to_wire(event: Event) -> dict[str, Any]:
+    """The seed's JSON shape of an event (`{"type", "value"}`), used by SSE."""
+    match event:
+        case SessionEvent(session_id=session_id):
+            return {"type": "session_id", "value": session_id}
+        case ToolEvent():
+            value: dict[str, Any] = {"id": event.id, "name": event.name, "status": event.status}
+            if event.status == "running":
+                value.update(label=event.label, detail=event.detail)
+            else:
+                value["result"] = event.result
+            return {"type": "tool", "value": value}
+        case NotesUpdatedEvent():
+            return {"type": "notes_updated"}
+        case SourcesEvent(sources=sources):
+            return {"type": "sources", "value": sources}
+        case ChunkEvent(text=text):
+            return {"type": "chunk", "value": text}
+        case DoneEvent(message_id=message_id):
+            return {"type": "done", "message_id": message_id}
+        case ErrorEvent(message=message):
+            return {"type": "error", "value": message}
+    raise TypeError(f"unknown event {event!r}")  # pragma: no cover

@@ -1,0 +1,129 @@
+"""Long-term memory: summarise old messages, condense summaries that outgrow their budget."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from bot.chat.tokens import estimate_tokens
+from bot.config import Settings
+from bot.errors import LLMError
+from bot.llm.gateway import LLMGateway
+from bot.prompts import prompts_for
+from bot.store.memories import Memory, MemoryRepository
+from bot.store.messages import MessageRepository, StoredMessage
+
+log = logging.getLogger(__name__)
+
+MemoryListener = Callable[[Memory], Awaitable[None]]
+
+
+def transcript(messages: list[StoredMessage]) -> str:
+    """Messages as `speaker: text` lines for the summariser."""
+    lines = []
+    for message in messages:
+        speaker = message.author_name or message.role
+        lines.append(f"{speaker}: {message.content}")
+    return "\n".join(lines)
+
+
+class Summarizer:
+    """Keeps a session's live history short: at N live messages, the oldest N/2 are summarised."""
+
+    def __init__(
+        self,
+        settings: Callable[[], Settings],
+        gateway: LLMGateway,
+        messages: MessageRepository,
+        memories: MemoryRepository,
+        on_memory: MemoryListener | None = None,
+    ) -> None:
+        self._settings = settings
+        self._gateway = gateway
+        self._messages = messages
+        self._memories = memories
+        self._on_memory = on_memory
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def maybe_summarize(self, session_id: str) -> list[Memory]:
+        """Summarise while the session is over the threshold; then condense if needed."""
+        lock = self._locks.setdefault(session_id, asyncio.Lock())
+        created: list[Memory] = []
+        async with lock:
+            settings = self._settings()
+            threshold = max(4, settings.memory_summarize_threshold)
+            while await self._messages.count_live(session_id) >= threshold:
+                memory = await self._summarize_oldest(session_id, threshold // 2, settings)
+                if memory is None:
+                    break
+                created.append(memory)
+            condensed = await self._maybe_condense(session_id, settings)
+            if condensed is not None:
+                created.append(condensed)
+        if not lock.locked():
+            self._locks.pop(session_id, None)
+        if self._on_memory is not None:
+            for memory in created:
+                await self._on_memory(memory)
+        return created
+
+    async def _summarize_oldest(
+        self, session_id: str, count: int, settings: Settings
+    ) -> Memory | None:
+        batch = await self._messages.oldest_live(session_id, count)
+        if not batch:
+            return None
+        prompts = prompts_for(settings.language)
+        try:
+            result = await self._gateway.complete(
+                [
+                    {"role": "system", "content": prompts["summarize_system"]},
+                    {
+                        "role": "user",
+                        "content": prompts.format("summarize_user", transcript=transcript(batch)),
+                    },
+                ],
+                session_id=session_id,
+                purpose="summarize",
+            )
+        except LLMError as exc:
+            log.warning("summary of session %s postponed: %s", session_id, exc)
+            return None
+        summary = result.text.strip()
+        if not summary:
+            log.warning("summary of session %s was empty; postponed", session_id)
+            return None
+        memory = await self._memories.summarize_messages(
+            session_id, [message.id for message in batch], summary
+        )
+        if memory is not None:
+            log.info("session %s: %d messages summarised", session_id, len(batch))
+        return memory
+
+    async def _maybe_condense(self, session_id: str, settings: Settings) -> Memory | None:
+        live = await self._memories.live(session_id)
+        total = sum(estimate_tokens(memory.summary) for memory in live)
+        if len(live) < 2 or total <= settings.memory_summary_token_budget:
+            return None
+        prompts = prompts_for(settings.language)
+        joined = "\n\n".join(f"- ({memory.created_at[:10]}) {memory.summary}" for memory in live)
+        try:
+            result = await self._gateway.complete(
+                [
+                    {"role": "system", "content": prompts["condense_system"]},
+                    {"role": "user", "content": prompts.format("condense_user", summaries=joined)},
+                ],
+                session_id=session_id,
+                purpose="condense",
+            )
+        except LLMError as exc:
+            log.warning("condensing session %s postponed: %s", session_id, exc)
+            return None
+        summary = result.text.strip()
+        if not summary:
+            return None
+        level = max(memory.level for memory in live) + 1
+        return await self._memories.condense(
+            session_id, [memory.id for memory in live], summary, level
+        )

@@ -1,0 +1,92 @@
+"""`python -m bot chat`: a terminal chat on the same engine as Discord."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import TextIO
+
+from bot.chat.engine import ChatEngine, TurnRequest
+from bot.chat.events import ChunkEvent, DoneEvent, ErrorEvent, SessionEvent, SourcesEvent, ToolEvent
+
+EXIT_COMMANDS = frozenset({"/exit", "/quit"})
+
+
+class TerminalChat:
+    """Reads user turns line by line and renders the engine's events."""
+
+    def __init__(
+        self,
+        engine: ChatEngine,
+        *,
+        stdin: TextIO = sys.stdin,
+        stdout: TextIO = sys.stdout,
+        stderr: TextIO = sys.stderr,
+        interactive: bool | None = None,
+    ) -> None:
+        self._engine = engine
+        self._in = stdin
+        self._out = stdout
+        self._err = stderr
+        self._interactive = stdin.isatty() if interactive is None else interactive
+        self._session_id: str | None = None
+        self.failed_turns = 0
+
+    def _status(self, text: str) -> None:
+        # Tool activity goes to stderr when piped, so stdout carries only answers.
+        stream = self._out if self._interactive else self._err
+        stream.write(text + "\n")
+        stream.flush()
+
+    async def turn(self, text: str) -> None:
+        """Send one user message and render its answer."""
+        request = TurnRequest(text=text, session_id=self._session_id, source="terminal")
+        wrote_text = False
+        async for event in self._engine.run_turn(request):
+            match event:
+                case SessionEvent(session_id=session_id):
+                    self._session_id = session_id
+                case ToolEvent(status="running", label=label):
+                    if wrote_text:
+                        self._out.write("\n")
+                        wrote_text = False
+                    self._status(f"🔧 {label} …")
+                case ToolEvent(status=status, label=label):
+                    self._status(f"   {label} {'✓' if status == 'done' else '✗'}")
+                case SourcesEvent():
+                    pass
+                case ChunkEvent(text=chunk):
+                    self._out.write(chunk)
+                    self._out.flush()
+                    wrote_text = True
+                case DoneEvent():
+                    self._out.write("\n")
+                    self._out.flush()
+                case ErrorEvent(message=message):
+                    self.failed_turns += 1
+                    if wrote_text:
+                        self._out.write("\n")
+                    self._err.write(f"error: {message}\n")
+                    self._err.flush()
+
+    async def run(self) -> int:
+        """Chat until end of input or /exit; returns the process exit code."""
+        if self._interactive:
+            self._out.write("PlayChat terminal chat — /new starts a new session, /exit quits.\n")
+        while True:
+            if self._interactive:
+                self._out.write("\n> ")
+                self._out.flush()
+            line = await asyncio.to_thread(self._in.readline)
+            if not line:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text in EXIT_COMMANDS:
+                break
+            if text == "/new":
+                self._session_id = None
+                continue
+            await self.turn(text)
+        return 1 if self.failed_turns and not self._interactive else 0

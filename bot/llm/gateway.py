@@ -1,0 +1,262 @@
+"""One interface to the language model: stream / complete / embed, logged and retried."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bot.config import Settings, is_ollama_model
+from bot.errors import LLMError, LLMUnavailableError
+from bot.llm.backend import BackendError, BackendUnavailable, ChatBackend
+from bot.llm.redact import Redactor
+from bot.llm.types import Completion, Message, StreamDelta, ToolSchema, Usage
+from bot.store.api_logs import ApiLogRepository
+
+log = logging.getLogger(__name__)
+
+OLLAMA_DEFAULT_BASE = "http://localhost:11434"
+DEFAULT_OLLAMA_EMBED_MODEL = "ollama/nomic-embed-text"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently transient failures are retried."""
+
+    attempts: int = 3
+    base_delay: float = 0.5
+    max_delay: float = 4.0
+
+    def delay(self, attempt: int) -> float:
+        """Backoff before retry number `attempt` (1-based), with jitter."""
+        return float(
+            min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * (0.5 + random.random())
+        )
+
+
+BackendFactory = Callable[[str, str, float, str], ChatBackend]
+
+
+def default_backend_factory(kind: str, api_base: str, timeout: float, api_key: str) -> ChatBackend:
+    """Build the backend for `kind` ("ollama" or "litellm"); LiteLLM is imported only here."""
+    if kind == "ollama":
+        from bot.llm.ollama_backend import OllamaBackend
+
+        return OllamaBackend(api_base or OLLAMA_DEFAULT_BASE, timeout=timeout, api_key=api_key)
+    from bot.llm.litellm_backend import LiteLLMBackend
+
+    return LiteLLMBackend(api_base or None, timeout=timeout, api_key=api_key)
+
+
+@dataclass
+class _CallLog:
+    session_id: str | None
+    model: str
+    purpose: str
+    request: dict[str, Any]
+    started: float
+
+
+class LLMGateway:
+    """Chooses the backend for a model, retries transient errors and logs every call."""
+
+    def __init__(
+        self,
+        settings: Callable[[], Settings],
+        logs: ApiLogRepository | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        backend_factory: BackendFactory = default_backend_factory,
+    ) -> None:
+        self._settings = settings
+        self._logs = logs
+        self._retry = retry or RetryPolicy()
+        self._factory = backend_factory
+        self._backends: dict[tuple[str, str, str], ChatBackend] = {}
+
+    def _backend(self, model: str, *, for_embedding: bool = False) -> ChatBackend:
+        settings = self._settings()
+        kind = "ollama" if is_ollama_model(model) else "litellm"
+        chat_kind = "ollama" if settings.uses_ollama else "litellm"
+        base = settings.llm_api_base if kind == chat_kind or not for_embedding else ""
+        if kind == "litellm" and base.rstrip("/") == OLLAMA_DEFAULT_BASE:
+            base = ""  # the Ollama default is no address for other providers
+        key = settings.secret("llm_api_key") if kind == chat_kind else ""
+        cache_key = (kind, base, key)
+        backend = self._backends.get(cache_key)
+        if backend is None:
+            backend = self._factory(kind, base, settings.llm_timeout, key)
+            self._backends[cache_key] = backend
+        return backend
+
+    def _redactor(self) -> Redactor:
+        settings = self._settings()
+        return Redactor(
+            settings.secret(name)
+            for name in ("llm_api_key", "discord_token", "admin_password", "admin_token")
+        )
+
+    async def _write_log(
+        self,
+        call: _CallLog,
+        *,
+        response: str | None,
+        error: str | None,
+        usage: Usage | None,
+    ) -> None:
+        if self._logs is None:
+            return
+        redact = self._redactor()
+        try:
+            await self._logs.add(
+                session_id=call.session_id,
+                model=call.model,
+                purpose=call.purpose,
+                request_json=redact(json.dumps(call.request, ensure_ascii=False, default=str)),
+                response_text=None if response is None else redact(response),
+                error=None if error is None else redact(error),
+                latency_ms=int((time.perf_counter() - call.started) * 1000),
+                prompt_tokens=usage.prompt_tokens if usage else None,
+                completion_tokens=usage.completion_tokens if usage else None,
+                cost=usage.cost if usage else None,
+            )
+        except Exception:
+            log.exception("could not write api log")
+
+    @staticmethod
+    def _user_error(exc: BackendError) -> LLMError:
+        if isinstance(exc, BackendUnavailable):
+            return LLMUnavailableError(str(exc))
+        return LLMError(str(exc))
+
+    async def stream(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[ToolSchema] | None = None,
+        model: str | None = None,
+        session_id: str | None = None,
+        purpose: str = "chat",
+    ) -> AsyncIterator[StreamDelta]:
+        """Stream an answer; raises LLMError (user-facing text) when the model fails."""
+        settings = self._settings()
+        name = model or settings.llm_model
+        backend = self._backend(name)
+        for attempt in range(1, self._retry.attempts + 1):
+            call = _CallLog(
+                session_id,
+                name,
+                purpose,
+                {
+                    "model": name,
+                    "messages": messages,
+                    "tools": [tool["function"]["name"] for tool in tools or ()],
+                },
+                time.perf_counter(),
+            )
+            text: list[str] = []
+            yielded = False
+            try:
+                async for delta in backend.stream(
+                    name, messages, tools, settings.llm_context_tokens
+                ):
+                    if delta.done:
+                        response = "".join(text)
+                        if delta.tool_calls:
+                            response += "\n[tool_calls] " + json.dumps(
+                                [
+                                    {"name": c.name, "arguments": c.arguments}
+                                    for c in delta.tool_calls
+                                ],
+                                ensure_ascii=False,
+                            )
+                        await self._write_log(
+                            call, response=response, error=None, usage=delta.usage
+                        )
+                    else:
+                        text.append(delta.text)
+                    yielded = True
+                    yield delta
+                return
+            except BackendError as exc:
+                await self._write_log(
+                    call, response="".join(text) or None, error=str(exc), usage=None
+                )
+                if yielded or not exc.transient or attempt == self._retry.attempts:
+                    log.warning("LLM stream failed (%s, attempt %d): %s", name, attempt, exc)
+                    raise self._user_error(exc) from exc
+                delay = self._retry.delay(attempt)
+                log.info("LLM stream failed transiently, retrying in %.2fs: %s", delay, exc)
+                await asyncio.sleep(delay)
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        model: str | None = None,
+        session_id: str | None = None,
+        purpose: str = "complete",
+    ) -> Completion:
+        """A whole answer without tools (summaries, tags, topic openers)."""
+        settings = self._settings()
+        name = model or settings.llm_model
+        backend = self._backend(name)
+        for attempt in range(1, self._retry.attempts + 1):
+            call = _CallLog(
+                session_id,
+                name,
+                purpose,
+                {"model": name, "messages": messages},
+                time.perf_counter(),
+            )
+            try:
+                result = await backend.complete(name, messages, settings.llm_context_tokens)
+            except BackendError as exc:
+                await self._write_log(call, response=None, error=str(exc), usage=None)
+                if not exc.transient or attempt == self._retry.attempts:
+                    raise self._user_error(exc) from exc
+                await asyncio.sleep(self._retry.delay(attempt))
+                continue
+            await self._write_log(call, response=result.text, error=None, usage=result.usage)
+            return result
+        raise LLMError("The language model did not answer.")  # pragma: no cover - loop returns
+
+    def embed_model(self) -> str | None:
+        """The embedding model in effect: EMBED_MODEL, else Ollama's default when on Ollama."""
+        settings = self._settings()
+        if settings.embed_model:
+            return settings.embed_model
+        return DEFAULT_OLLAMA_EMBED_MODEL if settings.uses_ollama else None
+
+    async def embed(self, texts: list[str], *, model: str | None = None) -> list[list[float]]:
+        """One vector per text; raises LLMError when no embedding model answers."""
+        name = model or self.embed_model()
+        if name is None:
+            raise LLMError("No embedding model is configured (set EMBED_MODEL).")
+        if not texts:
+            return []
+        try:
+            vectors = await self._backend(name, for_embedding=True).embed(name, texts)
+        except BackendError as exc:
+            raise self._user_error(exc) from exc
+        if len(vectors) != len(texts):
+            raise LLMError(f"The embedding model {name} returned {len(vectors)} vectors.")
+        return vectors
+
+    async def list_models(self) -> list[str]:
+        """Models the configured backend offers (Ollama lists its pulled models)."""
+        try:
+            return await self._backend(self._settings().llm_model).list_models()
+        except BackendError as exc:
+            raise self._user_error(exc) from exc
+
+    async def close(self) -> None:
+        """Close every backend's connections."""
+        for backend in self._backends.values():
+            await backend.close()
+        self._backends.clear()

@@ -1,0 +1,194 @@
+"""Every non-Ollama provider through LiteLLM, imported only when such a model is used."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+from collections.abc import AsyncIterator
+from types import ModuleType
+from typing import Any
+
+from bot.llm.backend import BackendError, BackendUnavailable
+from bot.llm.types import Completion, Message, StreamDelta, ToolCall, ToolSchema, Usage
+
+log = logging.getLogger(__name__)
+
+TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def import_litellm() -> ModuleType:
+    """Import LiteLLM without letting it reach for the internet (price list download)."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    os.environ.setdefault("LITELLM_TELEMETRY", "False")
+    module = importlib.import_module("litellm")
+    setattr(module, "telemetry", False)  # noqa: B010 - attributes unknown to the type checker
+    setattr(module, "suppress_debug_info", True)  # noqa: B010
+    return module
+
+
+def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Messages in OpenAI format; images become image_url content parts."""
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        item = {key: value for key, value in message.items() if key != "images"}
+        if message.get("images"):
+            parts: list[dict[str, Any]] = [{"type": "text", "text": message.get("content") or ""}]
+            parts.extend(
+                {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{image}"}}
+                for image in message["images"]
+            )
+            item["content"] = parts
+        converted.append(item)
+    return converted
+
+
+class LiteLLMBackend:
+    """Talks to any provider LiteLLM supports (OpenAI, Anthropic, OpenAI-compatible…)."""
+
+    def __init__(self, api_base: str | None, *, timeout: float, api_key: str = "") -> None:
+        self.api_base = api_base or None
+        self._api_key = api_key or None
+        self._timeout = timeout
+        self._litellm = import_litellm()
+
+    def _kwargs(self, model: str) -> dict[str, Any]:
+        return {
+            "model": model,
+            "api_base": self.api_base,
+            "api_key": self._api_key,
+            "timeout": self._timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+
+    def _error(self, exc: Exception, model: str) -> BackendError:
+        exceptions = self._litellm.exceptions
+        status = getattr(exc, "status_code", None)
+        where = f" at {self.api_base}" if self.api_base else ""
+        if isinstance(exc, exceptions.Timeout):
+            return BackendError(f"{model}{where} did not answer in time.", status=status)
+        if isinstance(exc, exceptions.APIConnectionError) and status in (None, 500):
+            text = str(exc).lower()
+            if "connect" in text or "refused" in text or "resolve" in text:
+                return BackendUnavailable(
+                    f"The model provider for {model}{where} is not reachable. "
+                    "Check LLM_API_BASE and that the server is running."
+                )
+            return BackendError(
+                f"The connection to {model}{where} broke off.", transient=True, status=status
+            )
+        if isinstance(exc, exceptions.AuthenticationError):
+            return BackendError(f"{model}{where} refused the API key (LLM_API_KEY).", status=status)
+        if isinstance(exc, exceptions.NotFoundError):
+            return BackendError(f"The model {model} was not found{where}.", status=status)
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        if status is None:
+            return BackendError(f"{model}{where} failed: {message}"[:500], transient=True)
+        return BackendError(
+            f"{model}{where} failed (HTTP {status}): {message}"[:500],
+            transient=status in TRANSIENT_STATUS,
+            status=status,
+        )
+
+    def _cost(self, model: str, usage: Usage) -> float | None:
+        if usage.prompt_tokens is None:
+            return None
+        try:
+            prompt_cost, completion_cost = self._litellm.cost_per_token(
+                model=model,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens or 0,
+            )
+        except Exception:
+            return None
+        return float(prompt_cost + completion_cost)
+
+    async def stream(
+        self,
+        model: str,
+        messages: list[Message],
+        tools: list[ToolSchema] | None,
+        context_tokens: int,
+    ) -> AsyncIterator[StreamDelta]:
+        """Stream a chat answer; tool-call deltas are reassembled by index."""
+        pending: dict[int, dict[str, str]] = {}
+        usage = Usage()
+        kwargs = self._kwargs(model)
+        if tools:
+            kwargs["tools"] = tools
+        try:
+            response = await self._litellm.acompletion(
+                messages=to_openai_messages(messages),
+                stream=True,
+                stream_options={"include_usage": True},
+                **kwargs,
+            )
+            async for chunk in response:
+                chunk_usage = getattr(chunk, "usage", None)
+                if chunk_usage:
+                    usage = Usage(chunk_usage.prompt_tokens, chunk_usage.completion_tokens)
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta
+                for call in getattr(delta, "tool_calls", None) or ():
+                    slot = pending.setdefault(call.index or 0, {"id": "", "name": "", "args": ""})
+                    slot["id"] = call.id or slot["id"]
+                    if call.function is not None:
+                        slot["name"] = call.function.name or slot["name"]
+                        slot["args"] += call.function.arguments or ""
+                if delta.content:
+                    yield StreamDelta(text=delta.content)
+        except Exception as exc:  # LiteLLM raises many types mid-stream; all become BackendError
+            raise self._error(exc, model) from exc
+        calls = [
+            ToolCall(
+                id=slot["id"] or f"call_{index + 1}", name=slot["name"], arguments=slot["args"]
+            )
+            for index, slot in sorted(pending.items())
+            if slot["name"]
+        ]
+        usage.cost = self._cost(model, usage)
+        yield StreamDelta(tool_calls=calls, usage=usage, done=True)
+
+    async def complete(
+        self, model: str, messages: list[Message], context_tokens: int
+    ) -> Completion:
+        """A whole answer without tools."""
+        try:
+            response = await self._litellm.acompletion(
+                messages=to_openai_messages(messages), **self._kwargs(model)
+            )
+        except Exception as exc:
+            raise self._error(exc, model) from exc
+        choice = response.choices[0].message
+        usage = Usage(response.usage.prompt_tokens, response.usage.completion_tokens)
+        usage.cost = self._cost(model, usage)
+        calls = [
+            ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments)
+            for call in (choice.tool_calls or ())
+        ]
+        return Completion(text=choice.content or "", tool_calls=calls, usage=usage)
+
+    async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
+        """Embeddings through the provider's embeddings endpoint."""
+        kwargs = self._kwargs(model)
+        kwargs.pop("max_retries")
+        try:
+            response = await self._litellm.aembedding(input=texts, **kwargs)
+        except Exception as exc:
+            raise self._error(exc, model) from exc
+        return [list(item["embedding"]) for item in response.data]
+
+    async def list_models(self) -> list[str]:
+        """LiteLLM cannot list a provider's models in general."""
+        return []
+
+    async def close(self) -> None:
+        """LiteLLM keeps its own pooled clients; nothing to release per backend."""
+
+
+def arguments_text(arguments: dict[str, Any] | str) -> str:
+    """Tool-call arguments as the JSON string OpenAI-style messages carry."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)

@@ -1,0 +1,164 @@
+"""Native Ollama backend through the official `ollama` client (the default)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import ollama
+
+from bot.config import strip_ollama_prefix
+from bot.llm.backend import BackendError, BackendUnavailable
+from bot.llm.types import Completion, Message, StreamDelta, ToolCall, ToolSchema, Usage
+
+log = logging.getLogger(__name__)
+
+TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Translate OpenAI-style messages to Ollama's chat format."""
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        item: dict[str, Any] = {"role": message["role"], "content": message.get("content") or ""}
+        if message.get("images"):
+            item["images"] = list(message["images"])
+        if message.get("tool_calls"):
+            item["tool_calls"] = [
+                {
+                    "function": {
+                        "name": call["function"]["name"],
+                        "arguments": _arguments_dict(call["function"].get("arguments")),
+                    }
+                }
+                for call in message["tool_calls"]
+            ]
+        if message["role"] == "tool" and message.get("name"):
+            item["tool_name"] = message["name"]
+        converted.append(item)
+    return converted
+
+
+def _arguments_dict(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        parsed = json.loads(arguments or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+class OllamaBackend:
+    """Talks to an Ollama server with `ollama.AsyncClient`."""
+
+    def __init__(self, host: str, *, timeout: float, api_key: str = "") -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        self.host = host
+        self._client = ollama.AsyncClient(host=host, timeout=timeout, headers=headers)
+
+    def _error(self, exc: Exception, model: str) -> BackendError:
+        if isinstance(exc, ollama.ResponseError):
+            status = exc.status_code
+            if status == 404:
+                name = strip_ollama_prefix(model)
+                return BackendError(
+                    f"The model {name!r} is not available on Ollama at {self.host}. "
+                    f"Pull it with `ollama pull {name}` or choose another model.",
+                    status=status,
+                )
+            return BackendError(
+                f"Ollama at {self.host} answered HTTP {status}: {exc.error}"[:500],
+                transient=status in TRANSIENT_STATUS or status == -1,
+                status=status,
+            )
+        if isinstance(exc, ConnectionError | httpx.ConnectError):
+            return BackendUnavailable(
+                f"Ollama is not reachable at {self.host}. Make sure `ollama serve` is running "
+                "there, or set LLM_API_BASE to its address."
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return BackendError(f"Ollama at {self.host} did not answer in time.", transient=False)
+        if isinstance(exc, httpx.HTTPError):
+            return BackendError(
+                f"The connection to Ollama at {self.host} broke off ({type(exc).__name__}).",
+                transient=True,
+            )
+        return BackendError(f"Ollama call failed: {type(exc).__name__}: {exc}")
+
+    async def stream(
+        self,
+        model: str,
+        messages: list[Message],
+        tools: list[ToolSchema] | None,
+        context_tokens: int,
+    ) -> AsyncIterator[StreamDelta]:
+        """Stream a chat answer; tool calls and usage come with the final delta."""
+        calls: list[ToolCall] = []
+        usage = Usage()
+        try:
+            response = await self._client.chat(
+                model=strip_ollama_prefix(model),
+                messages=to_ollama_messages(messages),
+                tools=tools or None,
+                stream=True,
+                options={"num_ctx": context_tokens},
+            )
+            async for part in response:
+                message = part.message
+                for call in message.tool_calls or ():
+                    calls.append(
+                        ToolCall(
+                            id=f"call_{len(calls) + 1}",
+                            name=call.function.name,
+                            arguments=dict(call.function.arguments or {}),
+                        )
+                    )
+                if message.content:
+                    yield StreamDelta(text=message.content)
+                if part.done:
+                    usage = Usage(part.prompt_eval_count, part.eval_count)
+        except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
+            raise self._error(exc, model) from exc
+        yield StreamDelta(tool_calls=calls, usage=usage, done=True)
+
+    async def complete(
+        self, model: str, messages: list[Message], context_tokens: int
+    ) -> Completion:
+        """A whole answer without tools."""
+        try:
+            response = await self._client.chat(
+                model=strip_ollama_prefix(model),
+                messages=to_ollama_messages(messages),
+                stream=False,
+                options={"num_ctx": context_tokens},
+            )
+        except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
+            raise self._error(exc, model) from exc
+        return Completion(
+            text=response.message.content or "",
+            usage=Usage(response.prompt_eval_count, response.eval_count),
+        )
+
+    async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
+        """Embeddings through /api/embed."""
+        try:
+            response = await self._client.embed(model=strip_ollama_prefix(model), input=texts)
+        except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
+            raise self._error(exc, model) from exc
+        return [list(vector) for vector in response.embeddings]
+
+    async def list_models(self) -> list[str]:
+        """Names of the models pulled on the Ollama server."""
+        try:
+            response = await self._client.list()
+        except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
+            raise self._error(exc, "") from exc
+        return [f"ollama/{item.model}" for item in response.models if item.model]
+
+    async def close(self) -> None:
+        """Close the HTTP client."""
+        await self._client.close()  # type: ignore[no-untyped-call]

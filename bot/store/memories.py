@@ -1,0 +1,128 @@
+"""Long-term memory: summaries of archived messages, condensed when they outgrow a budget."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.store.db import Database, utcnow
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A summary of older messages (level 0) or of older summaries (level ≥ 1)."""
+
+    id: int
+    session_id: str
+    summary: str
+    level: int
+    condensed_into: int | None
+    created_at: str
+
+
+_COLUMNS = "id, session_id, summary, level, condensed_into, created_at"
+
+
+def _memory(row: sqlite3.Row) -> Memory:
+    return Memory(
+        id=row["id"],
+        session_id=row["session_id"],
+        summary=row["summary"],
+        level=row["level"],
+        condensed_into=row["condensed_into"],
+        created_at=row["created_at"],
+    )
+
+
+class MemoryRepository:
+    """Stores summaries and archives what they replace, atomically."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def live(self, session_id: str) -> list[Memory]:
+        """Summaries in effect for a session (not condensed into another), oldest first."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM memories WHERE session_id = ? AND condensed_into IS NULL "
+            "ORDER BY id",
+            (session_id,),
+        )
+        return [_memory(row) for row in rows]
+
+    async def all_for_session(self, session_id: str) -> list[Memory]:
+        """Every summary of a session, condensed ones included."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM memories WHERE session_id = ? ORDER BY id", (session_id,)
+        )
+        return [_memory(row) for row in rows]
+
+    async def list(self, *, limit: int = 50, before_id: int | None = None) -> list[Memory]:
+        """All summaries across sessions, newest first, paged by id."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM memories WHERE id < ? ORDER BY id DESC LIMIT ?",
+            (before_id if before_id is not None else 2**62, limit),
+        )
+        return [_memory(row) for row in rows]
+
+    async def summarize_messages(
+        self, session_id: str, message_ids: Sequence[int], summary: str
+    ) -> Memory | None:
+        """Store a summary and archive its messages; None if any was archived meanwhile."""
+        now = utcnow()
+        placeholders = ",".join("?" for _ in message_ids)
+        async with self._db.transaction() as conn:
+            rows = await conn.execute_fetchall(
+                f"SELECT COUNT(*) FROM messages WHERE id IN ({placeholders}) "
+                "AND session_id = ? AND archived_at IS NULL",
+                (*message_ids, session_id),
+            )
+            if next(iter(rows))[0] != len(message_ids):
+                return None
+            cursor = await conn.execute(
+                "INSERT INTO memories (session_id, summary, level, created_at) VALUES (?, ?, 0, ?)",
+                (session_id, summary, now),
+            )
+            memory_id = cursor.lastrowid or 0
+            await conn.execute(
+                f"UPDATE messages SET archived_at = ?, memory_id = ? WHERE id IN ({placeholders})",
+                (now, memory_id, *message_ids),
+            )
+        return Memory(memory_id, session_id, summary, 0, None, now)
+
+    async def condense(
+        self, session_id: str, memory_ids: Sequence[int], summary: str, level: int
+    ) -> Memory | None:
+        """Replace live summaries by one condensed summary; the old rows are kept, marked."""
+        now = utcnow()
+        placeholders = ",".join("?" for _ in memory_ids)
+        async with self._db.transaction() as conn:
+            rows = await conn.execute_fetchall(
+                f"SELECT COUNT(*) FROM memories WHERE id IN ({placeholders}) "
+                "AND session_id = ? AND condensed_into IS NULL",
+                (*memory_ids, session_id),
+            )
+            if next(iter(rows))[0] != len(memory_ids):
+                return None
+            cursor = await conn.execute(
+                "INSERT INTO memories (session_id, summary, level, created_at) VALUES (?, ?, ?, ?)",
+                (session_id, summary, level, now),
+            )
+            memory_id = cursor.lastrowid or 0
+            await conn.execute(
+                f"UPDATE memories SET condensed_into = ? WHERE id IN ({placeholders})",
+                (memory_id, *memory_ids),
+            )
+        return Memory(memory_id, session_id, summary, level, None, now)
+
+    async def delete(self, memory_id: int) -> bool:
+        """Forget one summary; its archived messages stay archived (history is kept)."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            return cursor.rowcount > 0
+
+    async def delete_for_session(self, session_id: str) -> int:
+        """Forget every summary of a session (`/memory forget`)."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute("DELETE FROM memories WHERE session_id = ?", (session_id,))
+            return cursor.rowcount

@@ -1,0 +1,165 @@
+"""Conversation messages (short-term memory); summarised ones are archived, never deleted."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.store.db import Database, utcnow
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One message of a session."""
+
+    id: int
+    session_id: str
+    role: str
+    content: str
+    author_id: str | None
+    author_name: str | None
+    discord_message_id: int | None
+    reply_to: int | None
+    archived_at: str | None
+    memory_id: int | None
+    created_at: str
+
+    @property
+    def order_key(self) -> tuple[int, int]:
+        """Conversation order: an answer sits right after the message it answers."""
+        return (self.reply_to if self.reply_to is not None else self.id, self.id)
+
+
+_COLUMNS = (
+    "id, session_id, role, content, author_id, author_name, discord_message_id, reply_to, "
+    "archived_at, memory_id, created_at"
+)
+
+
+def _message(row: sqlite3.Row) -> StoredMessage:
+    return StoredMessage(
+        id=row["id"],
+        session_id=row["session_id"],
+        role=row["role"],
+        content=row["content"],
+        author_id=row["author_id"],
+        author_name=row["author_name"],
+        discord_message_id=row["discord_message_id"],
+        reply_to=row["reply_to"],
+        archived_at=row["archived_at"],
+        memory_id=row["memory_id"],
+        created_at=row["created_at"],
+    )
+
+
+def conversation_order(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
+    """Messages sorted so that every answer follows its question."""
+    return sorted(messages, key=lambda message: message.order_key)
+
+
+class MessageRepository:
+    """Stores and reads messages."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(
+        self,
+        session_id: str,
+        role: str,
+        content: str,
+        *,
+        author_id: str | None = None,
+        author_name: str | None = None,
+        discord_message_id: int | None = None,
+        reply_to: int | None = None,
+        created_at: str | None = None,
+    ) -> StoredMessage:
+        """Insert a message (and touch its session) in one transaction."""
+        now = created_at or utcnow()
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO messages (session_id, role, content, author_id, author_name, "
+                "discord_message_id, reply_to, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    role,
+                    content,
+                    author_id,
+                    author_name,
+                    discord_message_id,
+                    reply_to,
+                    now,
+                ),
+            )
+            await conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+        return StoredMessage(
+            id=cursor.lastrowid or 0,
+            session_id=session_id,
+            role=role,
+            content=content,
+            author_id=author_id,
+            author_name=author_name,
+            discord_message_id=discord_message_id,
+            reply_to=reply_to,
+            archived_at=None,
+            memory_id=None,
+            created_at=now,
+        )
+
+    async def get(self, message_id: int) -> StoredMessage | None:
+        """One message by id."""
+        row = await self._db.fetchone(
+            f"SELECT {_COLUMNS} FROM messages WHERE id = ?", (message_id,)
+        )
+        return None if row is None else _message(row)
+
+    async def by_discord_id(self, discord_message_id: int) -> StoredMessage | None:
+        """The message stored for a Discord message id, if any (deduplication on resume)."""
+        row = await self._db.fetchone(
+            f"SELECT {_COLUMNS} FROM messages WHERE discord_message_id = ?", (discord_message_id,)
+        )
+        return None if row is None else _message(row)
+
+    async def recent_live(self, session_id: str, limit: int) -> list[StoredMessage]:
+        """The newest `limit` unarchived messages, in conversation order."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND archived_at IS NULL "
+            "ORDER BY id DESC LIMIT ?",
+            (session_id, limit),
+        )
+        return conversation_order([_message(row) for row in rows])
+
+    async def count_live(self, session_id: str) -> int:
+        """How many unarchived messages the session has."""
+        value = await self._db.scalar(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND archived_at IS NULL",
+            (session_id,),
+        )
+        return int(value or 0)
+
+    async def oldest_live(self, session_id: str, limit: int) -> list[StoredMessage]:
+        """The oldest `limit` unarchived messages, in conversation order."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND archived_at IS NULL "
+            "ORDER BY id LIMIT ?",
+            (session_id, limit * 2),
+        )
+        return conversation_order([_message(row) for row in rows])[:limit]
+
+    async def all_for_session(self, session_id: str) -> list[StoredMessage]:
+        """Every message of a session, archived ones included, in conversation order."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+        )
+        return conversation_order([_message(row) for row in rows])
+
+    async def latest_texts(self, limit: int) -> list[str]:
+        """Contents of the newest messages across all sessions, oldest first."""
+        rows = await self._db.fetchall(
+            "SELECT content FROM messages WHERE role IN ('user', 'assistant') "
+            "ORDER BY id DESC LIMIT ?",
+            (limit,),
+        )
+        return [row["content"] for row in reversed(rows)]

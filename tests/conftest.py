@@ -1,0 +1,74 @@
+"""Shared fixtures: settings on a temporary database, the loopback LLM, opened services."""
+
+from __future__ import annotations
+
+import os
+
+# LiteLLM must never fetch its price list (no internet here); set before anything imports it.
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.config import Settings
+from bot.llm.gateway import RetryPolicy
+from bot.services import ServiceOptions, Services, open_services
+from tests.fakes.llm_server import FakeLLMServer
+
+FAST_RETRY = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.01)
+
+SettingsFactory = Callable[..., Settings]
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[FakeLLMServer]:
+    """A scriptable loopback LLM server (Ollama and OpenAI protocols)."""
+    async with FakeLLMServer(models=("test-model", "other-model")) as server:
+        yield server
+
+
+@pytest.fixture(params=["ollama", "litellm"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Run a test once over the ollama client and once over LiteLLM."""
+    return str(request.param)
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, llm: FakeLLMServer) -> SettingsFactory:
+    """Settings on a temporary database, pointed at the loopback LLM (Ollama by default)."""
+
+    def factory(backend: str = "ollama", **overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "db_path": tmp_path / "playchat.db",
+            "kb_dir": tmp_path / "kb",
+            "language": "en",
+            "llm_timeout": 10.0,
+        }
+        if backend == "ollama":
+            values.update(llm_model="ollama/test-model", llm_api_base=llm.url)
+        else:
+            values.update(
+                llm_model="openai/test-model", llm_api_base=llm.openai_base, llm_api_key="sk-test"
+            )
+        values.update(overrides)
+        return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+    return factory
+
+
+@pytest.fixture
+def service_options() -> ServiceOptions:
+    """Fast retries so scripted failures do not slow the suite."""
+    return ServiceOptions(retry=FAST_RETRY, builtin_tools=False)
+
+
+@pytest.fixture
+async def services(
+    make_settings: SettingsFactory, backend: str, service_options: ServiceOptions
+) -> AsyncIterator[Services]:
+    """Opened services over the fake LLM with the parametrised backend."""
+    async with open_services(make_settings(backend), service_options) as opened:
+        yield opened
