@@ -1,0 +1,84 @@
+"""Pure helpers of the chat layer: tokens, truncation policy, redaction, event wire format."""
+
+from __future__ import annotations
+
+import json
+
+from bot.chat.events import ChunkEvent, DoneEvent, SessionEvent, ToolEvent, to_wire
+from bot.chat.tokens import estimate_tokens, truncate_to_tokens
+from bot.chat.tool_budget import (
+    MAX_TOOL_RESULT_CHARS,
+    PAGE_INFO_MARKER,
+    ToolBudget,
+    trim_tool_result,
+)
+from bot.llm.redact import Redactor
+
+
+def test_token_estimate_counts_japanese_per_character() -> None:
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("今日は良い天気") == 7
+    assert estimate_tokens("a" * 400) == 100
+
+
+def test_truncate_to_tokens_cuts_at_a_boundary() -> None:
+    text = "alpha beta gamma delta " * 50
+    cut = truncate_to_tokens(text, 20)
+    assert estimate_tokens(cut) <= 21 and cut.endswith("…")
+    assert cut[:-1].split()[-1] in {"alpha", "beta", "gamma", "delta"}
+
+
+def test_unpaged_result_is_trimmed_at_a_paragraph() -> None:
+    text = ("para " * 200 + "\n\n") * 10
+    trimmed = trim_tool_result(text)
+    assert len(trimmed) <= MAX_TOOL_RESULT_CHARS
+    assert trimmed.endswith("[truncated]")
+    assert trimmed.split("\n…")[0].endswith("para")
+
+
+def test_paged_result_is_never_cut() -> None:
+    ok = "x" * 5000 + PAGE_INFO_MARKER + "has_more: true\nnext_token: t"
+    assert trim_tool_result(ok) == ok
+    oversize = "x" * 7000 + PAGE_INFO_MARKER + "has_more: true\nnext_token: t"
+    error = json.loads(trim_tool_result(oversize))["error"]
+    assert "smaller max_chars" in error
+
+
+def test_budget_counts_rounds_and_chars() -> None:
+    budget = ToolBudget()
+    assert budget.tools_allowed
+    budget.spend("x" * 24000)
+    assert budget.chars_exhausted and not budget.tools_allowed
+    rounds = ToolBudget(rounds=5)
+    assert rounds.rounds_exhausted
+
+
+def test_redactor_masks_secrets_but_not_paging_tokens() -> None:
+    redact = Redactor(["hunter2-secret"])
+    text = (
+        '{"api_key": "abc12345", "Authorization": "Bearer abcdefghijklmnop", '
+        '"body": "my hunter2-secret", "next_token: eyJ2IjoyfQ"}'
+    )
+    masked = redact(text)
+    assert "abc12345" not in masked and "abcdefghijklmnop" not in masked
+    assert "hunter2-secret" not in masked
+    assert "next_token: eyJ2IjoyfQ" in masked
+
+
+def test_wire_format_matches_the_seed() -> None:
+    assert to_wire(SessionEvent("s1")) == {"type": "session_id", "value": "s1"}
+    running = to_wire(ToolEvent("t", "web_search", "running", label="🔎", detail="{}"))
+    assert running == {
+        "type": "tool",
+        "value": {
+            "id": "t",
+            "name": "web_search",
+            "status": "running",
+            "label": "🔎",
+            "detail": "{}",
+        },
+    }
+    done = to_wire(ToolEvent("t", "web_search", "done", result="ok"))
+    assert done["value"]["id"] == "t" and done["value"]["result"] == "ok"
+    assert to_wire(ChunkEvent("hi")) == {"type": "chunk", "value": "hi"}
+    assert to_wire(DoneEvent("hi", 3))["type"] == "done"

@@ -1,0 +1,96 @@
+"""The SQLite layer: migrations, refusal of newer databases, transactions, hot-path index."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bot.errors import DatabaseVersionError
+from bot.store.db import Database
+from bot.store.migrations import SCHEMA_VERSION
+from bot.store.messages import MessageRepository
+from bot.store.sessions import SessionRepository
+
+SEED_TABLES = {
+    "sessions",
+    "messages",
+    "message_tags",
+    "memories",
+    "memory_tags",
+    "knowledge_entries",
+    "knowledge_sources",
+    "local_knowledge_docs",
+    "note_pages",
+    "session_note_pages",
+    "app_settings",
+    "model_presets",
+    "api_logs",
+}
+
+
+async def test_migrates_an_empty_file_to_the_current_version(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "new" / "p.db")
+    try:
+        assert await db.scalar("PRAGMA user_version") == SCHEMA_VERSION
+        tables = {row[0] for row in await db.fetchall("SELECT name FROM sqlite_master")}
+        assert tables >= SEED_TABLES
+        assert await db.scalar("PRAGMA journal_mode") == "wal"
+        assert await db.scalar("PRAGMA foreign_keys") == 1
+    finally:
+        await db.close()
+    reopened = await Database.open(tmp_path / "new" / "p.db")
+    assert await reopened.scalar("PRAGMA user_version") == SCHEMA_VERSION
+    await reopened.close()
+
+
+async def test_refuses_a_database_from_a_newer_version(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(DatabaseVersionError, match="newer"):
+        await Database.open(path)
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0, "untouched"
+    conn.close()
+
+
+async def test_failed_transaction_rolls_back(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "p.db")
+    sessions = SessionRepository(db)
+    session = await sessions.create(title="t")
+    with pytest.raises(RuntimeError):
+        async with db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO messages (session_id, role, content, created_at) "
+                "VALUES (?, 'user', 'x', 'now')",
+                (session.id,),
+            )
+            raise RuntimeError("boom")
+    assert await db.scalar("SELECT COUNT(*) FROM messages") == 0
+    await db.close()
+
+
+async def test_last_messages_query_uses_the_session_index(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "p.db")
+    plan = await db.fetchall(
+        "EXPLAIN QUERY PLAN SELECT * FROM messages WHERE session_id = ? AND archived_at IS NULL "
+        "ORDER BY id DESC LIMIT 50",
+        ("s",),
+    )
+    detail = " ".join(row["detail"] for row in plan)
+    assert "USING INDEX ix_messages_live" in detail and "TEMP B-TREE" not in detail
+    await db.close()
+
+
+async def test_discord_message_ids_are_unique(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "p.db")
+    session = await SessionRepository(db).create()
+    messages = MessageRepository(db)
+    await messages.add(session.id, "user", "a", discord_message_id=42)
+    with pytest.raises(sqlite3.IntegrityError):
+        await messages.add(session.id, "user", "a again", discord_message_id=42)
+    assert await db.scalar("SELECT COUNT(*) FROM messages") == 1
+    await db.close()

@@ -1,0 +1,75 @@
+"""The composition root as users run it: `python -m bot` and `python -m bot chat`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DISCORD_", "LLM_", "ADMIN_", "DB_"))
+    }
+    env.update(PYTHONPATH=str(REPO), DB_PATH=str(tmp_path / "chat.db"), LANGUAGE="en", **extra)
+    return env
+
+
+async def _run(
+    args: list[str], env: dict[str, str], cwd: Path, stdin: bytes = b""
+) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        *args,
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_bot_without_token_explains_how_to_start(tmp_path: Path) -> None:
+    code, out, err = await _run([], _env(tmp_path), tmp_path)
+    assert code != 0
+    assert "DISCORD_TOKEN" in err and "python -m bot chat" in err
+    assert out == ""
+
+
+async def test_piped_chat_answers_each_line_with_tools_on_stderr(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    llm.script(
+        Text("First answer."),
+        ToolCalls([("scrape_url", {"url": "http://127.0.0.1:9/secret"})]),
+        Text("Second answer."),
+    )
+    env = _env(tmp_path, LLM_API_BASE=llm.url, LLM_MODEL="ollama/test-model")
+    code, out, err = await _run(["chat"], env, tmp_path, b"hello\n\nwhat next?\n")
+    assert code == 0, err
+    assert out.splitlines() == ["First answer.", "Second answer."]
+    assert "scrape_url" in err
+    assert len(llm.chat_requests) == 3
+    second_turn = [m["content"] for m in llm.chat_requests[1].messages if m["role"] == "user"]
+    assert second_turn == ["hello", "what next?"], "one session for the whole chat"
+
+
+async def test_piped_chat_reports_llm_failure_with_exit_code(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    env = _env(tmp_path, LLM_API_BASE=llm.url, LLM_MODEL="ollama/test-model")
+    code, out, err = await _run(["chat"], env, tmp_path, b"hello\n")
+    assert code == 1
+    assert "error:" in err and out == ""
