@@ -9,8 +9,8 @@ import pytest
 
 from bot.errors import DatabaseVersionError
 from bot.store.db import Database
-from bot.store.migrations import SCHEMA_VERSION
 from bot.store.messages import MessageRepository
+from bot.store.migrations import SCHEMA_VERSION
 from bot.store.sessions import SessionRepository
 
 SEED_TABLES = {
