@@ -1,0 +1,461 @@
+"""The local Markdown knowledge base: files embedded once per content change, searched by
+cosine similarity against the latest user message, or by BM25 when no embedding model answers.
+
+Change detection: each search compares a stat snapshot — the set of (path, mtime_ns, size) of
+kb_dir/**/*.md — with the one from the last sync, walked in a worker thread. For 500 files that
+costs a few milliseconds (far below the LLM call the search precedes), and unlike a polling
+interval an edited file is seen by the very next message. Only when the snapshot differs are
+files read and hashed, and only files whose sha256 changed are embedded again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import os
+import re
+import stat
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from operator import mul
+from pathlib import Path
+from typing import Literal, Protocol
+
+from bot.memory.bm25 import BM25Index, bigram_terms
+from bot.memory.japanese import NounExtractor
+from bot.store.db import Database
+from bot.store.local_kb_docs import KBDocRow, LocalKBDocRepository
+
+log = logging.getLogger(__name__)
+
+# Embedding models read 512-8192 tokens and servers silently truncate the rest, so a file is
+# embedded by its first EMBED_MAX_CHARS characters; the whole file is still what a hit returns.
+EMBED_MAX_CHARS = 8000
+# Bigger files are read (and returned) up to this size; their hash still covers every byte.
+MAX_READ_BYTES = 1 << 20
+BM25_MAX_CHARS = 64_000
+EMBED_BATCH = 16
+# After a failed embedding call, searches use BM25 without asking again for this long, so a
+# missing or hanging embedding model costs nothing per request.
+EMBED_RETRY_SECONDS = 300.0
+# A BM25 hit must explain this share of the query's idf mass, and score at least this fraction
+# of the best hit, so files sharing one common word with the question are not injected.
+BM25_MIN_SHARE = 0.3
+BM25_RELATIVE = 0.5
+
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+
+Snapshot = dict[str, tuple[int, int]]
+
+
+class Embedder(Protocol):
+    """The part of the LLM gateway the knowledge base uses."""
+
+    async def embed(self, texts: list[str], *, model: str | None = None) -> list[list[float]]:
+        """One vector per text; raises bot.errors.LLMError when no embedding model answers."""
+        ...
+
+
+class KBSettings(Protocol):
+    """The settings the knowledge base reads on every search (bot.config.Settings fits)."""
+
+    @property
+    def local_kb_top_k(self) -> int:
+        """How many files at most."""
+        ...
+
+    @property
+    def local_kb_min_score(self) -> float:
+        """Lowest cosine similarity that counts as a hit."""
+        ...
+
+    @property
+    def embed_model(self) -> str:
+        """Embedding model; empty for the gateway's default."""
+        ...
+
+
+@dataclass(frozen=True)
+class KBHit:
+    """One knowledge-base file chosen for the prompt.
+
+    `score` is the cosine similarity for "embedding" hits and, for "bm25" hits, the share of
+    the query's idf mass the file explains (1.0 is every query term once).
+    """
+
+    path: str
+    title: str
+    content: str
+    score: float
+    method: Literal["embedding", "bm25"]
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What one sync did."""
+
+    files: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    embedded: int = 0
+    embed_calls: int = 0
+    embedding_failed: bool = False
+
+
+@dataclass
+class _Doc:
+    path: str
+    title: str
+    content: str
+    content_hash: str
+    mtime_ns: int
+    size: int
+    vector: list[float] | None = None
+    model: str | None = None
+    unit: list[float] | None = field(default=None, repr=False)
+
+    def set_vector(self, vector: list[float] | None, model: str | None) -> None:
+        self.vector = vector
+        self.model = model if vector is not None else None
+        self.unit = _normalise(vector) if vector is not None else None
+
+    def embed_text(self) -> str:
+        text = self.content
+        if not _HEADING.search(text[:2000]):
+            text = f"{self.title}\n\n{text}"
+        return text[:EMBED_MAX_CHARS]
+
+    def row(self) -> KBDocRow:
+        return KBDocRow(self.path, self.title, self.content_hash, self.vector, self.model)
+
+
+def _normalise(vector: Sequence[float]) -> list[float] | None:
+    norm = math.sqrt(sum(x * x for x in vector))
+    if not vector or norm == 0 or not math.isfinite(norm):
+        return None
+    return [x / norm for x in vector]
+
+
+def _title(content: str, path: str) -> str:
+    match = _HEADING.search(content)
+    return match.group(1).strip() if match else Path(path).stem
+
+
+def _scan(kb_dir: Path) -> Snapshot:
+    """(mtime_ns, size) of every visible, regular kb_dir/**/*.md file; symlinks are skipped."""
+    snapshot: Snapshot = {}
+    if not kb_dir.is_dir():
+        return snapshot
+    for root, dirnames, filenames in os.walk(kb_dir, followlinks=False):
+        dirnames[:] = [name for name in dirnames if not name.startswith(".")]
+        for name in filenames:
+            if name.startswith(".") or not name.lower().endswith(".md"):
+                continue
+            full = os.path.join(root, name)
+            try:
+                info = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                rel = Path(full).relative_to(kb_dir).as_posix()
+                snapshot[rel] = (info.st_mtime_ns, info.st_size)
+    return snapshot
+
+
+def _read(kb_dir: Path, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """(text, sha256) of each readable file; files that vanished or fail to read are left out."""
+    out: dict[str, tuple[str, str]] = {}
+    for rel in paths:
+        digest = hashlib.sha256()
+        head = bytearray()
+        try:
+            with open(kb_dir / rel, "rb") as handle:
+                while chunk := handle.read(1 << 16):
+                    digest.update(chunk)
+                    if len(head) < MAX_READ_BYTES:
+                        head += chunk[: MAX_READ_BYTES - len(head)]
+        except OSError as exc:
+            log.warning("cannot read knowledge file %s: %s", rel, exc)
+            continue
+        text = bytes(head).decode("utf-8", errors="replace").removeprefix("\ufeff")
+        out[rel] = (text, digest.hexdigest())
+    return out
+
+
+def _cosine_scores(query: list[float], units: list[list[float] | None]) -> list[float | None]:
+    return [
+        sum(map(mul, query, unit)) if unit is not None and len(unit) == len(query) else None
+        for unit in units
+    ]
+
+
+class LocalKnowledgeBase:
+    """Markdown files under kb_dir (web_search/ included), cached in local_knowledge_docs."""
+
+    def __init__(
+        self,
+        kb_dir: Path,
+        db: Database,
+        embedder: Embedder,
+        analyzer: NounExtractor,
+        settings_fn: Callable[[], KBSettings],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        embed_retry_seconds: float = EMBED_RETRY_SECONDS,
+    ) -> None:
+        self._kb_dir = Path(kb_dir)
+        self._repo = LocalKBDocRepository(db)
+        self._embedder = embedder
+        self._analyzer = analyzer
+        self._settings_fn = settings_fn
+        self._clock = clock
+        self._retry_seconds = embed_retry_seconds
+        self._lock = asyncio.Lock()
+        self._docs: list[_Doc] = []
+        self._snapshot: Snapshot | None = None
+        self._bm25: BM25Index | None = None
+        self._embed_failed_at: float | None = None
+        self._syncs = 0
+
+    @property
+    def sync_count(self) -> int:
+        """How many times files were (re)read since start-up; stat checks do not count."""
+        return self._syncs
+
+    def _model_key(self) -> str:
+        return self._settings_fn().embed_model
+
+    def _embedding_usable(self) -> bool:
+        failed_at = self._embed_failed_at
+        return failed_at is None or self._clock() - failed_at >= self._retry_seconds
+
+    def _embedding_failed(self, exc: Exception) -> None:
+        if self._embed_failed_at is None:
+            log.warning(
+                "embedding unavailable (%s: %s); the local knowledge base ranks by BM25 and "
+                "retries in %.0f s",
+                type(exc).__name__,
+                exc,
+                self._retry_seconds,
+            )
+        else:
+            log.debug("embedding still unavailable: %s", exc)
+        self._embed_failed_at = self._clock()
+
+    def _embedding_ok(self) -> None:
+        if self._embed_failed_at is not None:
+            log.info("embedding available again; the local knowledge base uses vectors")
+            self._embed_failed_at = None
+
+    async def _embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        model = self._model_key() or None
+        vectors: list[list[float]] = []
+        calls = 0
+        for start in range(0, len(texts), EMBED_BATCH):
+            batch = texts[start : start + EMBED_BATCH]
+            calls += 1
+            result = await self._embedder.embed(batch, model=model)
+            if len(result) != len(batch):
+                raise ValueError(f"embedder returned {len(result)} vectors for {len(batch)} texts")
+            vectors.extend(result)
+        return vectors, calls
+
+    async def _embed_docs(self, docs: Sequence[_Doc]) -> int:
+        """Embed `docs` in place; returns the number of calls. Raises when embedding fails."""
+        key = self._model_key()
+        vectors, calls = await self._embed([doc.embed_text() for doc in docs])
+        for doc, vector in zip(docs, vectors, strict=True):
+            doc.set_vector([float(x) for x in vector], key)
+        return calls
+
+    async def sync(self) -> SyncReport:
+        """Rescan kb_dir now: embed new and changed files, drop rows of removed ones."""
+        async with self._lock:
+            snapshot = await asyncio.to_thread(_scan, self._kb_dir)
+            return await self._sync_locked(snapshot)
+
+    async def _refresh_if_changed(self) -> None:
+        snapshot = await asyncio.to_thread(_scan, self._kb_dir)
+        if snapshot == self._snapshot:
+            return
+        async with self._lock:
+            if snapshot != self._snapshot:
+                await self._sync_locked(snapshot)
+
+    async def _sync_locked(self, snapshot: Snapshot) -> SyncReport:
+        self._syncs += 1
+        key = self._model_key()
+        rows = {row.path: row for row in await self._repo.all()}
+        known = {doc.path: doc for doc in self._docs}
+        to_read = [
+            path
+            for path, stamp in snapshot.items()
+            if path not in known or (known[path].mtime_ns, known[path].size) != stamp
+        ]
+        read = await asyncio.to_thread(_read, self._kb_dir, to_read) if to_read else {}
+        reusable = {
+            row.content_hash: row.embedding
+            for row in rows.values()
+            if row.embedding is not None and row.embed_model == key
+        }
+        docs: list[_Doc] = []
+        upserts: list[_Doc] = []
+        pending: list[_Doc] = []
+        added = updated = 0
+        for path in sorted(snapshot):
+            mtime_ns, size = snapshot[path]
+            if path in read:
+                content, digest = read[path]
+            elif path in known and path not in to_read:
+                content, digest = known[path].content, known[path].content_hash
+            else:
+                snapshot.pop(path)  # vanished between the scan and the read: look again later
+                continue
+            if not content.strip():
+                continue
+            doc = _Doc(path, _title(content, path), content, digest, mtime_ns, size)
+            docs.append(doc)
+            row = rows.get(path)
+            if row is None:
+                added += 1
+            elif row.content_hash != digest:
+                updated += 1
+            if row is not None and row.content_hash == digest and row.embedding is not None:
+                doc.set_vector(row.embedding, row.embed_model)
+                if row.embed_model == key:
+                    continue
+            elif digest in reusable:
+                doc.set_vector(reusable[digest], key)
+                upserts.append(doc)
+                continue
+            # Changed, new, or embedded with another model: the stored vector must go.
+            pending.append(doc)
+            if row is None or row.content_hash != digest:
+                doc.set_vector(None, None)
+                upserts.append(doc)
+
+        embedded = calls = 0
+        failed = False
+        if pending and self._embedding_usable():
+            try:
+                calls = await self._embed_docs(pending)
+                embedded = len(pending)
+                self._embedding_ok()
+                queued = {id(doc) for doc in upserts}
+                upserts.extend(doc for doc in pending if id(doc) not in queued)
+            except Exception as exc:  # any backend failure means: no vectors for now
+                self._embedding_failed(exc)
+                failed = True
+        paths = {doc.path for doc in docs}
+        removed = [path for path in rows if path not in paths]
+        await self._repo.apply([doc.row() for doc in upserts], removed)
+
+        self._docs = docs
+        self._snapshot = snapshot
+        self._bm25 = None
+        report = SyncReport(
+            files=len(docs),
+            added=added,
+            updated=updated,
+            removed=len(removed),
+            embedded=embedded,
+            embed_calls=calls,
+            embedding_failed=failed,
+        )
+        log.info("local knowledge base synced: %s", report)
+        return report
+
+    async def search(self, query: str) -> list[KBHit]:
+        """Up to local_kb_top_k files relevant to `query`: cosine ≥ local_kb_min_score, or BM25
+        when no embedding model answers. Re-syncs first only if files changed on disk."""
+        query = query.strip()
+        settings = self._settings_fn()
+        top_k = settings.local_kb_top_k
+        if not query or top_k <= 0:
+            return []
+        await self._refresh_if_changed()
+        if not self._docs:
+            return []
+        if self._embedding_usable():
+            hits = await self._search_embedding(query, top_k, settings.local_kb_min_score)
+            if hits is not None:
+                return hits
+        return await self._search_bm25(query, top_k)
+
+    async def _search_embedding(
+        self, query: str, top_k: int, min_score: float
+    ) -> list[KBHit] | None:
+        key = self._model_key()
+        try:
+            stale = [doc for doc in self._docs if doc.unit is None or doc.model != key]
+            if stale:
+                await self._embed_and_store(stale)
+            [vector], _ = await self._embed([query[:EMBED_MAX_CHARS]])
+            unit = _normalise([float(x) for x in vector])
+            if unit is None:
+                raise ValueError("the embedding of the query is empty or zero")
+            docs = list(self._docs)
+            scores = await asyncio.to_thread(_cosine_scores, unit, [d.unit for d in docs])
+            mismatched = [doc for doc, score in zip(docs, scores, strict=True) if score is None]
+            if mismatched:
+                # Another model answered under the same name: its vectors must be rebuilt.
+                log.warning(
+                    "%d knowledge vectors have another dimension; re-embedding", len(mismatched)
+                )
+                await self._embed_and_store(mismatched)
+                scores = await asyncio.to_thread(_cosine_scores, unit, [d.unit for d in docs])
+        except Exception as exc:  # any backend failure means: rank lexically instead
+            self._embedding_failed(exc)
+            return None
+        self._embedding_ok()
+        ranked = sorted(
+            ((score, doc) for doc, score in zip(docs, scores, strict=True) if score is not None),
+            key=lambda pair: -pair[0],
+        )
+        return [
+            KBHit(doc.path, doc.title, doc.content, round(score, 4), "embedding")
+            for score, doc in ranked[:top_k]
+            if score >= min_score
+        ]
+
+    async def _embed_and_store(self, docs: Sequence[_Doc]) -> None:
+        async with self._lock:
+            # A sync may have replaced these documents while this waited for the lock.
+            current = {id(doc) for doc in self._docs}
+            docs = [doc for doc in docs if id(doc) in current]
+            if docs:
+                await self._embed_docs(docs)
+                await self._repo.apply([doc.row() for doc in docs], [])
+
+    async def _index(self, docs: list[_Doc]) -> BM25Index:
+        if self._bm25 is not None and docs is self._docs:
+            return self._bm25
+        texts = [f"{doc.title}\n{doc.content[:BM25_MAX_CHARS]}" for doc in docs]
+        index = await asyncio.to_thread(lambda: BM25Index([bigram_terms(text) for text in texts]))
+        if docs is self._docs:
+            self._bm25 = index
+        return index
+
+    async def _search_bm25(self, query: str, top_k: int) -> list[KBHit]:
+        docs = self._docs
+        index = await self._index(docs)
+        nouns = await self._analyzer.nouns_async(query)
+        terms = bigram_terms(" ".join(nouns))
+        weight = index.query_weight(terms)
+        if not terms or weight <= 0:
+            return []
+        scores = index.scores(terms)
+        best = max(scores)
+        ranked = sorted(
+            ((score / weight, score, doc) for doc, score in zip(docs, scores, strict=True)),
+            key=lambda item: -item[1],
+        )
+        return [
+            KBHit(doc.path, doc.title, doc.content, round(share, 4), "bm25")
+            for share, score, doc in ranked[:top_k]
+            if score > 0 and share >= BM25_MIN_SHARE and score >= BM25_RELATIVE * best
+        ]

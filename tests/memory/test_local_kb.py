@@ -1,0 +1,458 @@
+"""Local knowledge base: embedding cache by content hash, change detection, BM25 fallback."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bot.config import Settings
+from bot.errors import LLMError
+from bot.llm.gateway import LLMGateway, RetryPolicy
+from bot.memory.japanese import JapaneseAnalyzer
+from bot.memory.local_kb import EMBED_MAX_CHARS, LocalKnowledgeBase
+from bot.store.db import Database
+from tests.fakes.llm_server import FakeLLMServer, HttpError
+
+VOCAB = ["ラーメン", "デプロイ", "猫", "沖縄", "asyncio", "会議"]
+
+FILES = {
+    "ramen.md": "# 東京のラーメン屋メモ\n\n新宿の醤油ラーメンが美味しい店。豚骨ラーメンなら池袋。"
+    "行列ができるので平日の昼がおすすめ。",
+    "deploy.md": "# PlayChat のデプロイ手順\n\n1. サーバーに Python 3.11 を入れる\n"
+    "2. .env を作って DISCORD_TOKEN を設定する\n3. デプロイ後は systemd で常駐させる。",
+    "cats.md": "猫は一日に十数時間眠る。猫のキャットフードは年齢に合わせて選ぶ。爪とぎを用意する。",
+    "asyncio.md": "# Python asyncio notes\n\nThe event loop runs coroutines. Use asyncio.gather to "
+    "run tasks concurrently. Never block the loop; use asyncio.to_thread.",
+    "web_search/okinawa.md": "# 沖縄の観光情報\n\n沖縄の海はきれいで、夏はダイビングが人気。"
+    "梅雨は五月から六月。那覇の国際通りでお土産を買える。",
+}
+HIDDEN = {
+    ".draft.md": "# 下書き ラーメン",
+    ".git/notes.md": "# git ラーメン",
+    "notes.txt": "ラーメン",
+    "empty.md": "  \n",
+}
+
+
+class KeywordEmbedder:
+    """A fake embedding model: one dimension per vocabulary word; records every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.models: list[str | None] = []
+        self.error: Exception | None = None
+        self.extra_dims = 0
+
+    def vector(self, text: str) -> list[float]:
+        return [float(text.count(word)) for word in VOCAB] + [0.05] + [0.0] * self.extra_dims
+
+    async def embed(self, texts: list[str], *, model: str | None = None) -> list[list[float]]:
+        self.calls.append(list(texts))
+        self.models.append(model)
+        if self.error is not None:
+            raise self.error
+        return [self.vector(text) for text in texts]
+
+    def texts(self) -> list[str]:
+        return [text for call in self.calls for text in call]
+
+
+@dataclass
+class Conf:
+    local_kb_top_k: int = 3
+    local_kb_min_score: float = 0.75
+    embed_model: str = ""
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> Iterator[JapaneseAnalyzer]:
+    a = JapaneseAnalyzer()
+    yield a
+    a.close()
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = await Database.open(tmp_path / "t.db")
+    yield database
+    await database.close()
+
+
+@pytest.fixture
+def kb_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "knowledge_base"
+    for rel, text in {**FILES, **HIDDEN}.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def embedder() -> KeywordEmbedder:
+    return KeywordEmbedder()
+
+
+@pytest.fixture
+def conf() -> Conf:
+    return Conf()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def kb(
+    kb_dir: Path,
+    db: Database,
+    embedder: KeywordEmbedder,
+    analyzer: JapaneseAnalyzer,
+    conf: Conf,
+    clock: Clock,
+) -> LocalKnowledgeBase:
+    return LocalKnowledgeBase(kb_dir, db, embedder, analyzer, lambda: conf, clock=clock)
+
+
+async def rows(db: Database) -> dict[str, dict[str, object]]:
+    result = await db.fetchall("SELECT * FROM local_knowledge_docs")
+    return {str(row["path"]): dict(row) for row in result}
+
+
+def embed_input(rel: str, text: str) -> str:
+    """What the knowledge base embeds: the file, headed by its stem when it has no heading."""
+    return text if text.startswith("#") else f"{Path(rel).stem}\n\n{text}"
+
+
+def edit(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+    stamp = path.stat().st_mtime_ns + 5_000_000_000
+    os.utime(path, ns=(stamp, stamp))
+
+
+async def test_first_sync_embeds_all_files_then_nothing(
+    kb: LocalKnowledgeBase, db: Database, embedder: KeywordEmbedder
+) -> None:
+    report = await kb.sync()
+    assert (report.files, report.added, report.embedded, report.embed_calls) == (5, 5, 5, 1)
+    assert sorted(embedder.texts()) == sorted(embed_input(k, v) for k, v in FILES.items())
+    stored = await rows(db)
+    assert set(stored) == set(FILES)
+    for rel, row in stored.items():
+        assert json.loads(str(row["embedding_json"])) == embedder.vector(FILES[rel])
+        assert row["embed_model"] == ""
+
+    again = await kb.sync()
+    assert (again.files, again.added, again.updated, again.embedded) == (5, 0, 0, 0)
+    assert len(embedder.calls) == 1
+
+
+async def test_restart_reuses_cached_vectors(
+    kb: LocalKnowledgeBase,
+    kb_dir: Path,
+    db: Database,
+    embedder: KeywordEmbedder,
+    analyzer: JapaneseAnalyzer,
+    conf: Conf,
+) -> None:
+    await kb.sync()
+    restarted = LocalKnowledgeBase(kb_dir, db, embedder, analyzer, lambda: conf)
+    report = await restarted.sync()
+    assert (report.files, report.added, report.embedded) == (5, 0, 0)
+    assert len(embedder.calls) == 1
+    hits = await restarted.search("おすすめのラーメン屋はどこ？")
+    assert [hit.path for hit in hits] == ["ramen.md"]
+    assert embedder.calls[-1] == ["おすすめのラーメン屋はどこ？"]
+
+
+async def test_edited_file_is_reembedded_once_and_old_vector_dropped(
+    kb: LocalKnowledgeBase, kb_dir: Path, db: Database, embedder: KeywordEmbedder
+) -> None:
+    await kb.sync()
+    before = (await rows(db))["ramen.md"]
+    syncs = kb.sync_count
+    new_text = "# ラーメンと猫\n\n猫カフェの隣のラーメン屋。猫が看板。"
+    edit(kb_dir / "ramen.md", new_text)
+
+    embedder.calls.clear()
+    hits = await kb.search("猫カフェに行きたい")
+    assert embedder.calls == [[new_text], ["猫カフェに行きたい"]]
+    assert kb.sync_count == syncs + 1
+    assert {hit.path for hit in hits} == {"ramen.md", "cats.md"}
+
+    after = (await rows(db))["ramen.md"]
+    assert after["content_hash"] != before["content_hash"]
+    assert json.loads(str(after["embedding_json"])) == embedder.vector(new_text)
+    old_vector = before["embedding_json"]
+    assert (
+        await db.scalar(
+            "SELECT COUNT(*) FROM local_knowledge_docs WHERE embedding_json = ?", (old_vector,)
+        )
+        == 0
+    )
+
+    embedder.calls.clear()
+    await kb.search("猫カフェに行きたい")
+    assert embedder.calls == [["猫カフェに行きたい"]]
+    assert kb.sync_count == syncs + 1
+
+
+async def test_same_size_edit_is_seen_through_mtime(
+    kb: LocalKnowledgeBase, kb_dir: Path, embedder: KeywordEmbedder
+) -> None:
+    await kb.sync()
+    original = FILES["cats.md"]
+    edit(kb_dir / "cats.md", original.replace("猫", "犬"))
+    report = await kb.sync()
+    assert (report.updated, report.embedded) == (1, 1)
+    assert embedder.calls[-1] == [embed_input("cats.md", original.replace("猫", "犬"))]
+
+
+async def test_touched_but_unchanged_file_is_not_reembedded(
+    kb: LocalKnowledgeBase, kb_dir: Path, embedder: KeywordEmbedder
+) -> None:
+    await kb.sync()
+    edit(kb_dir / "cats.md", FILES["cats.md"])
+    report = await kb.sync()
+    assert (report.updated, report.embedded) == (0, 0)
+    assert len(embedder.calls) == 1
+
+
+async def test_deleted_file_removes_its_row(
+    kb: LocalKnowledgeBase, kb_dir: Path, db: Database
+) -> None:
+    await kb.sync()
+    (kb_dir / "cats.md").unlink()
+    assert await kb.search("猫のごはん") == []
+    assert "cats.md" not in await rows(db)
+    assert len(await rows(db)) == 4
+
+
+async def test_renamed_file_reuses_its_vector(
+    kb: LocalKnowledgeBase, kb_dir: Path, db: Database, embedder: KeywordEmbedder
+) -> None:
+    await kb.sync()
+    (kb_dir / "pets").mkdir()
+    (kb_dir / "cats.md").rename(kb_dir / "pets" / "cats.md")
+    report = await kb.sync()
+    assert (report.added, report.removed, report.embedded) == (1, 1, 0)
+    assert len(embedder.calls) == 1
+    stored = await rows(db)
+    assert "pets/cats.md" in stored and "cats.md" not in stored
+    assert stored["pets/cats.md"]["embedding_json"] is not None
+
+
+async def test_search_finds_the_right_file_above_min_score(kb: LocalKnowledgeBase) -> None:
+    hits = await kb.search("おすすめのラーメン屋はどこ？")
+    assert len(hits) == 1
+    hit = hits[0]
+    assert (hit.path, hit.method, hit.title) == ("ramen.md", "embedding", "東京のラーメン屋メモ")
+    assert hit.score >= 0.75
+    assert hit.content == FILES["ramen.md"]
+
+    okinawa = await kb.search("沖縄に行きたい")
+    assert [h.path for h in okinawa] == ["web_search/okinawa.md"]
+    assert await kb.search("明日の予定は？") == []
+    assert await kb.search("   ") == []
+
+
+async def test_title_falls_back_to_file_stem(kb: LocalKnowledgeBase) -> None:
+    hits = await kb.search("猫について")
+    assert [(h.path, h.title) for h in hits] == [("cats.md", "cats")]
+
+
+async def test_search_does_not_rescan_or_reembed_when_nothing_changed(
+    kb: LocalKnowledgeBase, embedder: KeywordEmbedder
+) -> None:
+    await kb.sync()
+    syncs = kb.sync_count
+    embedder.calls.clear()
+    for query in ["ラーメン", "デプロイ", "猫"]:
+        assert len(await kb.search(query)) == 1
+    assert embedder.calls == [["ラーメン"], ["デプロイ"], ["猫"]]
+    assert kb.sync_count == syncs
+
+
+async def test_first_search_syncs_by_itself(
+    kb: LocalKnowledgeBase, embedder: KeywordEmbedder
+) -> None:
+    hits = await kb.search("デプロイの方法")
+    assert [h.path for h in hits] == ["deploy.md"]
+    assert kb.sync_count == 1
+    assert [len(call) for call in embedder.calls] == [5, 1]
+
+
+async def test_embedding_failure_falls_back_to_bm25_and_logs_once(
+    kb: LocalKnowledgeBase,
+    db: Database,
+    embedder: KeywordEmbedder,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    embedder.error = LLMError("no embedding model")
+    with caplog.at_level(logging.INFO, logger="bot.memory.local_kb"):
+        hits = await kb.search("PlayChatのデプロイ手順を教えて")
+        calls_after_first = len(embedder.calls)
+        ramen = await kb.search("おすすめのラーメン屋はどこ？")
+        assert await kb.search("今日は何をしようかな") == []
+        assert await kb.search("明日の会議の資料を作りたい") == []
+
+    assert [(h.path, h.method) for h in hits] == [("deploy.md", "bm25")]
+    assert hits[0].content == FILES["deploy.md"]
+    assert [(h.path, h.method) for h in ramen] == [("ramen.md", "bm25")]
+    assert calls_after_first == 1  # the sync tried once; the search itself did not ask again
+    assert len(embedder.calls) == 1
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert all(row["embedding_json"] is None for row in (await rows(db)).values())
+
+    embedder.error = None
+    clock.now += 301
+    embedder.calls.clear()
+    with caplog.at_level(logging.INFO, logger="bot.memory.local_kb"):
+        recovered = await kb.search("おすすめのラーメン屋はどこ？")
+    assert [(h.path, h.method) for h in recovered] == [("ramen.md", "embedding")]
+    assert [len(call) for call in embedder.calls] == [5, 1]
+    assert "available again" in caplog.text
+    assert all(row["embedding_json"] is not None for row in (await rows(db)).values())
+
+
+async def test_failure_during_search_falls_back_in_the_same_request(
+    kb: LocalKnowledgeBase, embedder: KeywordEmbedder
+) -> None:
+    await kb.sync()
+    embedder.error = LLMError("embedding model unloaded")
+    hits = await kb.search("おすすめのラーメン屋はどこ？")
+    assert [(h.path, h.method) for h in hits] == [("ramen.md", "bm25")]
+
+
+async def test_edit_while_embeddings_are_down_drops_the_old_vector(
+    kb: LocalKnowledgeBase, kb_dir: Path, db: Database, embedder: KeywordEmbedder
+) -> None:
+    await kb.sync()
+    embedder.error = LLMError("down")
+    edit(kb_dir / "ramen.md", "# 味噌ラーメン\n\n札幌の味噌ラーメン")
+    report = await kb.sync()
+    assert report.embedding_failed
+    row = (await rows(db))["ramen.md"]
+    assert row["embedding_json"] is None
+    assert row["title"] == "味噌ラーメン"
+    hits = await kb.search("札幌の味噌ラーメン")
+    assert [(h.path, h.method) for h in hits] == [("ramen.md", "bm25")]
+
+
+async def test_changing_the_embedding_model_reembeds(
+    kb: LocalKnowledgeBase, db: Database, embedder: KeywordEmbedder, conf: Conf
+) -> None:
+    await kb.sync()
+    conf.embed_model = "nomic-embed-text"
+    embedder.calls.clear()
+    hits = await kb.search("ラーメン")
+    assert [h.path for h in hits] == ["ramen.md"]
+    assert [len(call) for call in embedder.calls] == [5, 1]
+    assert embedder.models[-1] == "nomic-embed-text"
+    assert {row["embed_model"] for row in (await rows(db)).values()} == {"nomic-embed-text"}
+
+
+async def test_a_new_vector_size_reembeds(
+    kb: LocalKnowledgeBase, embedder: KeywordEmbedder
+) -> None:
+    await kb.sync()
+    embedder.extra_dims = 4
+    embedder.calls.clear()
+    hits = await kb.search("ラーメン")
+    assert [h.path for h in hits] == ["ramen.md"]
+    assert [len(call) for call in embedder.calls] == [1, 5]
+    embedder.calls.clear()
+    await kb.search("ラーメン")
+    assert embedder.calls == [["ラーメン"]]
+
+
+async def test_top_k_and_min_score_come_from_settings(
+    kb: LocalKnowledgeBase, embedder: KeywordEmbedder, conf: Conf
+) -> None:
+    conf.local_kb_min_score = 0.0
+    assert len(await kb.search("ラーメン")) == 3
+    conf.local_kb_top_k = 1
+    assert [h.path for h in await kb.search("ラーメン")] == ["ramen.md"]
+    conf.local_kb_top_k = 0
+    calls = len(embedder.calls)
+    assert await kb.search("ラーメン") == []
+    assert len(embedder.calls) == calls
+
+
+async def test_large_file_is_embedded_by_its_first_part(
+    kb: LocalKnowledgeBase, kb_dir: Path, embedder: KeywordEmbedder
+) -> None:
+    big = "# 大きなラーメン資料\n\n" + "ラーメンの歴史。" * 3000
+    (kb_dir / "big.md").write_text(big, encoding="utf-8")
+    await kb.sync()
+    embedded = [text for text in embedder.texts() if text.startswith("# 大きな")]
+    assert [len(text) for text in embedded] == [EMBED_MAX_CHARS]
+    hits = await kb.search("ラーメンの歴史")
+    big_hit = next(h for h in hits if h.path == "big.md")
+    assert big_hit.content == big
+
+
+async def test_missing_directory_is_empty_not_an_error(
+    tmp_path: Path, db: Database, embedder: KeywordEmbedder, analyzer: JapaneseAnalyzer
+) -> None:
+    kb = LocalKnowledgeBase(tmp_path / "nope", db, embedder, analyzer, Conf)
+    assert (await kb.sync()).files == 0
+    assert await kb.search("ラーメン") == []
+    assert embedder.calls == []
+
+
+async def test_undecodable_bytes_are_replaced(kb: LocalKnowledgeBase, kb_dir: Path) -> None:
+    (kb_dir / "broken.md").write_bytes(b"# \xff\xfe broken\n\xe3\x81 ramen \x80")
+    report = await kb.sync()
+    assert report.files == 6
+
+
+async def test_works_with_real_settings(
+    kb_dir: Path, db: Database, embedder: KeywordEmbedder, analyzer: JapaneseAnalyzer
+) -> None:
+    settings = Settings(_env_file=None, local_kb_top_k=2, local_kb_min_score=0.5)  # type: ignore[call-arg]
+    kb = LocalKnowledgeBase(kb_dir, db, embedder, analyzer, lambda: settings)
+    hits = await kb.search("ラーメン")
+    assert [h.path for h in hits] == ["ramen.md"]
+
+
+async def test_through_the_gateway_and_the_loopback_llm(
+    kb_dir: Path,
+    db: Database,
+    analyzer: JapaneseAnalyzer,
+    llm: FakeLLMServer,
+    make_settings: Callable[..., Settings],
+) -> None:
+    llm.embedder = KeywordEmbedder().vector
+    settings = make_settings()
+    gateway = LLMGateway(lambda: settings, retry=RetryPolicy(attempts=1))
+    try:
+        kb = LocalKnowledgeBase(kb_dir, db, gateway, analyzer, lambda: settings)
+        hits = await kb.search("おすすめのラーメン屋はどこ？")
+        assert [(h.path, h.method) for h in hits] == [("ramen.md", "embedding")]
+        embeds = [r for r in llm.requests if r.path == "/api/embed"]
+        assert len(embeds) == 2  # the five files in one batch, then the query
+
+        llm.embed_error = HttpError(404, 'model "nomic-embed-text" not found, try pulling it first')
+        down = LocalKnowledgeBase(kb_dir, db, gateway, analyzer, lambda: settings)
+        hits = await down.search("PlayChatのデプロイ手順を教えて")
+        assert [(h.path, h.method) for h in hits] == [("deploy.md", "bm25")]
+    finally:
+        await gateway.close()
