@@ -1,0 +1,85 @@
+"""apscheduler jobs for every enabled channel, rebuilt from the database on change."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from bot.store.topics import TopicChannel
+from bot.topics.policy import zone
+from bot.topics.service import TopicService
+
+log = logging.getLogger(__name__)
+
+# Missed runs (downtime, a blocked loop) collapse into one run; a run older than the grace
+# time is skipped, so a restart never produces a burst of posts.
+JOB_DEFAULTS: dict[str, Any] = {"coalesce": True, "max_instances": 1, "misfire_grace_time": 300}
+
+
+def cron_trigger(channel: TopicChannel) -> CronTrigger:
+    """The channel's cron expression in its time zone; raises ValueError when invalid."""
+    assert channel.cron
+    return CronTrigger.from_crontab(channel.cron, timezone=zone(channel.timezone))
+
+
+class TopicScheduler:
+    """Owns the AsyncIOScheduler and keeps one idle job (+ one cron job) per enabled channel."""
+
+    def __init__(self, service: TopicService, scheduler: AsyncIOScheduler | None = None) -> None:
+        self._service = service
+        self._scheduler = scheduler or AsyncIOScheduler(job_defaults=JOB_DEFAULTS, timezone="UTC")
+
+    @property
+    def scheduler(self) -> AsyncIOScheduler:
+        """The underlying scheduler (for inspection)."""
+        return self._scheduler
+
+    async def start(self) -> None:
+        """Build the jobs from the database and start ticking."""
+        await self._service.load()
+        await self.rebuild()
+        if not self._scheduler.running:
+            self._scheduler.start()
+
+    async def rebuild(self) -> list[str]:
+        """Replace every job with what the database says now; returns the job ids."""
+        self._scheduler.remove_all_jobs()
+        ids: list[str] = []
+        for channel in await self._service.repo.channels(enabled_only=True):
+            job_id = f"idle:{channel.channel_id}"
+            self._scheduler.add_job(
+                self._service.check_idle,
+                IntervalTrigger(minutes=max(1, channel.check_interval_minutes)),
+                args=[channel.channel_id],
+                id=job_id,
+                replace_existing=True,
+                **JOB_DEFAULTS,
+            )
+            ids.append(job_id)
+            if channel.cron:
+                try:
+                    trigger = cron_trigger(channel)
+                except ValueError as exc:
+                    log.warning("bad schedule for channel %s: %s", channel.channel_id, exc)
+                    continue
+                job_id = f"cron:{channel.channel_id}"
+                self._scheduler.add_job(
+                    self._service.run_cron,
+                    trigger,
+                    args=[channel.channel_id],
+                    id=job_id,
+                    replace_existing=True,
+                    **JOB_DEFAULTS,
+                )
+                ids.append(job_id)
+        log.info("topic jobs: %s", ", ".join(ids) or "none")
+        return ids
+
+    def shutdown(self) -> None:
+        """Stop the scheduler without waiting for running jobs."""
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=False)
