@@ -12,16 +12,24 @@ from bot.chat.engine import ChatEngine, TurnResult
 from bot.chat.summarize import Summarizer
 from bot.config import Settings
 from bot.llm.gateway import BackendFactory, LLMGateway, RetryPolicy, default_backend_factory
+from bot.memory.japanese import JapaneseAnalyzer
+from bot.memory.local_kb import LocalKnowledgeBase
+from bot.memory.tagging import Tagger
+from bot.memory.word_pool import WordPool, load_recent_texts
 from bot.runtime_settings import RuntimeSettings
 from bot.store.api_logs import ApiLogRepository
 from bot.store.app_settings import AppSettingsRepository
 from bot.store.attachments import AttachmentRepository
 from bot.store.db import Database
-from bot.store.memories import MemoryRepository
+from bot.store.memories import Memory, MemoryRepository
 from bot.store.messages import MessageRepository
 from bot.store.sessions import SessionRepository
+from bot.store.tags import TagRepository
+from bot.store.topics import TopicRepository
 from bot.tasks import BackgroundTasks
 from bot.tools.registry import ToolRegistry
+from bot.topics.picker import TopicPicker
+from bot.topics.service import TopicService
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +44,8 @@ class Repositories:
     api_logs: ApiLogRepository
     attachments: AttachmentRepository
     app_settings: AppSettingsRepository
+    tags: TagRepository
+    topics: TopicRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
@@ -47,6 +57,8 @@ class Repositories:
             api_logs=ApiLogRepository(db),
             attachments=AttachmentRepository(db),
             app_settings=AppSettingsRepository(db),
+            tags=TagRepository(db),
+            topics=TopicRepository(db),
         )
 
 
@@ -57,6 +69,7 @@ class ServiceOptions:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     backend_factory: BackendFactory = default_backend_factory
     builtin_tools: bool = True
+    warm_start: bool = True
 
 
 @dataclass
@@ -72,6 +85,11 @@ class Services:
     context: ContextBuilder
     summarizer: Summarizer
     engine: ChatEngine
+    analyzer: JapaneseAnalyzer
+    word_pool: WordPool
+    tagger: Tagger
+    local_kb: LocalKnowledgeBase
+    topics: TopicService
 
 
 @asynccontextmanager
@@ -93,8 +111,21 @@ async def open_services(
         )
         stack.push_async_callback(gateway.close)
         registry = ToolRegistry()
+        analyzer = JapaneseAnalyzer()
+        stack.callback(analyzer.close)
+        word_pool = WordPool(analyzer)
+        tagger = Tagger(analyzer, repos.tags, gateway, lambda: runtime().tagging_mode)
+        local_kb = LocalKnowledgeBase(runtime().kb_dir, db, gateway, analyzer, runtime)
+        topics = TopicService(repos.topics, TopicPicker(word_pool, repos.tags), gateway, runtime)
+        await topics.load()
         context = ContextBuilder(repos.messages, repos.memories)
-        summarizer = Summarizer(runtime, gateway, repos.messages, repos.memories)
+
+        async def tag_summary(memory: Memory) -> None:
+            await tagger.tag_memory(memory.id, memory.summary, session_id=memory.session_id)
+
+        summarizer = Summarizer(
+            runtime, gateway, repos.messages, repos.memories, on_memory=tag_summary
+        )
         engine = ChatEngine(
             settings=runtime,
             gateway=gateway,
@@ -108,7 +139,16 @@ async def open_services(
         async def summarize_after_turn(result: TurnResult) -> None:
             await summarizer.maybe_summarize(result.session_id)
 
+        async def remember_words_and_tags(result: TurnResult) -> None:
+            messages = (result.user_message, result.answer)
+            await word_pool.add_texts([message.content for message in messages])
+            for message in messages:
+                await tagger.tag_message(message.id, message.content, session_id=result.session_id)
+
         engine.add_turn_hook(summarize_after_turn)
+        engine.add_turn_hook(remember_words_and_tags)
+        if opts.warm_start:
+            tasks.spawn(_warm_start(db, word_pool, tagger), name="warm-start")
         yield Services(
             settings=runtime,
             db=db,
@@ -119,4 +159,16 @@ async def open_services(
             context=context,
             summarizer=summarizer,
             engine=engine,
+            analyzer=analyzer,
+            word_pool=word_pool,
+            tagger=tagger,
+            local_kb=local_kb,
+            topics=topics,
         )
+
+
+async def _warm_start(db: Database, word_pool: WordPool, tagger: Tagger) -> None:
+    """After start-up: rebuild the word pool from recent messages, tag what is untagged."""
+    await word_pool.reseed(await load_recent_texts(db))
+    tagged = await tagger.backfill()
+    log.info("word pool reseeded with %d words; %d rows tagged", len(word_pool), tagged)

@@ -38,6 +38,12 @@ class WordPool:
             self._words.extend(nouns)
         return nouns
 
+    async def add_texts(self, texts: Sequence[str]) -> None:
+        """Add the nouns of several messages, in order, with no other addition in between."""
+        async with self._lock:
+            for nouns in await self._analyzer.nouns_many(texts):
+                self._words.extend(nouns)
+
     async def reseed(self, texts: Sequence[str]) -> None:
         """Forget everything and rebuild from `texts`, oldest first."""
         async with self._lock:
