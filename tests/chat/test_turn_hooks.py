@@ -1,4 +1,4 @@
-"""After a turn, in the background: keyword tags, the word pool, summaries (one LLM call per turn)."""
+"""After a turn, in the background: keyword tags and the word pool (one LLM call per turn)."""
 
 from __future__ import annotations
 
