@@ -13,7 +13,10 @@ from bot.chat.summarize import Summarizer
 from bot.config import Settings
 from bot.llm.gateway import BackendFactory, LLMGateway, RetryPolicy, default_backend_factory
 from bot.memory.japanese import JapaneseAnalyzer
+from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
+from bot.memory.layers import default_layer_slots
 from bot.memory.local_kb import LocalKnowledgeBase
+from bot.memory.notes import NotesService
 from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool, load_recent_texts
 from bot.runtime_settings import RuntimeSettings
@@ -27,6 +30,8 @@ from bot.store.sessions import SessionRepository
 from bot.store.tags import TagRepository
 from bot.store.topics import TopicRepository
 from bot.tasks import BackgroundTasks
+from bot.tools.knowledge_tools import register_knowledge_tools
+from bot.tools.notes_tools import NotesUpdatedHook, register_notes_tools
 from bot.tools.registry import ToolRegistry
 from bot.topics.picker import TopicPicker
 from bot.topics.service import TopicService
@@ -90,6 +95,8 @@ class Services:
     tagger: Tagger
     local_kb: LocalKnowledgeBase
     topics: TopicService
+    notes: NotesService
+    knowledge: KnowledgeService
 
 
 @asynccontextmanager
@@ -118,7 +125,13 @@ async def open_services(
         local_kb = LocalKnowledgeBase(runtime().kb_dir, db, gateway, analyzer, runtime)
         topics = TopicService(repos.topics, TopicPicker(word_pool, repos.tags), gateway, runtime)
         await topics.load()
-        context = ContextBuilder(repos.messages, repos.memories)
+        notes = NotesService(db)
+        knowledge = KnowledgeService(db, gateway, lambda: runtime().kb_dir, runtime)
+        register_notes_tools(registry, notes)
+        register_knowledge_tools(registry, knowledge)
+        context = ContextBuilder(
+            repos.messages, repos.memories, default_layer_slots(knowledge, notes, local_kb.search)
+        )
 
         async def tag_summary(memory: Memory) -> None:
             await tagger.tag_memory(memory.id, memory.summary, session_id=memory.session_id)
@@ -145,10 +158,14 @@ async def open_services(
             for message in messages:
                 await tagger.tag_message(message.id, message.content, session_id=result.session_id)
 
+        engine.add_tool_hook(SaveKnowledgeHook(knowledge))
+        engine.add_tool_hook(NotesUpdatedHook())
         engine.add_turn_hook(summarize_after_turn)
         engine.add_turn_hook(remember_words_and_tags)
         if opts.warm_start:
-            tasks.spawn(_warm_start(db, word_pool, tagger), name="warm-start")
+            # Before any turn can add words, so the rebuilt pool is exactly the one before.
+            await word_pool.reseed(await load_recent_texts(db))
+            tasks.spawn(tagger.backfill(), name="tag-backfill")
         yield Services(
             settings=runtime,
             db=db,
@@ -164,11 +181,6 @@ async def open_services(
             tagger=tagger,
             local_kb=local_kb,
             topics=topics,
+            notes=notes,
+            knowledge=knowledge,
         )
-
-
-async def _warm_start(db: Database, word_pool: WordPool, tagger: Tagger) -> None:
-    """After start-up: rebuild the word pool from recent messages, tag what is untagged."""
-    await word_pool.reseed(await load_recent_texts(db))
-    tagged = await tagger.backfill()
-    log.info("word pool reseeded with %d words; %d rows tagged", len(word_pool), tagged)

@@ -1,0 +1,180 @@
+"""Shared notes: pages users and the AI edit together, grouped in contiguous sections.
+
+Used by the read_note / write_note tools, the context layers 2 and 2.5, the Discord /note
+commands and the admin API. Input is validated here; ordering and atomicity live in
+bot.store.notes. Reorder policy: an order that would split a section is refused
+(ValidationError, nothing changed) rather than silently regrouped, so a client's bug shows.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+
+from bot.errors import ValidationError
+from bot.store.db import Database
+from bot.store.notes import NoteOutline, NotePage, NoteRepository
+
+__all__ = ["NoteOutline", "NotePage", "NotesService"]
+
+log = logging.getLogger(__name__)
+
+MAX_TITLE_CHARS = 100
+MAX_SECTION_CHARS = 100
+MAX_CONTENT_CHARS = 100_000
+MAX_SEARCH_RESULTS = 100
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+_ID = re.compile(r"#?(\d{1,18})")
+
+
+def clean_title(title: str) -> str:
+    """A trimmed, single-line title of 1–100 characters, or ValidationError."""
+    if not isinstance(title, str):
+        raise ValidationError("A note title must be text.")
+    text = title.strip()
+    if not text:
+        raise ValidationError("A note title cannot be empty.")
+    if len(text) > MAX_TITLE_CHARS:
+        raise ValidationError(f"A note title can have at most {MAX_TITLE_CHARS} characters.")
+    if _CONTROL.search(text):
+        raise ValidationError("A note title must be a single line without control characters.")
+    return text
+
+
+def clean_section(section: str) -> str:
+    """A trimmed, single-line section name of at most 100 characters ('' = no section)."""
+    if not isinstance(section, str):
+        raise ValidationError("A section name must be text.")
+    text = section.strip()
+    if len(text) > MAX_SECTION_CHARS:
+        raise ValidationError(f"A section name can have at most {MAX_SECTION_CHARS} characters.")
+    if _CONTROL.search(text):
+        raise ValidationError("A section name must be a single line without control characters.")
+    return text
+
+
+def check_content(content: str) -> str:
+    """The body unchanged, or ValidationError when it is too long."""
+    if not isinstance(content, str):
+        raise ValidationError("A note body must be text.")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise ValidationError(
+            f"A note page can hold at most {MAX_CONTENT_CHARS:,} characters (got {len(content):,})."
+        )
+    return content
+
+
+class NotesService:
+    """Create, edit, order, group and link shared note pages."""
+
+    def __init__(self, db: Database) -> None:
+        self._repo = NoteRepository(db)
+
+    async def list_pages(self) -> list[NotePage]:
+        """Every page in position order."""
+        return await self._repo.all()
+
+    async def outline(self, preview_chars: int = 40) -> list[NoteOutline]:
+        """Titles, sections and the first `preview_chars` characters of every page."""
+        return await self._repo.outline(preview_chars)
+
+    async def get(self, page_id: int) -> NotePage | None:
+        """One page by id."""
+        return await self._repo.get(page_id)
+
+    async def get_many(self, page_ids: Sequence[int]) -> list[NotePage]:
+        """Pages by id, in position order; unknown ids are skipped."""
+        return await self._repo.by_ids(page_ids)
+
+    async def find(self, title_or_id: str) -> NotePage | None:
+        """The page with this exact title (case-insensitive), else with this id ("12"/"#12")."""
+        wanted = str(title_or_id).strip()
+        if not wanted:
+            return None
+        folded = wanted.casefold()
+        for item in await self._repo.outline(0):
+            if item.title.casefold() == folded:
+                return await self._repo.get(item.id)
+        match = _ID.fullmatch(wanted)
+        return await self._repo.get(int(match.group(1))) if match else None
+
+    async def search_titles(self, prefix: str, limit: int = 25) -> list[NotePage]:
+        """Pages whose title starts with `prefix`, then those containing it (autocomplete)."""
+        limit = max(1, min(limit, MAX_SEARCH_RESULTS))
+        needle = prefix.strip().casefold()
+        items = await self._repo.outline(0)
+        starts = [i.id for i in items if i.title.casefold().startswith(needle)]
+        contains = [i.id for i in items if needle in i.title.casefold() and i.id not in starts]
+        chosen = (starts + contains)[:limit]
+        pages = {page.id: page for page in await self._repo.by_ids(chosen)}
+        return [pages[pid] for pid in chosen if pid in pages]
+
+    async def create(self, title: str, content: str = "", section: str = "") -> NotePage:
+        """A new page at the end of its section; ConflictError when the title is taken."""
+        page = await self._repo.create(
+            clean_title(title), check_content(content), clean_section(section)
+        )
+        log.info("note page %d created", page.id)
+        return page
+
+    async def update(
+        self, page_id: int, *, title: str | None = None, content: str | None = None
+    ) -> NotePage:
+        """Change a page's title and/or body."""
+        return await self._repo.update(
+            page_id,
+            title=None if title is None else clean_title(title),
+            content=None if content is None else check_content(content),
+        )
+
+    async def append(self, page_id: int, text: str) -> NotePage:
+        """Add `text` on a new line at the end of a page's body."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValidationError("Nothing to append: the text is empty.")
+        return await self._repo.append(page_id, text, MAX_CONTENT_CHARS)
+
+    async def delete(self, page_id: int) -> bool:
+        """Delete a page; False when it did not exist."""
+        deleted = await self._repo.delete(page_id)
+        if deleted:
+            log.info("note page %d deleted", page_id)
+        return deleted
+
+    async def set_section(self, page_id: int, section: str) -> list[NotePage]:
+        """Move a page to the end of `section`; returns every page in the new order."""
+        return await self._repo.set_section(page_id, clean_section(section))
+
+    async def rename_section(self, old: str, new: str) -> int:
+        """Relabel a section (onto an existing name: merge); returns the pages relabelled."""
+        return await self._repo.rename_section(clean_section(old), clean_section(new))
+
+    async def reorder(self, page_id: int, section: str, order: list[int]) -> list[NotePage]:
+        """Apply a full order of every page id; `page_id` moves to `section` at the same time.
+
+        ValidationError (nothing changed) on a missing, unknown or duplicated id, or when the
+        order would split a section.
+        """
+        if not isinstance(order, list) or not all(
+            isinstance(pid, int) and not isinstance(pid, bool) for pid in order
+        ):
+            raise ValidationError("The order must be a list of note page ids.")
+        return await self._repo.reorder(page_id, clean_section(section), order)
+
+    async def linked_page_ids(self, session_id: str) -> list[int]:
+        """Pages linked to a session (their bodies go into its prompt), by position."""
+        return await self._repo.linked_ids(session_id)
+
+    async def set_links(self, session_id: str, page_ids: list[int]) -> list[int]:
+        """Replace a session's linked pages; unknown ids → ValidationError, nothing changed."""
+        await self._repo.set_links(session_id, page_ids)
+        return await self._repo.linked_ids(session_id)
+
+    async def link(self, session_id: str, page_id: int) -> bool:
+        """Link a page to a session; False when it already was."""
+        return await self._repo.link(session_id, page_id)
+
+    async def unlink(self, session_id: str, page_id: int) -> bool:
+        """Unlink a page from a session; False when it was not linked."""
+        return await self._repo.unlink(session_id, page_id)

@@ -1,0 +1,155 @@
+"""The read_note / write_note tools over the shared notes, and the notes_updated event hook."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from bot.chat.events import NotesUpdatedEvent
+from bot.errors import ConflictError, UserFacingError
+from bot.memory.notes import NotePage, NotesService
+from bot.tools.registry import ToolRegistry, error_result
+
+if TYPE_CHECKING:
+    from bot.chat.engine import Emit, ToolOutcome
+
+log = logging.getLogger(__name__)
+
+# One read stays below the engine's 6,000-character cap on unpaged results, header included.
+READ_CHUNK_CHARS = 5000
+LISTED_TITLES = 30
+
+WriteMode = Literal["append", "replace", "create"]
+WriteListener = Callable[[str | None], None]
+
+
+def _not_found(title: str, pages: list[NotePage]) -> str:
+    names = ", ".join(repr(page.title) for page in pages[:LISTED_TITLES])
+    more = f" (and {len(pages) - LISTED_TITLES} more)" if len(pages) > LISTED_TITLES else ""
+    listing = f" Existing pages: {names}{more}." if pages else " There are no pages yet."
+    return (
+        f"No note page titled {title.strip()!r}.{listing} "
+        "Use write_note with mode 'create' to start a new page."
+    )
+
+
+def render_page(page: NotePage, offset: int = 0) -> str:
+    """A page as read_note returns it: header, up to READ_CHUNK_CHARS of body, continuation."""
+    section = f", section {page.section!r}" if page.section else ""
+    header = f"# {page.title} (note page #{page.id}{section})"
+    if not page.content:
+        return f"{header}\n(This page is empty.)"
+    total = len(page.content)
+    start = max(0, min(offset, total))
+    end = min(total, start + READ_CHUNK_CHARS)
+    body = page.content[start:end]
+    if start == 0 and end == total:
+        return f"{header}\n{body}"
+    more = f" — call read_note with offset={end} for more" if end < total else ""
+    return f"{header}\n{body}\n[characters {start + 1}–{end} of {total}{more}]"
+
+
+class _NoteTools:
+    """The handlers, bound to one NotesService."""
+
+    def __init__(self, notes: NotesService, on_write: WriteListener | None) -> None:
+        self._notes = notes
+        self._on_write = on_write
+
+    async def read_note(self, title: str, offset: int = 0) -> str:
+        """Read a shared note page's full text (the prompt lists only titles and 40 characters).
+
+        Not needed for pages marked as linked: their text is already in the context.
+
+        Args:
+            title: The page title exactly as listed in the shared notes (or its id, e.g. "#3").
+            offset: Character offset to continue a long page from (given by the previous read).
+        """
+        page = await self._notes.find(title)
+        if page is None:
+            return error_result(_not_found(title, await self._notes.list_pages()))
+        return render_page(page, offset)
+
+    async def write_note(
+        self,
+        title: str,
+        content: str,
+        mode: WriteMode = "append",
+        section: str = "",
+        session_id: str | None = None,
+    ) -> str:
+        """Write to the shared notes that users and you edit together.
+
+        Use it when the user asks you to note, record or update something in the notes.
+
+        Args:
+            title: Page title (or id such as "#3" for an existing page).
+            content: Text to add (append), the complete new text (replace) or the first text
+                of a new page (create). Markdown is fine.
+            mode: "append" adds to the end of an existing page, "replace" overwrites its text,
+                "create" makes a new page.
+            section: Section (tab group) for a new page; for an existing page, moves it there.
+        """
+        try:
+            page = await self._write(title, content, mode, section)
+        except ConflictError:
+            return error_result(
+                f"A note page titled {title.strip()!r} already exists. "
+                "Use mode 'append' to add to it or 'replace' to overwrite it."
+            )
+        except UserFacingError as exc:
+            return error_result(str(exc))
+        if self._on_write is not None:
+            try:
+                self._on_write(session_id)
+            except Exception:
+                log.exception("note write listener failed")
+        return (
+            f"Saved note page {page.title!r} (#{page.id}, mode {mode}); "
+            f"it now has {len(page.content):,} characters."
+        )
+
+    async def _write(self, title: str, content: str, mode: str, section: str) -> NotePage:
+        if mode == "create":
+            return await self._notes.create(title, content, section)
+        if mode not in ("append", "replace"):
+            raise UserFacingError(f"Unknown mode {mode!r}: use 'append', 'replace' or 'create'.")
+        page = await self._notes.find(title)
+        if page is None:
+            raise UserFacingError(_not_found(title, await self._notes.list_pages()))
+        if mode == "append":
+            page = await self._notes.append(page.id, content)
+        else:
+            page = await self._notes.update(page.id, content=content)
+        if section.strip() and section.strip() != page.section:
+            await self._notes.set_section(page.id, section)
+        return page
+
+
+def _label(action: str, arguments: dict[str, Any]) -> str:
+    return f"{action}: {str(arguments.get('title', ''))[:80]}"
+
+
+def register_notes_tools(
+    registry: ToolRegistry, notes: NotesService, on_write: WriteListener | None = None
+) -> None:
+    """Offer read_note and write_note; `on_write(session_id)` runs after every saved write."""
+    tools = _NoteTools(notes, on_write)
+    registry.register(tools.read_note, describe=lambda args: _label("read_note", args))
+    registry.register(
+        tools.write_note,
+        describe=lambda args: _label(f"write_note ({args.get('mode', 'append')})", args),
+    )
+
+
+class NotesUpdatedHook:
+    """ToolHook: emits NotesUpdatedEvent after a successful write_note."""
+
+    def __init__(self, tool_name: str = "write_note") -> None:
+        self._tool_name = tool_name
+
+    async def __call__(self, outcome: ToolOutcome, emit: Emit) -> None:
+        """Tell the front ends to refresh their notes."""
+        if outcome.name == self._tool_name and not outcome.result.startswith('{"error"'):
+            emit(NotesUpdatedEvent())

@@ -1,0 +1,367 @@
+"""Web knowledge: summary → entry + sources + Markdown file, safe paths, the save_knowledge hook,
+and the end-to-end turn whose next context lists the new heading."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.chat.engine import ToolOutcome, TurnRequest
+from bot.chat.events import Event, SessionEvent, SourcesEvent, ToolEvent
+from bot.config import Settings
+from bot.llm.gateway import LLMGateway
+from bot.memory.knowledge import (
+    SAVE_KNOWLEDGE_ID,
+    KnowledgeService,
+    SaveKnowledgeHook,
+    parse_summary,
+    slugify,
+)
+from bot.services import ServiceOptions, open_services
+from bot.store.db import Database
+from bot.tools.knowledge_tools import register_knowledge_tools
+from bot.tools.registry import ToolRegistry
+from tests.conftest import FAST_RETRY, SettingsFactory
+from tests.fakes.llm_server import FakeLLMServer, HttpError, Text, ToolCalls
+
+HITS = [
+    {"title": "Kyoto forecast", "href": "https://weather.example/kyoto", "body": "Sunny, 24°C"},
+    {"title": "JMA", "href": "https://jma.example/k", "body": "Clear skies all week"},
+]
+
+
+@pytest.fixture
+def settings(make_settings: SettingsFactory) -> Settings:
+    return make_settings()
+
+
+@pytest.fixture
+async def knowledge(settings: Settings) -> AsyncIterator[KnowledgeService]:
+    db = await Database.open(settings.db_path)
+    gateway = LLMGateway(lambda: settings, None, retry=FAST_RETRY)
+    yield KnowledgeService(db, gateway, lambda: settings.kb_dir, lambda: settings)
+    await gateway.close()
+    await db.close()
+
+
+def web_files(settings: Settings) -> list[Path]:
+    folder = settings.kb_dir / "web_search"
+    return sorted(folder.iterdir()) if folder.exists() else []
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Kyoto weather", "kyoto-weather"),
+        ("../../etc/passwd", "etc-passwd"),
+        ("C:\\Windows\\system32 & rm -rf /", "c-windows-system32-rm-rf"),
+        ("Café über naïve", "cafe-uber-naive"),
+        ("...", None),
+        ("京都の天気", None),
+        ("😀" * 300, None),
+    ],
+)
+def test_slug_is_ascii_safe(query: str, expected: str | None) -> None:
+    slug = slugify(query)
+    assert slug.isascii() and 0 < len(slug) <= 60
+    assert all(ch.isalnum() or ch == "-" for ch in slug)
+    if expected is None:
+        assert slug.startswith("search-")
+        assert slug != slugify(query + "x"), "different queries, different names"
+    else:
+        assert slug == expected
+
+
+def test_parse_summary_variants() -> None:
+    assert parse_summary("# Kyoto weather\n- sunny\n- 24°C", "q") == (
+        "Kyoto weather",
+        "- sunny\n- 24°C",
+    )
+    assert parse_summary("<think>hmm</think>\n```markdown\n## **Title** ##\n- a\n```", "q") == (
+        "Title",
+        "- a",
+    )
+    assert parse_summary("- only bullets", "the query") == ("the query", "- only bullets")
+    assert parse_summary("- first fact\n- second", "  ") == ("first fact", "- first fact\n- second")
+    title, _ = parse_summary("# " + "x" * 500, "q")
+    assert len(title) == 200
+
+
+# --------------------------------------------------------------------------- the service
+
+
+async def test_save_search_stores_entry_sources_and_markdown(
+    knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer
+) -> None:
+    llm.script(Text("# Kyoto weather\n- sunny\n- 24°C"))
+    entry = await knowledge.save_search("kyoto weather", HITS, session_id=None)
+    assert entry is not None
+    assert (entry.title, entry.summary, entry.query) == (
+        "Kyoto weather",
+        "- sunny\n- 24°C",
+        "kyoto weather",
+    )
+    assert [s.url for s in entry.sources] == [h["href"] for h in HITS]
+    request = llm.chat_requests[0]
+    sent = json.dumps(request.messages, ensure_ascii=False)
+    assert "Kyoto forecast" in sent and "untrusted" in sent
+    assert request.stream is False
+
+    (path,) = web_files(settings)
+    assert entry.md_path == f"web_search/{path.name}"
+    assert path.name.endswith("-kyoto-weather.md")
+    text = path.read_text("utf-8")
+    assert text.startswith("# Kyoto weather\n")
+    assert "- sunny" in text and "(https://weather.example/kyoto)" in text
+    assert await knowledge.get(entry.id) == entry
+
+
+@pytest.mark.parametrize("query", ["../../etc/passwd", "😀" * 300, "/abs/../../x", "a\x00b"])
+async def test_hostile_query_stays_inside_web_search_folder(
+    knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer, query: str
+) -> None:
+    llm.script(Text("# T\n- x"))
+    entry = await knowledge.save_search(query, HITS, session_id=None)
+    assert entry is not None and entry.md_path is not None
+    (path,) = web_files(settings)
+    assert path.parent.resolve() == (settings.kb_dir / "web_search").resolve()
+    assert (settings.kb_dir / entry.md_path).resolve() == path.resolve()
+    every_file = [p for p in settings.kb_dir.parent.rglob("*") if p.is_file()]
+    assert [p for p in every_file if p.suffix == ".md"] == [path]
+
+
+async def test_same_slug_twice_gets_two_files(
+    knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer
+) -> None:
+    llm.script(Text("# A\n- 1"), Text("# B\n- 2"))
+    first = await knowledge.save_search("same", HITS, session_id=None)
+    second = await knowledge.save_search("Same!", HITS, session_id=None)
+    assert first is not None and second is not None
+    assert first.md_path is not None and second.md_path is not None
+    assert first.md_path != second.md_path
+    assert Path(first.md_path).stem.endswith("-same")
+    assert len(web_files(settings)) == 2
+
+
+async def test_repeated_query_reuses_the_fresh_entry(
+    knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer
+) -> None:
+    llm.script(Text("# Kyoto weather\n- sunny"))
+    first = await knowledge.save_search("kyoto weather", HITS, session_id=None)
+    again = await knowledge.save_search("Kyoto Weather", HITS, session_id=None)
+    assert first is not None and again == first
+    assert len(llm.chat_requests) == 1, "the cached search is not summarised twice"
+    assert len(web_files(settings)) == 1
+
+
+async def test_llm_failure_saves_nothing(
+    knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer
+) -> None:
+    llm.script(HttpError(500, "boom"), HttpError(500, "boom"))
+    assert await knowledge.save_search("q", HITS, session_id=None) is None
+    llm.script(Text("   "))
+    assert await knowledge.save_search("q", HITS, session_id=None) is None
+    assert await knowledge.latest(10) == []
+    assert web_files(settings) == []
+
+
+async def test_no_usable_results_costs_no_llm_call(
+    knowledge: KnowledgeService, llm: FakeLLMServer
+) -> None:
+    junk = [{"title": "x", "href": "javascript:alert(1)"}, {"title": "no link"}]
+    assert await knowledge.save_search("q", junk, session_id=None) is None
+    assert await knowledge.save_search("q", [], session_id=None) is None
+    assert llm.chat_requests == []
+
+
+async def test_delete_removes_row_and_file_but_never_outside(
+    knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer
+) -> None:
+    llm.script(Text("# A\n- 1"))
+    entry = await knowledge.save_search("delete me", HITS, session_id=None)
+    assert entry is not None
+    (path,) = web_files(settings)
+    assert await knowledge.delete(entry.id) is True
+    assert not path.exists()
+    assert await knowledge.get(entry.id) is None
+    assert await knowledge.delete(entry.id) is False
+
+    outside = settings.kb_dir / "precious.md"
+    outside.write_text("keep me", "utf-8")
+    db = await Database.open(settings.db_path)
+    try:
+        for md_path in ("precious.md", "web_search/../precious.md", str(outside)):
+            entry_id = await db.execute(
+                "INSERT INTO knowledge_entries (query, title, summary, md_path, created_at) "
+                "VALUES ('q', 't', 's', ?, '2024-01-01')",
+                (md_path,),
+            )
+            assert await knowledge.delete(entry_id) is True
+    finally:
+        await db.close()
+    assert outside.read_text("utf-8") == "keep me"
+
+
+async def test_latest_and_list_page_newest_first(
+    knowledge: KnowledgeService, llm: FakeLLMServer
+) -> None:
+    for index in range(5):
+        llm.script(Text(f"# Entry {index}\n- x"))
+        assert await knowledge.save_search(f"q{index}", HITS, session_id=None) is not None
+    assert [e.title for e in await knowledge.latest(2)] == ["Entry 4", "Entry 3"]
+    first = await knowledge.list(limit=3)
+    assert [e.title for e in first] == ["Entry 4", "Entry 3", "Entry 2"]
+    rest = await knowledge.list(limit=3, before_id=first[-1].id)
+    assert [e.title for e in rest] == ["Entry 1", "Entry 0"]
+
+
+async def test_read_knowledge_tool(knowledge: KnowledgeService, llm: FakeLLMServer) -> None:
+    llm.script(Text("# Kyoto weather\n- sunny"))
+    entry = await knowledge.save_search("kyoto weather", HITS, session_id=None)
+    assert entry is not None
+    registry = ToolRegistry()
+    register_knowledge_tools(registry, knowledge)
+    text = await registry.execute("read_knowledge", {"entry_id": entry.id})
+    assert text.startswith(f"# Kyoto weather (knowledge #{entry.id}")
+    assert "- sunny" in text and "https://jma.example/k" in text
+    missing = await registry.execute("read_knowledge", {"entry_id": 999})
+    assert missing.startswith('{"error"') and "#999" in missing
+    bad = await registry.execute("read_knowledge", {"entry_id": "abc"})
+    assert bad.startswith('{"error"') and "entry_id" in bad
+
+
+# --------------------------------------------------------------------------- the hook
+
+
+async def test_hook_ignores_other_tools_and_failed_searches(
+    knowledge: KnowledgeService, llm: FakeLLMServer
+) -> None:
+    hook = SaveKnowledgeHook(knowledge)
+    events: list[Event] = []
+    for name, result in [
+        ("scrape_url", json.dumps(HITS)),
+        ("web_search", '{"error": "rate limited"}'),
+        ("web_search", "[]"),
+        ("web_search", "not json"),
+    ]:
+        await hook(ToolOutcome("s", "1", name, {"query": "q"}, result, "q"), events.append)
+    assert events == []
+    assert llm.chat_requests == []
+
+
+async def test_hook_reports_a_failed_save(knowledge: KnowledgeService, llm: FakeLLMServer) -> None:
+    llm.script(HttpError(500, "boom"), HttpError(500, "boom"))
+    events: list[Event] = []
+    outcome = ToolOutcome("s", "1", "web_search", {"query": "q"}, json.dumps(HITS), "q")
+    await SaveKnowledgeHook(knowledge)(outcome, events.append)
+    assert [(e.id, e.status) for e in events if isinstance(e, ToolEvent)] == [
+        (SAVE_KNOWLEDGE_ID, "running"),
+        (SAVE_KNOWLEDGE_ID, "error"),
+    ]
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+async def test_web_search_turn_saves_knowledge_and_next_turn_lists_heading(
+    make_settings: SettingsFactory, service_options: ServiceOptions, llm: FakeLLMServer
+) -> None:
+    settings = make_settings()
+    async with open_services(settings, service_options) as services:
+        searched: list[str] = []
+
+        async def web_search(query: str) -> list[dict[str, str]]:
+            """Search the web.
+
+            Args:
+                query: What to search for.
+            """
+            searched.append(query)
+            return HITS
+
+        services.registry.register(web_search)
+
+        llm.script(
+            ToolCalls([("web_search", {"query": "kyoto weather"})]),
+            Text("# Kyoto weather\n- sunny"),
+            Text("It is sunny in Kyoto."),
+        )
+        events = [e async for e in services.engine.run_turn(TurnRequest("weather in kyoto?"))]
+        assert searched == ["kyoto weather"]
+        first, summary_request, final = llm.chat_requests
+        assert "web_search" in first.tool_names
+        assert summary_request.tools == [] and summary_request.stream is False
+        assert "Kyoto forecast" in json.dumps(summary_request.messages, ensure_ascii=False)
+        assert [m["role"] for m in final.messages if m["role"] == "tool"] == ["tool"]
+
+        saves = [e for e in events if isinstance(e, ToolEvent) and e.id == SAVE_KNOWLEDGE_ID]
+        assert [(e.name, e.status) for e in saves] == [
+            ("save_knowledge", "running"),
+            ("save_knowledge", "done"),
+        ]
+        assert saves[1].result == "Kyoto weather"
+        assert any(isinstance(e, SourcesEvent) for e in events)
+
+        entries = await services.db.fetchall(
+            "SELECT id, query, title, session_id, md_path FROM knowledge_entries"
+        )
+        assert len(entries) == 1
+        entry = entries[0]
+        session = events[0]
+        assert isinstance(session, SessionEvent)
+        assert (entry["query"], entry["title"], entry["session_id"]) == (
+            "kyoto weather",
+            "Kyoto weather",
+            session.session_id,
+        )
+        sources = await services.db.fetchall("SELECT entry_id, url FROM knowledge_sources")
+        assert [(s[0], s[1]) for s in sources] == [(entry["id"], h["href"]) for h in HITS]
+        md = settings.kb_dir / entry["md_path"]
+        assert md.is_file() and md.read_text("utf-8").startswith("# Kyoto weather")
+        logs = await services.db.fetchall("SELECT purpose FROM api_logs ORDER BY id")
+        assert [row[0] for row in logs] == ["chat", "knowledge", "chat"]
+
+        llm.script(Text("Still sunny."))
+        [e async for e in services.engine.run_turn(TurnRequest("and now?", session.session_id))]
+        next_first = llm.chat_requests[-1]
+        systems = [m["content"] for m in next_first.messages if m["role"] == "system"]
+        heading = f"- [#{entry['id']}] Kyoto weather ("
+        assert any(heading in text and "read_knowledge" in text for text in systems), systems
+        assert not any("- sunny" in text for text in systems), "headings only, no body"
+
+
+async def test_saved_search_reaches_layer_3_through_the_local_kb(
+    make_settings: SettingsFactory, service_options: ServiceOptions, llm: FakeLLMServer
+) -> None:
+    settings = make_settings(local_kb_min_score=0.0)
+    async with open_services(settings, service_options) as services:
+
+        async def web_search(query: str) -> list[dict[str, str]]:
+            """Search the web.
+
+            Args:
+                query: What to search for.
+            """
+            return HITS
+
+        services.registry.register(web_search)
+        llm.script(
+            ToolCalls([("web_search", {"query": "kyoto weather"})]),
+            Text("# Kyoto weather\n- sunny all week"),
+            Text("Sunny."),
+        )
+        events = [e async for e in services.engine.run_turn(TurnRequest("kyoto weather?"))]
+        session = events[0]
+        assert isinstance(session, SessionEvent)
+        llm.script(Text("Yes."))
+        turn = TurnRequest("kyoto weather tomorrow?", session.session_id)
+        [e async for e in services.engine.run_turn(turn)]
+        systems = [m["content"] for m in llm.chat_requests[-1].messages if m["role"] == "system"]
+        kb_layer = next(text for text in systems if text.startswith("[Local knowledge base"))
+        assert "- sunny all week" in kb_layer and "web_search/" in kb_layer

@@ -1,0 +1,368 @@
+"""Shared notes: contiguous sections, validated reorder, links, tools, and the engine round trip."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.chat.engine import TurnRequest
+from bot.chat.events import Event, NotesUpdatedEvent, SessionEvent, ToolEvent
+from bot.errors import ConflictError, NotFoundError, ValidationError
+from bot.memory.notes import MAX_CONTENT_CHARS, NotePage, NotesService
+from bot.services import ServiceOptions, open_services
+from bot.store.db import Database
+from bot.store.notes import is_contiguous
+from bot.store.sessions import SessionRepository
+from bot.tools.notes_tools import (
+    READ_CHUNK_CHARS,
+    register_notes_tools,
+)
+from bot.tools.registry import ToolRegistry
+from tests.conftest import SettingsFactory
+from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = await Database.open(tmp_path / "t.db")
+    yield database
+    await database.close()
+
+
+@pytest.fixture
+def notes(db: Database) -> NotesService:
+    return NotesService(db)
+
+
+def layout(pages: list[NotePage]) -> list[tuple[str, str]]:
+    return [(page.title, page.section) for page in pages]
+
+
+def assert_invariant(pages: list[NotePage]) -> None:
+    assert [page.position for page in pages] == list(range(len(pages)))
+    assert is_contiguous([(page.id, page.section) for page in pages]), layout(pages)
+
+
+async def make(notes: NotesService, *specs: tuple[str, str]) -> dict[str, int]:
+    ids = {}
+    for title, section in specs:
+        ids[title] = (await notes.create(title, f"body of {title}", section)).id
+    return ids
+
+
+# --------------------------------------------------------------------------- sections & order
+
+
+async def test_create_appends_at_end_of_its_section(notes: NotesService) -> None:
+    await make(notes, ("a", "x"), ("b", "y"), ("c", "x"), ("d", ""), ("e", "y"))
+    pages = await notes.list_pages()
+    assert layout(pages) == [("a", "x"), ("c", "x"), ("b", "y"), ("e", "y"), ("d", "")]
+    assert_invariant(pages)
+
+
+async def test_set_section_moves_to_end_of_target_and_renumbers(notes: NotesService) -> None:
+    ids = await make(notes, ("a", "x"), ("b", "x"), ("c", "y"), ("d", "y"))
+    pages = await notes.set_section(ids["a"], "y")
+    assert layout(pages) == [("b", "x"), ("c", "y"), ("d", "y"), ("a", "y")]
+    assert_invariant(pages)
+    pages = await notes.set_section(ids["c"], "new")
+    assert layout(pages) == [("b", "x"), ("d", "y"), ("a", "y"), ("c", "new")]
+    assert_invariant(pages)
+    with pytest.raises(NotFoundError):
+        await notes.set_section(999, "x")
+
+
+async def test_sections_stay_contiguous_under_random_operations(notes: NotesService) -> None:
+    rng = random.Random(2024)
+    sections = ["", "work", "home", "ideas"]
+    counter = 0
+    for _ in range(120):
+        pages = await notes.list_pages()
+        ids = [page.id for page in pages]
+        op = rng.choice(["create", "create", "set_section", "reorder", "delete", "rename"])
+        if op == "create" or not ids:
+            counter += 1
+            await notes.create(f"page {counter}", "x", rng.choice(sections))
+        elif op == "set_section":
+            await notes.set_section(rng.choice(ids), rng.choice(sections))
+        elif op == "delete":
+            assert await notes.delete(rng.choice(ids))
+        elif op == "rename":
+            present = sorted({page.section for page in pages})
+            await notes.rename_section(rng.choice(present), rng.choice(sections))
+        else:
+            # A drag and drop as the client computes it: move one page into a target
+            # section's run (at its end), keeping every run together.
+            moved = rng.choice(pages)
+            target = rng.choice(sections)
+            rest = [page for page in pages if page.id != moved.id]
+            last = max((i for i, p in enumerate(rest) if p.section == target), default=None)
+            order = [page.id for page in rest]
+            order.insert(len(order) if last is None else last + 1, moved.id)
+            await notes.reorder(moved.id, target, order)
+        assert_invariant(await notes.list_pages())
+    assert counter > 10
+
+
+async def test_reorder_applies_the_order_and_moves_the_page(notes: NotesService) -> None:
+    ids = await make(notes, ("a", "x"), ("b", "x"), ("c", "y"))
+    pages = await notes.reorder(ids["a"], "y", [ids["b"], ids["c"], ids["a"]])
+    assert layout(pages) == [("b", "x"), ("c", "y"), ("a", "y")]
+    assert_invariant(pages)
+    pages = await notes.reorder(ids["c"], "y", [ids["c"], ids["a"], ids["b"]])
+    assert layout(pages) == [("c", "y"), ("a", "y"), ("b", "x")]
+
+
+@pytest.mark.parametrize(
+    ("case", "fragment"),
+    [
+        ("missing", "missing"),
+        ("extra", "unknown"),
+        ("duplicate", "duplicated"),
+        ("split", "split the section"),
+        ("not_ints", "list of note page ids"),
+    ],
+)
+async def test_reorder_with_a_wrong_id_set_is_refused_and_changes_nothing(
+    notes: NotesService, case: str, fragment: str
+) -> None:
+    ids = await make(notes, ("a", "x"), ("b", "x"), ("c", "y"))
+    a, b, c = ids["a"], ids["b"], ids["c"]
+    orders: dict[str, list[Any]] = {
+        "missing": [a, b],
+        "extra": [a, b, c, 999],
+        "duplicate": [a, b, c, a],
+        "split": [a, c, b],
+        "not_ints": [a, b, "c"],
+    }
+    before = await notes.list_pages()
+    with pytest.raises(ValidationError) as excinfo:
+        await notes.reorder(c, "y", orders[case])
+    assert fragment in str(excinfo.value)
+    assert await notes.list_pages() == before
+
+
+async def test_rename_section_relabels_and_merges(notes: NotesService) -> None:
+    await make(notes, ("a", "x"), ("b", "y"), ("c", "z"), ("d", "x"))
+    assert await notes.rename_section("x", "work") == 2
+    assert layout(await notes.list_pages()) == [
+        ("a", "work"),
+        ("d", "work"),
+        ("b", "y"),
+        ("c", "z"),
+    ]
+    # Renaming onto an existing name merges the groups and keeps them together.
+    assert await notes.rename_section("z", "work") == 1
+    pages = await notes.list_pages()
+    assert layout(pages) == [("a", "work"), ("d", "work"), ("c", "work"), ("b", "y")]
+    assert_invariant(pages)
+    with pytest.raises(NotFoundError):
+        await notes.rename_section("nope", "x")
+
+
+async def test_delete_closes_the_gap(notes: NotesService) -> None:
+    ids = await make(notes, ("a", ""), ("b", ""), ("c", ""))
+    assert await notes.delete(ids["b"]) is True
+    assert await notes.delete(ids["b"]) is False
+    pages = await notes.list_pages()
+    assert layout(pages) == [("a", ""), ("c", "")]
+    assert_invariant(pages)
+
+
+# --------------------------------------------------------------------------- validation & lookup
+
+
+async def test_titles_are_validated_and_unique(notes: NotesService) -> None:
+    page = await notes.create("  Shopping List  ", "milk")
+    assert page.title == "Shopping List"
+    with pytest.raises(ConflictError):
+        await notes.create("shopping list")
+    for bad in ("", "   ", "x" * 101, "two\nlines"):
+        with pytest.raises(ValidationError):
+            await notes.create(bad)
+    other = await notes.create("Other")
+    with pytest.raises(ConflictError):
+        await notes.update(other.id, title="SHOPPING LIST")
+    renamed = await notes.update(page.id, title="shopping list")  # its own title, new case
+    assert renamed.title == "shopping list"
+    with pytest.raises(NotFoundError):
+        await notes.update(999, content="x")
+
+
+async def test_content_limit(notes: NotesService) -> None:
+    with pytest.raises(ValidationError):
+        await notes.create("big", "x" * (MAX_CONTENT_CHARS + 1))
+    page = await notes.create("big", "x" * (MAX_CONTENT_CHARS - 5))
+    with pytest.raises(ValidationError):
+        await notes.append(page.id, "123456")
+    assert (await notes.get(page.id)) == page
+    appended = await notes.append(page.id, "1234")
+    assert appended.content.endswith("x\n1234")
+
+
+async def test_find_by_title_or_id_and_search(notes: NotesService) -> None:
+    ids = await make(notes, ("Travel plans", ""), ("Trivia", ""), ("Old travel log", ""))
+    found = await notes.find("travel PLANS")
+    assert found is not None and found.id == ids["Travel plans"]
+    by_id = await notes.find(str(ids["Trivia"]))
+    assert by_id is not None and by_id.title == "Trivia"
+    by_hash = await notes.find(f"#{ids['Trivia']}")
+    assert by_hash is not None and by_hash.title == "Trivia"
+    assert await notes.find("nothing") is None
+    assert await notes.find("  ") is None
+    hits = await notes.search_titles("tr")
+    assert [page.title for page in hits] == ["Travel plans", "Trivia", "Old travel log"]
+    assert [page.title for page in await notes.search_titles("TRI")] == ["Trivia"]
+    hits = await notes.search_titles("travel")
+    assert [page.title for page in hits] == ["Travel plans", "Old travel log"]
+    assert len(await notes.search_titles("", limit=2)) == 2
+
+
+# --------------------------------------------------------------------------- session links
+
+
+async def test_links_are_unique_per_session_and_page(db: Database, notes: NotesService) -> None:
+    sessions = SessionRepository(db)
+    one = (await sessions.create(title="one")).id
+    two = (await sessions.create(title="two")).id
+    ids = await make(notes, ("a", ""), ("b", ""), ("c", ""))
+    assert await notes.link(one, ids["b"]) is True
+    assert await notes.link(one, ids["b"]) is False
+    assert await notes.link(two, ids["b"]) is True
+    rows = await db.fetchall("SELECT session_id, page_id FROM session_note_pages")
+    assert sorted((r[0], r[1]) for r in rows) == sorted([(one, ids["b"]), (two, ids["b"])])
+
+    assert await notes.set_links(one, [ids["c"], ids["a"], ids["c"]]) == [ids["a"], ids["c"]]
+    with pytest.raises(ValidationError):
+        await notes.set_links(one, [ids["a"], 999])
+    assert await notes.linked_page_ids(one) == [ids["a"], ids["c"]], "nothing changed"
+    with pytest.raises(NotFoundError):
+        await notes.link("no-such-session", ids["a"])
+    with pytest.raises(NotFoundError):
+        await notes.link(one, 999)
+
+    assert await notes.unlink(one, ids["a"]) is True
+    assert await notes.unlink(one, ids["a"]) is False
+    await notes.delete(ids["c"])
+    assert await notes.linked_page_ids(one) == [], "links go with their page"
+    assert await notes.linked_page_ids(two) == [ids["b"]]
+
+
+# --------------------------------------------------------------------------- tools
+
+
+async def test_tools_read_write_and_clear_errors(notes: NotesService) -> None:
+    registry = ToolRegistry()
+    writes: list[str | None] = []
+    register_notes_tools(registry, notes, on_write=writes.append)
+    assert {"read_note", "write_note"} <= set(registry.names())
+    write_schema = next(s for s in registry.schemas() if s["function"]["name"] == "write_note")
+    assert "session_id" not in write_schema["function"]["parameters"]["properties"]
+
+    async def call(name: str, **args: object) -> str:
+        return await registry.execute(name, args, injected={"session_id": "s1"})
+
+    missing = await call("read_note", title="Recipes")
+    assert missing.startswith('{"error"') and "No note page titled 'Recipes'" in missing
+    assert "There are no pages yet" in missing
+    assert "mode 'create'" in await call("write_note", title="Recipes", content="x")
+
+    saved = await call(
+        "write_note", title="Recipes", content="Curry", mode="create", section="Food"
+    )
+    assert saved.startswith("Saved note page 'Recipes'")
+    assert writes == ["s1"]
+    exists = await call("write_note", title="recipes", content="y", mode="create")
+    assert "already exists" in exists and "'append'" in exists
+    await call("write_note", title="Recipes", content="Ramen")
+    assert (await call("read_note", title="recipes")).endswith("Curry\nRamen")
+    await call("write_note", title="Recipes", content="Only soba", mode="replace")
+    page = await notes.find("Recipes")
+    assert page is not None and page.content == "Only soba" and page.section == "Food"
+    bad_mode = await call("write_note", title="Recipes", content="x", mode="delete")
+    assert bad_mode.startswith('{"error"') and "mode" in bad_mode
+    assert writes == ["s1", "s1", "s1"], "failed writes do not notify"
+    assert "Existing pages: 'Recipes'" in await call("read_note", title="Nope")
+
+
+async def test_read_note_pages_through_a_long_page(notes: NotesService) -> None:
+    registry = ToolRegistry()
+    register_notes_tools(registry, notes)
+    body = "".join(f"line {i:05d}\n" for i in range(1500))
+    await notes.create("Long", body)
+    first = await registry.execute("read_note", {"title": "Long"})
+    assert len(first) < 6000
+    assert f"offset={READ_CHUNK_CHARS}" in first
+    second = await registry.execute("read_note", {"title": "Long", "offset": READ_CHUNK_CHARS})
+    chunk_one = first.split("\n", 1)[1].rsplit("\n[", 1)[0]
+    chunk_two = second.split("\n", 1)[1].rsplit("\n[", 1)[0]
+    assert body.startswith(chunk_one + chunk_two)
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+async def test_write_then_read_note_through_the_engine(
+    make_settings: SettingsFactory, service_options: ServiceOptions, llm: FakeLLMServer
+) -> None:
+    async with open_services(make_settings(), service_options) as services:
+        llm.script(
+            ToolCalls(
+                [
+                    (
+                        "write_note",
+                        {"title": "Trip", "content": "Kyoto in May", "mode": "create"},
+                    )
+                ]
+            ),
+            Text("Noted."),
+        )
+        events: list[Event] = [
+            e async for e in services.engine.run_turn(TurnRequest("note my trip"))
+        ]
+        session = events[0]
+        assert isinstance(session, SessionEvent)
+        tool_events = [e for e in events if isinstance(e, ToolEvent)]
+        assert [(e.name, e.status) for e in tool_events] == [
+            ("write_note", "running"),
+            ("write_note", "done"),
+        ]
+        updated = [i for i, e in enumerate(events) if isinstance(e, NotesUpdatedEvent)]
+        assert len(updated) == 1
+        assert events.index(tool_events[1]) < updated[0]
+        rows = await services.db.fetchall("SELECT title, content FROM note_pages")
+        assert [(r[0], r[1]) for r in rows] == [("Trip", "Kyoto in May")]
+
+        llm.script(ToolCalls([("read_note", {"title": "trip"})]), Text("You go to Kyoto."))
+        events = [
+            e
+            async for e in services.engine.run_turn(
+                TurnRequest("where do I go?", session.session_id)
+            )
+        ]
+        assert not any(isinstance(e, NotesUpdatedEvent) for e in events), "reads do not notify"
+        follow_up = llm.chat_requests[-1]
+        tool_messages = [m for m in follow_up.messages if m["role"] == "tool"]
+        assert len(tool_messages) == 1
+        assert "# Trip" in tool_messages[0]["content"]
+        assert "Kyoto in May" in tool_messages[0]["content"]
+
+
+async def test_failed_write_emits_no_notes_updated(
+    make_settings: SettingsFactory, service_options: ServiceOptions, llm: FakeLLMServer
+) -> None:
+    async with open_services(make_settings(), service_options) as services:
+        llm.script(
+            ToolCalls([("write_note", {"title": "Ghost", "content": "x", "mode": "append"})]),
+            Text("That page does not exist."),
+        )
+        events = [e async for e in services.engine.run_turn(TurnRequest("append to ghost"))]
+        statuses = [(e.name, e.status) for e in events if isinstance(e, ToolEvent)]
+        assert statuses == [("write_note", "running"), ("write_note", "error")]
+        assert not any(isinstance(e, NotesUpdatedEvent) for e in events)
+        tool_message = next(m for m in llm.chat_requests[-1].messages if m["role"] == "tool")
+        assert "No note page titled 'Ghost'" in tool_message["content"]
