@@ -1,0 +1,345 @@
+"""The loopback Discord's world (one guild, its channels, members, messages, commands,
+interactions) and its rendering as the JSON payloads Discord sends (checked against
+discord.py 2.7.1's parsers).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from urllib.parse import quote
+
+from tests.fakes.discord_models import (
+    ADMINISTRATOR,
+    ALL_PERMISSIONS,
+    DM,
+    EVERYONE_PERMISSIONS,
+    GUILD_TEXT,
+    JSON,
+    MANAGE_MESSAGES,
+    MANAGE_THREADS,
+    ROLE_MENTION,
+    FakeAttachment,
+    FakeChannel,
+    FakeInteraction,
+    FakeMember,
+    FakeMessage,
+    FakeRole,
+    FakeUser,
+    Snowflakes,
+)
+
+
+class DiscordState:
+    """The fake's world: one guild with two text channels, a normal user, an admin, the bot."""
+
+    def __init__(self) -> None:
+        self.ids = Snowflakes()
+        self.base_url = ""
+        bot_id = self.ids.next()
+        self.application_id = bot_id
+        self.bot_user = FakeUser(bot_id, "PlayChatBot", bot=True)
+        self.guild_id = self.ids.next()
+        self.guild_name = "PlayChat Test Guild"
+        self.admin_role = FakeRole(self.ids.next(), "Admin", ADMINISTRATOR, position=2)
+        self.bot_role = FakeRole(
+            self.ids.next(),
+            "PlayChatBot",
+            EVERYONE_PERMISSIONS | MANAGE_MESSAGES | MANAGE_THREADS,
+            position=1,
+            managed=True,
+        )
+        everyone = FakeRole(self.guild_id, "@everyone", EVERYONE_PERMISSIONS)
+        self.roles: dict[int, FakeRole] = {
+            r.id: r for r in (everyone, self.bot_role, self.admin_role)
+        }
+        self.user = FakeUser(self.ids.next(), "alice")
+        self.admin_user = FakeUser(self.ids.next(), "admin")
+        self.members: dict[int, FakeMember] = {}
+        self.add_member(self.bot_user, [self.bot_role.id])
+        self.add_member(self.user, [])
+        self.add_member(self.admin_user, [self.admin_role.id])
+        self.owner_id = self.admin_user.id
+        self.channels: dict[int, FakeChannel] = {}
+        self.channel_id = self.add_channel("general", position=0).id
+        self.other_channel_id = self.add_channel("random", position=1).id
+        self.messages: dict[int, FakeMessage] = {}
+        self.channel_messages: dict[int, list[FakeMessage]] = {}
+        self.attachments: dict[int, FakeAttachment] = {}
+        self.global_commands: list[JSON] = []
+        self.guild_commands: dict[int, list[JSON]] = {}
+        self.interactions: dict[int, FakeInteraction] = {}
+
+    # -- world building
+
+    def add_member(self, user: FakeUser, role_ids: Iterable[int]) -> FakeMember:
+        """Make `user` a guild member with the given roles."""
+        member = FakeMember(user, list(role_ids))
+        self.members[user.id] = member
+        return member
+
+    def add_channel(self, name: str, *, position: int = 0) -> FakeChannel:
+        """Add a guild text channel."""
+        channel = FakeChannel(self.ids.next(), GUILD_TEXT, name, self.guild_id, position=position)
+        self.channels[channel.id] = channel
+        return channel
+
+    def dm_channel(self, user: FakeUser) -> FakeChannel:
+        """The DM channel between the bot and `user` (created on first use)."""
+        for channel in self.channels.values():
+            if channel.recipient is not None and channel.recipient.id == user.id:
+                return channel
+        channel = FakeChannel(self.ids.next(), DM, "", None, recipient=user)
+        self.channels[channel.id] = channel
+        return channel
+
+    def find_user(self, user_id: int) -> FakeUser | None:
+        """A known user by id (guild members and DM recipients)."""
+        member = self.members.get(user_id)
+        if member is not None:
+            return member.user
+        for channel in self.channels.values():
+            if channel.recipient is not None and channel.recipient.id == user_id:
+                return channel.recipient
+        return None
+
+    def permissions_of(self, user_id: int) -> int:
+        """Guild permissions of a member (administrator means all, as Discord sends it)."""
+        member = self.members.get(user_id)
+        if member is None:
+            return 0
+        perms = self.roles[self.guild_id].permissions
+        for role_id in member.role_ids:
+            perms |= self.roles[role_id].permissions
+        if perms & ADMINISTRATOR or user_id == self.owner_id:
+            return ALL_PERMISSIONS
+        return perms
+
+    def add_message(self, message: FakeMessage) -> FakeMessage:
+        """Store a new message in its channel."""
+        message.versions.append(message.content)
+        self.messages[message.id] = message
+        self.channel_messages.setdefault(message.channel_id, []).append(message)
+        return message
+
+    def add_attachment(
+        self, channel_id: int, filename: str, data: bytes, content_type: str | None
+    ) -> FakeAttachment:
+        """Store a file and give it a URL served by the fake."""
+        att_id = self.ids.next()
+        url = f"{self.base_url}/attachments/{channel_id}/{att_id}/{quote(filename)}"
+        attachment = FakeAttachment(att_id, filename, content_type, data, url)
+        self.attachments[att_id] = attachment
+        return attachment
+
+    def visible_messages(self, channel_id: int) -> list[FakeMessage]:
+        """Non-deleted, non-ephemeral messages of a channel, oldest first."""
+        return [
+            m
+            for m in self.channel_messages.get(channel_id, [])
+            if not m.deleted and not m.ephemeral
+        ]
+
+    def threads(self) -> list[FakeChannel]:
+        """All threads, in creation order."""
+        return [c for c in self.channels.values() if c.is_thread]
+
+    # -- JSON
+
+    def member_json(self, user_id: int, *, with_user: bool = True) -> JSON:
+        """The guild member object."""
+        member = self.members[user_id]
+        out: JSON = {
+            "nick": None,
+            "avatar": None,
+            "roles": [str(r) for r in member.role_ids],
+            "joined_at": member.joined_at,
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+            "pending": False,
+            "communication_disabled_until": None,
+        }
+        if with_user:
+            out["user"] = member.user.to_json()
+        return out
+
+    def channel_json(self, channel: FakeChannel) -> JSON:
+        """The channel object (text channel, thread or DM)."""
+        last = self.channel_messages.get(channel.id)
+        out: JSON = {
+            "id": str(channel.id),
+            "type": channel.type,
+            "last_message_id": str(last[-1].id) if last else None,
+            "flags": 0,
+        }
+        if channel.type == DM:
+            assert channel.recipient is not None
+            out["recipients"] = [channel.recipient.to_json()]
+            return out
+        out.update(
+            guild_id=str(channel.guild_id),
+            name=channel.name,
+            rate_limit_per_user=0,
+            nsfw=False,
+        )
+        if channel.is_thread:
+            count = len(self.channel_messages.get(channel.id, []))
+            out.update(
+                parent_id=str(channel.parent_id),
+                owner_id=str(channel.owner_id),
+                message_count=count,
+                total_message_sent=count,
+                member_count=1,
+                applied_tags=[],
+                thread_metadata={
+                    "archived": channel.archived,
+                    "locked": channel.locked,
+                    "auto_archive_duration": channel.auto_archive_duration,
+                    "archive_timestamp": channel.created_at,
+                    "create_timestamp": channel.created_at,
+                },
+            )
+        else:
+            out.update(
+                position=channel.position,
+                permission_overwrites=[],
+                parent_id=None,
+                topic=None,
+                default_auto_archive_duration=1440,
+            )
+        return out
+
+    def guild_create_json(self) -> JSON:
+        """GUILD_CREATE for the guild (channels, active threads, roles, members)."""
+        guild_channels = [c for c in self.channels.values() if c.guild_id == self.guild_id]
+        return {
+            "id": str(self.guild_id),
+            "name": self.guild_name,
+            "icon": None,
+            "splash": None,
+            "discovery_splash": None,
+            "owner_id": str(self.owner_id),
+            "afk_channel_id": None,
+            "afk_timeout": 300,
+            "verification_level": 0,
+            "default_message_notifications": 1,
+            "explicit_content_filter": 0,
+            "roles": [r.to_json() for r in self.roles.values()],
+            "emojis": [],
+            "stickers": [],
+            "features": [],
+            "mfa_level": 0,
+            "system_channel_id": None,
+            "system_channel_flags": 0,
+            "rules_channel_id": None,
+            "vanity_url_code": None,
+            "description": None,
+            "banner": None,
+            "premium_tier": 0,
+            "premium_subscription_count": 0,
+            "preferred_locale": "en-US",
+            "public_updates_channel_id": None,
+            "nsfw_level": 0,
+            "joined_at": self.members[self.bot_user.id].joined_at,
+            "large": False,
+            "unavailable": False,
+            "member_count": len(self.members),
+            "voice_states": [],
+            "members": [self.member_json(uid) for uid in self.members],
+            "channels": [self.channel_json(c) for c in guild_channels if not c.is_thread],
+            "threads": [
+                self.channel_json(c) for c in guild_channels if c.is_thread and not c.archived
+            ],
+            "presences": [],
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+            "soundboard_sounds": [],
+        }
+
+    def message_json(self, message: FakeMessage, *, with_reference: bool = True) -> JSON:
+        """The message object as the gateway and REST send it."""
+        mentions: list[JSON] = []
+        for user_id in self.mentioned_ids(message):
+            user = self.find_user(user_id)
+            if user is None:
+                continue
+            entry = user.to_json()
+            if message.guild_id is not None and user_id in self.members:
+                entry["member"] = self.member_json(user_id, with_user=False)
+            mentions.append(entry)
+        out: JSON = {
+            "id": str(message.id),
+            "type": message.type,
+            "channel_id": str(message.channel_id),
+            "author": message.author.to_json(),
+            "content": message.content,
+            "timestamp": message.timestamp,
+            "edited_timestamp": message.edited_timestamp,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": mentions,
+            "mention_roles": [r for r in ROLE_MENTION.findall(message.content)],
+            "attachments": [a.to_json() for a in message.attachments],
+            "embeds": message.embeds,
+            "components": message.components,
+            "pinned": False,
+            "flags": message.flags,
+        }
+        if message.guild_id is not None:
+            out["guild_id"] = str(message.guild_id)
+            if message.author.id in self.members and message.webhook_id is None:
+                out["member"] = self.member_json(message.author.id, with_user=False)
+        if message.nonce is not None:
+            out["nonce"] = message.nonce
+        if message.webhook_id is not None:
+            out["webhook_id"] = str(message.webhook_id)
+            out["application_id"] = str(self.application_id)
+        if message.interaction_id is not None:
+            ix = self.interactions[message.interaction_id]
+            out["interaction_metadata"] = {
+                "id": str(ix.id),
+                "type": ix.type,
+                "user": ix.user.to_json(),
+                "authorizing_integration_owners": {"0": str(self.guild_id)},
+                "name": ix.name,
+                "command_type": 1,
+            }
+        if message.thread_id is not None and message.thread_id in self.channels:
+            out["thread"] = self.channel_json(self.channels[message.thread_id])
+        if message.reference is not None:
+            out["message_reference"] = message.reference
+            if with_reference:
+                ref = message.referenced
+                out["referenced_message"] = (
+                    None
+                    if ref is None or ref.deleted
+                    else self.message_json(ref, with_reference=False)
+                )
+        return out
+
+    def mentioned_ids(self, message: FakeMessage) -> list[int]:
+        """Users in the message's `mentions`: written mentions, plus a pinged reply target."""
+        ids = message.mentioned_user_ids()
+        ref = message.referenced
+        if ref is not None and ref.author.id in message.pings().users:
+            ids.append(ref.author.id)
+        return list(dict.fromkeys(ids))
+
+    def redacted_message_json(self, message: FakeMessage) -> JSON | None:
+        """The payload a session without MESSAGE_CONTENT gets, or None when it sees it all."""
+        if message.guild_id is None or message.author.id == self.bot_user.id:
+            return None
+        if self.bot_user.id in self.mentioned_ids(message):
+            return None
+        out = self.message_json(message)
+        out.update(content="", embeds=[], attachments=[], components=[])
+        return out
+
+    def find_command(self, name: str, guild_id: int | None) -> JSON | None:
+        """A registered chat-input command by name (guild commands win, as in Discord)."""
+        pools = [self.guild_commands.get(guild_id, [])] if guild_id is not None else []
+        for cmd in itertools.chain(*pools, self.global_commands):
+            if cmd["name"] == name and cmd.get("type", 1) == 1:
+                return cmd
+        return None
