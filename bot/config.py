@@ -88,6 +88,9 @@ class Settings(BaseSettings):
     fetch_timeout: float = 20.0
     max_image_pixels: int = 16_000_000
 
+    mcp_config: Path | None = None
+    mcp_call_timeout: float = 60.0
+
     admin_host: str = "127.0.0.1"
     admin_port: int = 8765
     admin_password: SecretStr | None = None

@@ -30,9 +30,12 @@ from bot.store.sessions import SessionRepository
 from bot.store.tags import TagRepository
 from bot.store.topics import TopicRepository
 from bot.tasks import BackgroundTasks
+from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
 from bot.tools.knowledge_tools import register_knowledge_tools
 from bot.tools.notes_tools import NotesUpdatedHook, register_notes_tools
 from bot.tools.registry import ToolRegistry
+from bot.tools.safe_http import FetchPolicy
+from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker
 from bot.topics.service import TopicService
 
@@ -74,6 +77,8 @@ class ServiceOptions:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     backend_factory: BackendFactory = default_backend_factory
     builtin_tools: bool = True
+    fetch_policy: FetchPolicy | None = None
+    search_fn: SearchFn | None = None
     warm_start: bool = True
 
 
@@ -97,6 +102,7 @@ class Services:
     topics: TopicService
     notes: NotesService
     knowledge: KnowledgeService
+    tool_deps: ToolDeps | None
 
 
 @asynccontextmanager
@@ -118,6 +124,13 @@ async def open_services(
         )
         stack.push_async_callback(gateway.close)
         registry = ToolRegistry()
+        tool_deps: ToolDeps | None = None
+        if opts.builtin_tools:
+            tool_deps = build_tool_deps(
+                runtime, repos.attachments, policy=opts.fetch_policy, search_fn=opts.search_fn
+            )
+            stack.push_async_callback(tool_deps.close)
+            register_builtin_tools(registry, tool_deps)
         analyzer = JapaneseAnalyzer()
         stack.callback(analyzer.close)
         word_pool = WordPool(analyzer)
@@ -183,4 +196,5 @@ async def open_services(
             topics=topics,
             notes=notes,
             knowledge=knowledge,
+            tool_deps=tool_deps,
         )

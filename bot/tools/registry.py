@@ -11,12 +11,15 @@ import types
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, create_model
 from pydantic import ValidationError as PydanticValidationError
 
 from bot.llm.types import ToolSchema
+
+if TYPE_CHECKING:
+    from bot.tools.builtin import ToolDeps
 
 log = logging.getLogger(__name__)
 
@@ -291,3 +294,10 @@ class ToolRegistry:
             log.warning("tool %s failed: %s", name, exc, exc_info=log.isEnabledFor(logging.DEBUG))
             return error_result(f"{type(exc).__name__}: {exc}")
         return to_json_text(result)
+
+
+def default_registry(deps: ToolDeps | None = None) -> ToolRegistry:
+    """A registry with the four built-in tools; builds its own dependencies when none given."""
+    from bot.tools.builtin import default_registry as build
+
+    return build(deps)

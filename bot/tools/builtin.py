@@ -1,0 +1,164 @@
+"""Wiring of seed 000's four built-in tools: their dependencies and their registration."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from bot.config import Settings
+from bot.store.attachments import AttachmentRepository
+from bot.tools.doc_cache import DocumentCache
+from bot.tools.isolate import IsolatedRunner
+from bot.tools.pdf import PdfToText
+from bot.tools.registry import ToolRegistry
+from bot.tools.safe_http import FetchPolicy, SafeFetcher
+from bot.tools.scrape import ScrapeUrl
+from bot.tools.search_and_fetch import SearchAndFetch
+from bot.tools.web_search import SearchFn, WebSearch, WebSearchTool
+
+log = logging.getLogger(__name__)
+
+BUILTIN_TOOL_NAMES = ("web_search", "scrape_url", "pdf_to_text", "search_and_fetch")
+WEB_SEARCH_TIMEOUT = 30.0
+# A fetch (fetch_timeout, 20 s) plus parsing in the worker (its own deadline) plus slack.
+FETCH_TOOL_TIMEOUT = 90.0
+_LABEL_CHARS = 60
+
+
+@dataclass
+class ToolDeps:
+    """Everything the built-in tools need; settings are read at call time."""
+
+    fetcher: SafeFetcher
+    settings: Callable[[], Settings]
+    runner: IsolatedRunner
+    doc_cache: DocumentCache
+    web_search: WebSearch
+    attachments: AttachmentRepository | None = None
+
+    async def close(self) -> None:
+        """Release the HTTP session, the parser workers and the search threads."""
+        self.web_search.close()
+        await self.fetcher.close()
+        await self.runner.close()
+
+
+def _short(text: Any, limit: int = _LABEL_CHARS) -> str:
+    value = " ".join(str(text or "").split())
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def _short_url(url: Any) -> str:
+    text = str(url or "")
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https") and parts.hostname:
+        return _short(parts.hostname.removeprefix("www.") + parts.path.rstrip("/"))
+    return _short(text)
+
+
+def describe_web_search(args: dict[str, Any]) -> str:
+    """UI label of a web_search call."""
+    return f'web_search "{_short(args.get("query"))}"'
+
+
+def describe_scrape_url(args: dict[str, Any]) -> str:
+    """UI label of a scrape_url call."""
+    more = " (continued)" if args.get("continue_from") else ""
+    return f"scrape_url {_short_url(args.get('url'))}{more}"
+
+
+def describe_pdf_to_text(args: dict[str, Any]) -> str:
+    """UI label of a pdf_to_text call."""
+    if args.get("continue_from"):
+        return "pdf_to_text (continued)"
+    return f"pdf_to_text {_short_url(args.get('url_or_path'))}"
+
+
+def describe_search_and_fetch(args: dict[str, Any]) -> str:
+    """UI label of a search_and_fetch call."""
+    if args.get("continue_from"):
+        return "search_and_fetch (continued)"
+    return f'search_and_fetch {_short(args.get("file_type"), 8)} "{_short(args.get("query"))}"'
+
+
+def register_builtin_tools(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """Register web_search, scrape_url, pdf_to_text and search_and_fetch on `registry`."""
+    common: dict[str, Any] = {
+        "fetcher": deps.fetcher,
+        "runner": deps.runner,
+        "cache": deps.doc_cache,
+        "settings": deps.settings,
+    }
+    registry.register(
+        WebSearchTool(deps.web_search, deps.settings).web_search,
+        timeout=WEB_SEARCH_TIMEOUT,
+        describe=describe_web_search,
+    )
+    registry.register(
+        ScrapeUrl(**common).scrape_url,
+        paged=True,
+        timeout=FETCH_TOOL_TIMEOUT,
+        describe=describe_scrape_url,
+    )
+    registry.register(
+        PdfToText(**common, attachments=deps.attachments).pdf_to_text,
+        paged=True,
+        timeout=FETCH_TOOL_TIMEOUT,
+        describe=describe_pdf_to_text,
+    )
+    registry.register(
+        SearchAndFetch(
+            **common, search=deps.web_search, attachments=deps.attachments
+        ).search_and_fetch,
+        paged=True,
+        timeout=FETCH_TOOL_TIMEOUT + WEB_SEARCH_TIMEOUT,
+        describe=describe_search_and_fetch,
+    )
+
+
+def build_tool_deps(
+    settings: Callable[[], Settings],
+    attachments: AttachmentRepository | None = None,
+    *,
+    policy: FetchPolicy | None = None,
+    search_fn: SearchFn | None = None,
+) -> ToolDeps:
+    """Production dependencies: strict fetch policy, one parser worker, cache, ddgs search.
+
+    Nothing here needs a running event loop; the HTTP session and the worker process start
+    on first use.
+    """
+    current = settings()
+    fetcher = SafeFetcher(
+        policy or FetchPolicy.strict(),
+        max_bytes=current.max_fetch_mb * 1024 * 1024,
+        timeout=current.fetch_timeout,
+    )
+    return ToolDeps(
+        fetcher=fetcher,
+        settings=settings,
+        runner=IsolatedRunner(),
+        doc_cache=DocumentCache(),
+        web_search=WebSearch(search_fn=search_fn, backend=current.web_search_backend),
+        attachments=attachments,
+    )
+
+
+async def open_tool_deps(
+    settings: Callable[[], Settings], attachments: AttachmentRepository | None = None
+) -> ToolDeps:
+    """Dependencies for the composition root; close them with `await deps.close()`."""
+    return build_tool_deps(settings, attachments)
+
+
+def default_registry(deps: ToolDeps | None = None) -> ToolRegistry:
+    """A registry with the four built-in tools; builds its own dependencies when none given."""
+    if deps is None:
+        fixed = Settings()
+        deps = build_tool_deps(lambda: fixed)
+    registry = ToolRegistry()
+    register_builtin_tools(registry, deps)
+    return registry

@@ -1,0 +1,349 @@
+"""External tools over MCP: configured servers' tools join the registry, namespaced by server."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+
+from bot.config import SECRET_KEYS, Settings
+from bot.llm.redact import Redactor
+from bot.llm.types import ToolSchema
+from bot.store.api_logs import ApiLogRepository
+from bot.tools.mcp_client import (
+    ConnectionState,
+    McpConnection,
+    McpTuning,
+    McpUnavailableError,
+    RemoteTool,
+)
+from bot.tools.mcp_config import (
+    McpConfigError,
+    McpServerConfig,
+    load_mcp_config,
+    server_prefix,
+)
+from bot.tools.registry import Tool, ToolRegistry, error_result
+
+log = logging.getLogger(__name__)
+
+MAX_TOOL_NAME = 64
+SEPARATOR = "__"
+STARTUP_WAIT = 5.0
+# The registry's own deadline is only a backstop: ours fires first, so the call gets logged.
+_REGISTRY_GRACE = 5.0
+_LOG_CHARS = 4000
+_HASH_CHARS = 8
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """One configured MCP server as the admin API and /tools show it."""
+
+    name: str
+    transport: str
+    target: str
+    state: ConnectionState
+    error: str | None
+    tools: list[str] = field(default_factory=list)
+
+
+def _hashed(base: str, server: str, tool: str) -> str:
+    digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:_HASH_CHARS]
+    return f"{base[: MAX_TOOL_NAME - _HASH_CHARS - 1]}_{digest}"
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """The registry name of `tool` on `server`: `<server>__<tool>`, [A-Za-z0-9_-], ≤ 64 chars."""
+    base = f"{server_prefix(server)}{SEPARATOR}{re.sub(r'[^A-Za-z0-9_-]', '_', tool)}"
+    return base if len(base) <= MAX_TOOL_NAME else _hashed(base, server, tool)
+
+
+def result_text(result: CallToolResult) -> str:
+    """An MCP tool result as text for the model: text joined, other content summarised."""
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, ImageContent):
+            parts.append(f"[image omitted: {block.mime_type}]")
+        elif isinstance(block, AudioContent):
+            parts.append(f"[audio omitted: {block.mime_type}]")
+        elif isinstance(block, ResourceLink):
+            parts.append(f"[resource link: {block.name} {block.uri}]")
+        elif isinstance(block, EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, TextResourceContents):
+                parts.append(resource.text)
+            elif isinstance(resource, BlobResourceContents):
+                parts.append(f"[binary resource omitted: {resource.uri}]")
+    if not parts and result.structured_content is not None:
+        return json.dumps(result.structured_content, ensure_ascii=False, default=str)
+    return "\n".join(parts)
+
+
+def _schema(name: str, tool: RemoteTool) -> ToolSchema:
+    parameters = tool.input_schema or {"type": "object", "properties": {}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": tool.description, "parameters": parameters},
+    }
+
+
+class McpManager:
+    """Connects the configured MCP servers and keeps their tools in the registry."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        settings: Callable[[], Settings],
+        api_logs: ApiLogRepository | None = None,
+        *,
+        tuning: McpTuning | None = None,
+        startup_wait: float = STARTUP_WAIT,
+    ) -> None:
+        self._registry = registry
+        self._settings = settings
+        self._logs = api_logs
+        self._tuning = tuning or McpTuning()
+        self._startup_wait = startup_wait
+        self._connections: dict[str, McpConnection] = {}
+        # registry name -> (server, remote tool name), for every MCP tool currently offered
+        self._owners: dict[str, tuple[str, str]] = {}
+        self._changed = asyncio.Event()
+        self.config_error: str | None = None
+
+    async def start(self) -> None:
+        """Read the config and connect every enabled server; waits at most `startup_wait` s."""
+        path = self._settings().mcp_config
+        if path is None or self._connections:
+            return
+        try:
+            configs = await asyncio.to_thread(load_mcp_config, path)
+        except McpConfigError as exc:
+            self.config_error = str(exc)
+            log.error("MCP disabled: %s", exc)
+            return
+        for config in configs:
+            if config.error is not None:
+                log.error("MCP server %s ignored: %s", config.name, config.error)
+            self._connections[config.name] = McpConnection(
+                config,
+                on_tools=functools.partial(self._publish, config.name),
+                on_down=functools.partial(self._withdraw, config.name),
+                on_state=self._notify,
+                tuning=self._tuning,
+            )
+        for connection in self._connections.values():
+            connection.start()
+        waits = [
+            asyncio.create_task(connection.first_attempt.wait())
+            for connection in self._connections.values()
+        ]
+        if waits:
+            _, pending = await asyncio.wait(waits, timeout=self._startup_wait)
+            for waiter in pending:
+                waiter.cancel()
+
+    async def close(self) -> None:
+        """Disconnect every server (stdio servers are stopped) and withdraw their tools."""
+        await asyncio.gather(*(c.close() for c in self._connections.values()))
+        for server in list(self._connections):
+            self._withdraw(server)
+
+    def status(self) -> list[ServerStatus]:
+        """Every configured server: its state, last error and the tools it offers."""
+        result = []
+        for name, connection in self._connections.items():
+            config = connection.config
+            result.append(
+                ServerStatus(
+                    name=name,
+                    transport=config.transport,
+                    target=config.target,
+                    state="down" if config.error else connection.state,
+                    error=f"invalid configuration: {config.error}"
+                    if config.error
+                    else connection.error,
+                    tools=sorted(n for n, (s, _) in self._owners.items() if s == name),
+                )
+            )
+        return result
+
+    async def wait_for(
+        self, predicate: Callable[[list[ServerStatus]], bool], *, within: float
+    ) -> list[ServerStatus]:
+        """Wait until `predicate(status())` holds; raises TimeoutError after `within` s."""
+        async with asyncio.timeout(within):
+            while not predicate(self.status()):
+                await self._changed.wait()
+        return self.status()
+
+    def _notify(self) -> None:
+        # Wake current waiters; later waiters wait on a fresh event.
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _free_name(self, server: str, tool: str, taken: set[str]) -> str | None:
+        """A registry name for `tool` that shadows nothing (None if even the hashed one clashes)."""
+        name = mcp_tool_name(server, tool)
+        for candidate in (name, _hashed(name, server, tool)):
+            held_elsewhere = candidate in self._registry and self._owners.get(candidate) != (
+                server,
+                tool,
+            )
+            if candidate not in taken and not held_elsewhere:
+                if candidate != name:
+                    log.warning(
+                        "MCP tool %s of %s renamed to %s (name clash)", tool, server, candidate
+                    )
+                return candidate
+        return None
+
+    def _publish(self, server: str, tools: list[RemoteTool]) -> None:
+        connection = self._connections[server]
+        allowed = connection.config.allowed_tools
+        if allowed is not None:
+            missing = allowed - {tool.name for tool in tools}
+            if missing:
+                log.warning("MCP server %s has no tool(s) %s", server, ", ".join(sorted(missing)))
+        offered = [tool for tool in tools if allowed is None or tool.name in allowed]
+        previous = {n for n, (s, _) in self._owners.items() if s == server}
+        kept: set[str] = set()
+        for tool in sorted(offered, key=lambda item: item.name):
+            name = self._free_name(server, tool.name, kept)
+            if name is None:
+                log.warning("MCP tool %s of %s not offered: name clash", tool.name, server)
+                continue
+            try:
+                self._registry.add(self._tool(server, name, tool))
+            except ValueError as exc:
+                log.warning("MCP tool %s of %s not offered: %s", tool.name, server, exc)
+                continue
+            self._owners[name] = (server, tool.name)
+            kept.add(name)
+        for name in previous - kept:
+            self._registry.remove(name)
+            self._owners.pop(name, None)
+        self._notify()
+
+    def _withdraw(self, server: str) -> None:
+        for name, (owner, _) in list(self._owners.items()):
+            if owner == server:
+                self._registry.remove(name)
+                del self._owners[name]
+        self._notify()
+
+    def _tool(self, server: str, name: str, remote: RemoteTool) -> Tool:
+        config = self._connections[server].config
+        timeout = config.timeout or self._settings().mcp_call_timeout
+
+        async def handler(session_id: str | None = None, **arguments: Any) -> str:
+            return await self._invoke(server, remote.name, name, arguments, session_id)
+
+        return Tool(
+            name=name,
+            handler=handler,
+            schema=_schema(name, remote),
+            timeout=timeout + _REGISTRY_GRACE,
+            injected=frozenset({"session_id"}),
+            validator=None,
+            source=f"mcp:{server}",
+            describe=lambda _args: f"{remote.name} ({server})",
+        )
+
+    async def _invoke(
+        self,
+        server: str,
+        tool: str,
+        name: str,
+        arguments: dict[str, Any],
+        session_id: str | None,
+    ) -> str:
+        connection = self._connections[server]
+        timeout = connection.config.timeout or self._settings().mcp_call_timeout
+        started = time.perf_counter()
+        text: str | None = None
+        error: str | None = None
+        try:
+            result = await connection.call(tool, arguments, deadline=timeout)
+        except TimeoutError:
+            error = f"MCP tool {name} timed out after {timeout:g} s"
+        except McpUnavailableError as exc:
+            error = str(exc)
+        except MCPError as exc:
+            error = f"MCP server {server} refused the call: {exc.message}"
+        except Exception as exc:
+            error = f"MCP tool {name} failed: {type(exc).__name__}: {exc}"
+        else:
+            text = result_text(result)
+            if result.is_error:
+                error = text.strip() or f"MCP tool {name} reported an error"
+        latency_ms = int((time.perf_counter() - started) * 1000)
+        if error is None:
+            log.info("MCP %s.%s done in %d ms", server, tool, latency_ms)
+        else:
+            log.warning("MCP %s.%s failed in %d ms: %s", server, tool, latency_ms, error)
+        await self._log_call(
+            connection.config,
+            tool,
+            arguments,
+            session_id=session_id,
+            text=text,
+            error=error,
+            latency_ms=latency_ms,
+        )
+        return error_result(error) if error is not None else text or ""
+
+    async def _log_call(
+        self,
+        config: McpServerConfig,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        session_id: str | None,
+        text: str | None,
+        error: str | None,
+        latency_ms: int,
+    ) -> None:
+        if self._logs is None:
+            return
+        settings = self._settings()
+        redact = Redactor([*(settings.secret(key) for key in SECRET_KEYS), *config.secrets])
+        request = json.dumps(
+            {"server": config.name, "tool": tool, "arguments": arguments},
+            ensure_ascii=False,
+            default=str,
+        )
+        response = None if text is None else redact(text[:_LOG_CHARS])
+        try:
+            await self._logs.add(
+                session_id=session_id,
+                model=f"mcp:{config.name}",
+                purpose="mcp",
+                request_json=redact(request),
+                response_text=response,
+                error=None if error is None else redact(error),
+                latency_ms=latency_ms,
+            )
+        except Exception:
+            log.exception("could not write the MCP api log")

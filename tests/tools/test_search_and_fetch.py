@@ -1,0 +1,391 @@
+"""search_and_fetch end to end: injected search results pointing at the loopback web server."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from bot.config import Settings
+from bot.store.attachments import AttachmentRepository
+from bot.store.db import Database, utcnow
+from bot.tools.builtin import ToolDeps, default_registry
+from bot.tools.doc_cache import DocumentCache
+from bot.tools.extract import pdf_page_texts
+from bot.tools.isolate import IsolatedRunner
+from bot.tools.paging import MAX_TOOL_RESULT_CHARS, make_token, parse_paged_result, parse_token
+from bot.tools.pdf import full_pdf_text
+from bot.tools.safe_http import FetchPolicy, SafeFetcher
+from bot.tools.search_and_fetch import (
+    ALLOWED_FILE_TYPES,
+    EMPTY_QUERY,
+    INVALID_TYPE,
+    NO_CANDIDATES,
+    SearchAndFetch,
+    split_block,
+)
+from bot.tools.web_search import WebSearch
+from tests.fakes.web_server import FakeWebServer
+from tests.tools.pdfgen import latin_page_text, make_pdf
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+PREFIX = "Invalid continuation token: "
+
+
+def settings_of(**overrides: Any) -> Settings:
+    return Settings(_env_file=None, **overrides)  # type: ignore[call-arg]
+
+
+class FakeSearch:
+    """A search function returning fixed results and recording its calls (thread-safe)."""
+
+    def __init__(self, results: list[dict[str, str]]) -> None:
+        self.results = results
+        self.queries: list[tuple[str, int]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, query: str, max_results: int) -> list[dict[str, Any]]:
+        with self._lock:
+            self.queries.append((query, max_results))
+        return [dict(result) for result in self.results]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def runner() -> AsyncIterator[IsolatedRunner]:
+    isolated = IsolatedRunner(timeout=20.0)
+    yield isolated
+    await isolated.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def web() -> AsyncIterator[FakeWebServer]:
+    async with FakeWebServer() as server:
+        yield server
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def fetcher() -> AsyncIterator[SafeFetcher]:
+    async with SafeFetcher(FetchPolicy.allowing("127.0.0.1/32"), timeout=10.0) as safe:
+        yield safe
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def attachments(tmp_path: Path) -> AsyncIterator[AttachmentRepository]:
+    db = await Database.open(tmp_path / "tools.db")
+    try:
+        for session in ("s1", "s2"):
+            await db.execute(
+                "INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?)",
+                (session, utcnow(), utcnow()),
+            )
+        yield AttachmentRepository(db)
+    finally:
+        await db.close()
+
+
+@pytest.fixture
+def current() -> dict[str, Settings]:
+    return {"settings": settings_of(fetch_max_results=4)}
+
+
+@pytest.fixture
+def search() -> FakeSearch:
+    return FakeSearch([])
+
+
+@pytest.fixture
+def web_search(search: FakeSearch) -> WebSearch:
+    engine = WebSearch(search_fn=search)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def tool(
+    fetcher: SafeFetcher,
+    runner: IsolatedRunner,
+    web_search: WebSearch,
+    attachments: AttachmentRepository,
+    current: dict[str, Settings],
+) -> SearchAndFetch:
+    return SearchAndFetch(
+        fetcher=fetcher,
+        runner=runner,
+        cache=DocumentCache(),
+        search=web_search,
+        settings=lambda: current["settings"],
+        attachments=attachments,
+    )
+
+
+def csv_text(name: str, rows: int) -> str:
+    return "id,name,value\n" + "".join(f"{i},{name}-{i},{i * 7}\n" for i in range(rows))
+
+
+def serve_csv_files(web: FakeWebServer, search: FakeSearch) -> dict[str, str]:
+    """a.csv (long), b.csv (missing: 404), c.csv, d.csv; search results include noise."""
+    files = {"/a.csv": csv_text("a", 900), "/c.csv": csv_text("c", 40), "/d.csv": csv_text("d", 5)}
+    for path, text in files.items():
+        web.add_page(path, text, content_type="text/csv; charset=utf-8")
+    search.results = [
+        {"title": "Page about data", "href": web.url_for("/data.html"), "body": "noise"},
+        {"title": "A data", "href": web.url_for("/a.csv"), "body": "snippet"},
+        {"title": "B data", "url": web.url_for("/b.csv"), "snippet": "gone"},
+        {"title": "A again", "href": web.url_for("/a.csv"), "body": "duplicate"},
+        {"title": "C data", "href": web.url_for("/c.csv?download=1"), "body": ""},
+        {"title": "D data", "href": web.url_for("/d.csv"), "body": ""},
+        {"title": "E data", "href": web.url_for("/e.csv"), "body": "over the limit"},
+    ]
+    return {web.url_for(path): text for path, text in files.items()}
+
+
+async def read_all(tool: SearchAndFetch, query: str, file_type: str, **kwargs: Any) -> list[str]:
+    results = [await tool.search_and_fetch(query, file_type, **kwargs)]
+    for _ in range(500):
+        _, meta = parse_paged_result(results[-1])
+        if not meta["has_more"]:
+            return results
+        results.append(
+            await tool.search_and_fetch("", "", continue_from=meta["next_token"], **kwargs)
+        )
+    raise AssertionError("paging did not end")
+
+
+def by_file(results: list[str]) -> dict[str, str]:
+    """Reassemble each file's text from its blocks, keyed by URL."""
+    texts: dict[str, str] = {}
+    for result in results:
+        body, _ = parse_paged_result(result)
+        head, text = split_block(body)
+        url = next(line[5:] for line in head.splitlines() if line.startswith("URL: "))
+        texts[url] = texts.get(url, "") + text
+    return texts
+
+
+def requests_for(web: FakeWebServer, path: str) -> int:
+    return sum(1 for request in web.requests if request.path == path)
+
+
+async def test_reads_every_candidate_one_file_per_page(
+    tool: SearchAndFetch,
+    web: FakeWebServer,
+    search: FakeSearch,
+    attachments: AttachmentRepository,
+) -> None:
+    files = serve_csv_files(web, search)
+    results = await read_all(tool, "sales data", "csv", max_chars=2000, session_id="s1")
+    assert search.queries == [("sales data filetype:csv", 12)]
+    assert all(len(result) <= MAX_TOOL_RESULT_CHARS for result in results)
+    texts = by_file(results)
+    assert texts[web.url_for("/a.csv")] == files[web.url_for("/a.csv")]
+    assert texts[web.url_for("/c.csv?download=1")] == files[web.url_for("/c.csv")]
+    assert texts[web.url_for("/d.csv")] == files[web.url_for("/d.csv")]
+    assert web.url_for("/e.csv") not in texts  # only fetch_max_results (4) candidates
+    failed = texts[web.url_for("/b.csv")]
+    assert (
+        failed == f"This file could not be read: Failed to fetch {web.url_for('/b.csv')}: HTTP 404"
+    )
+    # One fetch per file although a.csv spans several pages; each page is a single file.
+    assert requests_for(web, "/a.csv") == 1
+    assert len([r for r in results if web.url_for("/a.csv") in r]) > 3
+    assert all(result.count("=== Candidate ") == 1 for result in results)
+    stored = await attachments.list_for_session("s1")
+    assert sorted(item.source_url or "" for item in stored) == sorted(
+        [web.url_for("/a.csv"), web.url_for("/c.csv?download=1"), web.url_for("/d.csv")]
+    )
+    assert {item.filename for item in stored} == {"a.csv", "c.csv", "d.csv"}
+    assert await attachments.list_for_session("s2") == []
+
+
+async def test_block_format(tool: SearchAndFetch, web: FakeWebServer, search: FakeSearch) -> None:
+    files = serve_csv_files(web, search)
+    result = await tool.search_and_fetch("sales", "csv", max_results=1)
+    url = web.url_for("/a.csv")
+    text = files[url]
+    body, meta = parse_paged_result(result)
+    header = (
+        f"=== Candidate 1 ===\nURL: {url}\nTitle: A data\nType: text/csv\n"
+        f"Size: {len(text.encode())} bytes\nCharacters: {len(text)}\n---\n"
+    )
+    assert body.startswith(header)
+    assert body == header + text[: len(body) - len(header)]
+    assert meta["has_more"] is True
+
+
+async def test_failed_last_candidate_ends_the_chain(
+    tool: SearchAndFetch, web: FakeWebServer, search: FakeSearch
+) -> None:
+    search.results = [{"title": "Gone", "href": web.url_for("/gone.txt"), "body": ""}]
+    result = await tool.search_and_fetch("x", "txt")
+    assert result.endswith(
+        f"This file could not be read: Failed to fetch {web.url_for('/gone.txt')}: HTTP 404"
+    )
+    assert "---page-info---" not in result
+
+
+async def test_continuing_never_searches_again(
+    tool: SearchAndFetch, web: FakeWebServer, search: FakeSearch
+) -> None:
+    serve_csv_files(web, search)
+    first = await tool.search_and_fetch("sales", "csv", max_chars=500)
+    token = parse_paged_result(first)[1]["next_token"]
+    assert len(search.queries) == 1
+    for _ in range(3):
+        result = await tool.search_and_fetch("other", "pdf", continue_from=token, max_chars=500)
+        token = parse_paged_result(result)[1]["next_token"]
+    assert len(search.queries) == 1
+
+
+async def test_pdf_files_across_candidates(
+    tool: SearchAndFetch, web: FakeWebServer, search: FakeSearch
+) -> None:
+    long_pdf = make_pdf([latin_page_text(i, 300) for i in range(40)])
+    short_pdf = make_pdf([latin_page_text(i, 20) for i in range(3)])
+    web.add_page("/long.pdf", long_pdf, content_type="application/pdf")
+    web.add_page("/html.pdf", "<html>not a pdf</html>")
+    web.add_page("/short.pdf", short_pdf, content_type="application/pdf")
+    search.results = [
+        {"title": "Long", "href": web.url_for("/long.pdf")},
+        {"title": "Fake", "href": web.url_for("/html.pdf")},
+        {"title": "Short", "href": web.url_for("/short.pdf")},
+    ]
+    results = await read_all(tool, "manual", "pdf")
+    texts = by_file(results)
+    assert texts[web.url_for("/long.pdf")] == full_pdf_text(pdf_page_texts(long_pdf, 0, 99).texts)
+    assert texts[web.url_for("/short.pdf")] == full_pdf_text(pdf_page_texts(short_pdf, 0, 9).texts)
+    assert texts[web.url_for("/html.pdf")] == (
+        f"This file could not be read: {web.url_for('/html.pdf')} is not a PDF."
+    )
+    assert "Pages: 40\n" in results[0]
+    assert requests_for(web, "/long.pdf") == 1
+    assert all(len(result) <= MAX_TOOL_RESULT_CHARS for result in results)
+
+
+async def test_html_candidates_are_read_as_main_text(
+    tool: SearchAndFetch, web: FakeWebServer, search: FakeSearch
+) -> None:
+    web.add_page("/p.htm", "<html><body><nav>menu</nav><article><p>Body.</p></article></body>")
+    search.results = [{"title": "P", "href": web.url_for("/p.htm")}]
+    result = await tool.search_and_fetch("p", "html")
+    assert split_block(result)[1] == "Body."
+
+
+async def test_no_candidates(tool: SearchAndFetch, search: FakeSearch) -> None:
+    search.results = [{"title": "x", "href": "https://example.com/page.html", "body": ""}]
+    assert await tool.search_and_fetch("budget", "pdf") == NO_CANDIDATES.format(
+        file_type="pdf", query="budget"
+    )
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+async def test_empty_query(tool: SearchAndFetch, search: FakeSearch, query: str) -> None:
+    assert await tool.search_and_fetch(query, "pdf") == EMPTY_QUERY
+    assert search.queries == []
+
+
+@pytest.mark.parametrize("file_type", ["", "exe", "pdfx", "docx", "p df"])
+async def test_invalid_type(tool: SearchAndFetch, search: FakeSearch, file_type: str) -> None:
+    assert await tool.search_and_fetch("q", file_type) == INVALID_TYPE
+    assert search.queries == []
+
+
+@pytest.mark.parametrize("file_type", [*ALLOWED_FILE_TYPES, ".PDF", " Csv "])
+async def test_allowed_types(tool: SearchAndFetch, search: FakeSearch, file_type: str) -> None:
+    result = await tool.search_and_fetch("q", file_type)
+    normal = file_type.strip().lower().lstrip(".")
+    assert result == NO_CANDIDATES.format(file_type=normal, query="q")
+    assert search.queries[-1][0] == f"q filetype:{normal}"
+
+
+@pytest.mark.parametrize(("max_results", "expected"), [(None, 4), (0, 4), (-1, 4), (2, 2), (50, 4)])
+async def test_max_results_default_and_cap(
+    tool: SearchAndFetch,
+    web: FakeWebServer,
+    search: FakeSearch,
+    max_results: int | None,
+    expected: int,
+) -> None:
+    serve_csv_files(web, search)
+    result = await tool.search_and_fetch("q", "csv", max_results=max_results)
+    token = parse_paged_result(result)[1]["next_token"]
+    matched = parse_token(token, "search_and_fetch", max_matched=10)["matched"]
+    assert len(matched) == expected
+    assert set(matched[0]) == {"title", "href"}  # slim: no snippet in the token
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "x!",
+        make_token("scrape_url", url="https://example.com/a.csv", offset=1),
+        make_token(
+            "search_and_fetch",
+            url="https://example.com/a.csv",
+            offset=0,
+            matched=[{"title": "t", "href": "https://example.com/a.csv"}],
+            file_idx=0,
+            file_offset=0,
+            pdf_page_index=0,
+            pdf_page_char_offset=0,
+            file_type="exe",
+        ),
+    ],
+)
+async def test_bad_tokens(
+    tool: SearchAndFetch, web: FakeWebServer, search: FakeSearch, token: str
+) -> None:
+    assert (await tool.search_and_fetch("q", "csv", continue_from=token)).startswith(PREFIX)
+    assert search.queries == [] and web.requests == []
+
+
+async def test_long_titles_and_urls_keep_tokens_small(
+    tool: SearchAndFetch, web: FakeWebServer, search: FakeSearch, current: dict[str, Settings]
+) -> None:
+    current["settings"] = settings_of(fetch_max_results=10)
+    web.add_page("/x.txt", "t" * 9000, content_type="text/plain")
+    search.results = [
+        {"title": "長い題名" * 100, "href": web.url_for("/x.txt") + f"?q={i}&pad=" + "p" * 400}
+        for i in range(10)
+    ]
+    result = await tool.search_and_fetch("q", "txt")
+    _, meta = parse_paged_result(result)
+    payload = parse_token(meta["next_token"], "search_and_fetch", max_matched=10)
+    assert 1 <= len(payload["matched"]) <= 10
+    assert len(result) <= MAX_TOOL_RESULT_CHARS
+
+
+async def test_session_id_is_injected_by_the_engine_only(
+    fetcher: SafeFetcher,
+    runner: IsolatedRunner,
+    web_search: WebSearch,
+    attachments: AttachmentRepository,
+    web: FakeWebServer,
+    search: FakeSearch,
+) -> None:
+    serve_csv_files(web, search)
+    deps = ToolDeps(
+        fetcher=fetcher,
+        settings=lambda: settings_of(fetch_max_results=1),
+        runner=runner,
+        doc_cache=DocumentCache(),
+        web_search=web_search,
+        attachments=attachments,
+    )
+    registry = default_registry(deps)
+    tool = registry.get("search_and_fetch")
+    assert tool is not None
+    assert "session_id" not in tool.schema["function"]["parameters"]["properties"]
+    assert tool.describe is not None
+    assert tool.describe({"query": "sales", "file_type": "csv"}) == 'search_and_fetch csv "sales"'
+    args = {"query": "sales", "file_type": "csv", "session_id": "s2"}
+    result = await registry.execute("search_and_fetch", args, injected={"session_id": "s1"})
+    assert result.startswith("=== Candidate 1 ===")
+    assert [item.source_url for item in await attachments.list_for_session("s1")] == [
+        web.url_for("/a.csv")
+    ]
+    assert await attachments.list_for_session("s2") == []
