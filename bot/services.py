@@ -79,6 +79,7 @@ class ServiceOptions:
     builtin_tools: bool = True
     fetch_policy: FetchPolicy | None = None
     search_fn: SearchFn | None = None
+    parse_timeout: float | None = None
     warm_start: bool = True
 
 
@@ -127,7 +128,11 @@ async def open_services(
         tool_deps: ToolDeps | None = None
         if opts.builtin_tools:
             tool_deps = build_tool_deps(
-                runtime, repos.attachments, policy=opts.fetch_policy, search_fn=opts.search_fn
+                runtime,
+                repos.attachments,
+                policy=opts.fetch_policy,
+                search_fn=opts.search_fn,
+                parse_timeout=opts.parse_timeout,
             )
             stack.push_async_callback(tool_deps.close)
             register_builtin_tools(registry, tool_deps)

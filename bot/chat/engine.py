@@ -30,7 +30,7 @@ from bot.prompts import prompts_for
 from bot.store.messages import MessageRepository, StoredMessage
 from bot.store.sessions import Session, SessionRepository
 from bot.tasks import BackgroundTasks
-from bot.tools.registry import ToolRegistry, error_result
+from bot.tools.registry import ToolRegistry, error_result, is_error_result
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def _sources_from(name: str, arguments: dict[str, Any], result: str) -> list[dic
             if isinstance(hit, dict) and hit.get("href")
         ]
     url = arguments.get("url") or arguments.get("url_or_path")
-    failed = result.startswith(('{"error"', "Blocked URL", "Failed to fetch", "Invalid"))
+    failed = is_error_result(result)
     fetched = name in ("scrape_url", "pdf_to_text") and isinstance(url, str)
     if fetched and not failed and str(url).startswith("http"):
         return [{"title": str(url), "url": str(url)}]
@@ -351,7 +351,7 @@ class ChatEngine:
             result = trim_tool_result(raw)
             state.budget.spend(result)
             state.tool_names.append(call.name)
-            failed = result.startswith('{"error"')
+            failed = is_error_result(result)
             emit(
                 ToolEvent(
                     call_id,

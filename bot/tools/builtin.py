@@ -125,6 +125,7 @@ def build_tool_deps(
     *,
     policy: FetchPolicy | None = None,
     search_fn: SearchFn | None = None,
+    parse_timeout: float | None = None,
 ) -> ToolDeps:
     """Production dependencies: strict fetch policy, one parser worker, cache, ddgs search.
 
@@ -140,7 +141,7 @@ def build_tool_deps(
     return ToolDeps(
         fetcher=fetcher,
         settings=settings,
-        runner=IsolatedRunner(),
+        runner=IsolatedRunner() if parse_timeout is None else IsolatedRunner(timeout=parse_timeout),
         doc_cache=DocumentCache(),
         web_search=WebSearch(search_fn=search_fn, backend=current.web_search_backend),
         attachments=attachments,

@@ -166,6 +166,25 @@ def to_json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+# Error texts the seed's tools return instead of raising (seed 000), besides {"error": ...}.
+ERROR_PREFIXES = (
+    '{"error"',
+    "Blocked URL",
+    "Failed to",
+    "Invalid URL",
+    "Invalid continuation token",
+    "PDF exceeds",
+    "Local files cannot",
+    "Attachment not found",
+    "Attachments can only",
+)
+
+
+def is_error_result(result: str) -> bool:
+    """Whether a tool's text is an error report rather than content."""
+    return result.lstrip().startswith(ERROR_PREFIXES)
+
+
 def error_result(message: str) -> str:
     """The JSON error object the model receives when a tool fails."""
     return json.dumps({"error": message}, ensure_ascii=False)

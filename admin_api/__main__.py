@@ -1,0 +1,79 @@
+"""`python -m admin_api`: the admin API alone, on the bot's database and settings."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+from pydantic import ValidationError as PydanticValidationError
+
+from admin_api.app import serve
+from admin_api.config import UnsafeBindError, check_settings
+from admin_api.deps import AdminDeps
+from bot.config import Settings
+from bot.errors import DatabaseVersionError
+from bot.services import open_services
+
+log = logging.getLogger("admin_api")
+
+# Loggers whose DEBUG output includes SQL parameters (secrets, message bodies).
+NOISY_LOGGERS = ("aiosqlite",)
+
+
+def quiet_noisy_loggers() -> None:
+    """Cap loggers that would print secrets at DEBUG to INFO, whatever LOG_LEVEL says."""
+    for name in NOISY_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.INFO))
+
+
+async def run(settings: Settings, stop: asyncio.Event | None = None) -> int:
+    """Serve until SIGINT/SIGTERM (or until `stop` is set)."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        async with open_services(settings) as services:
+            async with await serve(services, deps=AdminDeps.from_services(services)) as server:
+                print(f"PlayChat admin API on {server.url}", file=sys.stderr)
+                await stop.wait()
+            await services.tasks.drain()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    try:
+        settings = Settings()
+    except PydanticValidationError as exc:
+        print(f"Invalid configuration:\n{exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    quiet_noisy_loggers()
+    try:
+        check_settings(settings)
+    except UnsafeBindError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(run(settings))
+    except DatabaseVersionError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"The admin API could not start: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

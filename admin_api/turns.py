@@ -1,0 +1,73 @@
+"""Starting a chat turn from the admin API (linking note pages first when asked)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+
+from bot.chat.engine import ChatEngine, TurnRequest
+from bot.chat.events import Event
+from bot.errors import ValidationError
+from bot.memory.notes import NotesService
+from bot.store.sessions import SessionRepository
+
+log = logging.getLogger(__name__)
+
+SOURCE = "admin"
+
+
+@dataclass(frozen=True)
+class ChatInput:
+    """A message to answer over HTTP."""
+
+    message: str
+    session_id: str | None = None
+    model: str | None = None
+    note_page_ids: Sequence[int] | None = None
+
+
+class ChatTurns:
+    """Runs engine turns for the admin API's chat stream."""
+
+    def __init__(
+        self, engine: ChatEngine, sessions: SessionRepository, notes: NotesService | None
+    ) -> None:
+        self._engine = engine
+        self._sessions = sessions
+        self._notes = notes
+
+    async def start(self, chat: ChatInput) -> AsyncGenerator[Event, None]:
+        """Prepare a turn (note links go in before the context is built); returns its events.
+
+        Errors in the preparation raise here, before anything is streamed.
+        """
+        session_id = chat.session_id
+        if chat.note_page_ids is not None:
+            if self._notes is None:
+                raise ValidationError("Shared notes are not available on this server.")
+            wanted = set(chat.note_page_ids)
+            found = {page.id for page in await self._notes.get_many(list(wanted))}
+            if wanted - found:
+                missing = ", ".join(map(str, sorted(wanted - found)))
+                raise ValidationError(f"Unknown note page id(s): {missing}.")
+            if session_id is None or await self._sessions.get(session_id) is None:
+                # The links need the session row, so a new session is created up front.
+                session = await self._sessions.create(
+                    session_id=session_id, title=chat.message[:60], source=SOURCE
+                )
+                session_id = session.id
+            await self._notes.set_links(session_id, list(chat.note_page_ids))
+        return self._events(TurnRequest(chat.message, session_id, source=SOURCE, model=chat.model))
+
+    async def _events(self, request: TurnRequest) -> AsyncGenerator[Event, None]:
+        events = self._engine.run_turn(request)
+        try:
+            async for event in events:
+                yield event
+        finally:
+            # Closing the engine's stream at once is what hands an abandoned turn to the
+            # background (it is never cancelled).
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()

@@ -1,0 +1,1 @@
+"""One module per resource; each exposes `routes(deps)`, its part of the route table."""

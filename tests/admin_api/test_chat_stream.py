@@ -1,0 +1,153 @@
+"""POST /api/chat/stream: the engine's events as server-sent events, over a real socket."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from bot.chat.engine import TurnResult
+from tests.admin_api.conftest import TOKEN, Admin, sse_events
+from tests.fakes.llm_server import HttpError, Text, ToolCalls
+
+
+async def test_turn_with_a_tool_call_streams_the_seed_events_in_order(admin: Admin) -> None:
+    async def web_search(query: str) -> str:
+        """Search the web.
+
+        Args:
+            query: What to look for.
+        """
+        return json.dumps([{"title": "Kyoto weather", "href": "https://weather.example/kyoto"}])
+
+    admin.services.registry.register(web_search)
+    admin.llm.script(
+        ToolCalls([("web_search", {"query": "kyoto weather"})]),
+        Text("# Kyoto weather\nSunny all day."),  # the knowledge summary of the search
+        Text("It is sunny in Kyoto.", chunks=3),
+    )
+    reply = await admin.post("/api/chat/stream", {"message": "weather in Kyoto?"})
+
+    assert reply.status == 200
+    assert reply.headers["Content-Type"].startswith("text/event-stream")
+    assert reply.headers["Cache-Control"] == "no-cache"
+    assert reply.headers["X-Accel-Buffering"] == "no"
+    events = sse_events(reply.text)
+    kinds = [event["type"] for event in events]
+    assert kinds == [
+        "session_id",
+        "tool",
+        "tool",
+        "sources",
+        "tool",
+        "tool",
+        "chunk",
+        "chunk",
+        "chunk",
+        "done",
+    ]
+    running, done = events[1]["value"], events[2]["value"]
+    assert running["status"] == "running" and running["name"] == "web_search"
+    assert {"id", "name", "label", "detail", "status"} <= set(running)
+    assert done["id"] == running["id"] and done["status"] == "done"
+    assert "Kyoto weather" in done["result"]
+    assert events[3]["value"] == [
+        {"title": "Kyoto weather", "url": "https://weather.example/kyoto"}
+    ]
+    saving, saved = events[4]["value"], events[5]["value"]
+    assert (saving["id"], saving["status"]) == ("save_knowledge", "running")
+    assert (saved["id"], saved["status"], saved["result"]) == (
+        "save_knowledge",
+        "done",
+        "Kyoto weather",
+    )
+    assert "".join(event["value"] for event in events if event["type"] == "chunk") == (
+        "It is sunny in Kyoto."
+    )
+    session_id = events[0]["value"]
+    stored = await admin.services.repos.messages.all_for_session(session_id)
+    assert [(m.role, m.content) for m in stored] == [
+        ("user", "weather in Kyoto?"),
+        ("assistant", "It is sunny in Kyoto."),
+    ]
+    assert events[-1]["message_id"] == stored[-1].id
+    session = await admin.services.repos.sessions.get(session_id)
+    assert session is not None and session.source == "admin"
+
+    knowledge = await admin.get("/api/memory/knowledge")
+    assert [entry["title"] for entry in knowledge.json["items"]] == ["Kyoto weather"]
+    assert knowledge.json["items"][0]["sources"][0]["url"] == "https://weather.example/kyoto"
+
+    admin.llm.script(Text("Still sunny."))
+    again = await admin.post("/api/chat/stream", {"message": "and now?", "session_id": session_id})
+    assert sse_events(again.text)[0] == {"type": "session_id", "value": session_id}
+    assert len(await admin.services.repos.messages.all_for_session(session_id)) == 4
+
+
+async def test_note_write_streams_notes_updated(admin: Admin) -> None:
+    admin.llm.script(
+        ToolCalls([("write_note", {"title": "Groceries", "content": "milk", "mode": "create"})]),
+        Text("Added."),
+    )
+    events = sse_events((await admin.post("/api/chat/stream", {"message": "note milk"})).text)
+    assert [event["type"] for event in events] == [
+        "session_id",
+        "tool",
+        "tool",
+        "notes_updated",
+        "chunk",
+        "done",
+    ]
+    pages = (await admin.get("/api/notes")).json["pages"]
+    assert [(page["title"], page["content"]) for page in pages] == [("Groceries", "milk")]
+
+
+async def test_llm_failure_streams_an_error_event(admin: Admin) -> None:
+    admin.llm.script(HttpError(400, "model exploded"), HttpError(400, "model exploded"))
+    reply = await admin.post("/api/chat/stream", {"message": "hello"})
+    kinds = [event["type"] for event in sse_events(reply.text)]
+    assert kinds[0] == "session_id" and kinds[-1] == "error"
+    assert "done" not in kinds
+
+
+async def test_bad_chat_requests_get_json_errors_not_a_stream(admin: Admin) -> None:
+    for body in ({"message": ""}, {}, {"message": "x", "session_id": "../etc"}, {"message": 5}):
+        reply = await admin.post("/api/chat/stream", body)
+        assert reply.status == 422, body
+        assert reply.headers["Content-Type"].startswith("application/json")
+        assert reply.json["error"] == "validation_error"
+    unknown_page = await admin.post("/api/chat/stream", {"message": "x", "note_page_ids": [999]})
+    assert unknown_page.status == 422 and "999" in unknown_page.json["detail"]
+    assert await admin.services.repos.sessions.list() == [], "no half-made session"
+    assert admin.llm.chat_requests == []
+
+
+async def test_reader_leaving_does_not_kill_the_turn(admin: Admin) -> None:
+    finished = asyncio.Event()
+    results: list[TurnResult] = []
+
+    async def on_turn(result: TurnResult) -> None:
+        results.append(result)
+        finished.set()
+
+    admin.services.engine.add_turn_hook(on_turn)
+    admin.llm.script(Text("one two three four five six", chunks=6, delay=0.05))
+    async with admin.http.post(
+        admin.url + "/api/chat/stream",
+        json={"message": "count slowly"},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ) as response:
+        first = await response.content.readuntil(b"\n\n")
+        assert json.loads(first[len(b"data: ") :])["type"] == "session_id"
+        response.close()  # the reader goes away mid-turn
+    await asyncio.wait_for(finished.wait(), 10)
+    assert results[0].answer.content == "one two three four five six"
+
+
+async def test_note_pages_linked_before_a_new_session_turn(admin: Admin) -> None:
+    page = await admin.post("/api/notes", {"title": "Trip plan", "content": "Day 1: Kyoto"})
+    page_id = page.json["id"]
+    admin.llm.script(Text("Noted."))
+    reply = await admin.post("/api/chat/stream", {"message": "plan?", "note_page_ids": [page_id]})
+    session_id = sse_events(reply.text)[0]["value"]
+    linked = await admin.get(f"/api/sessions/{session_id}/notes")
+    assert linked.json == {"session_id": session_id, "page_ids": [page_id]}
