@@ -10,23 +10,14 @@ import sys
 from pydantic import ValidationError as PydanticValidationError
 
 from admin_api.app import serve
-from admin_api.config import UnsafeBindError, check_settings
+from admin_api.config import UnsafeBindError, admin_config, check_settings
 from admin_api.deps import AdminDeps
 from bot.config import Settings
 from bot.errors import DatabaseVersionError
+from bot.log_setup import configure_logging
 from bot.services import open_services
 
 log = logging.getLogger("admin_api")
-
-# Loggers whose DEBUG output includes SQL parameters (secrets, message bodies).
-NOISY_LOGGERS = ("aiosqlite",)
-
-
-def quiet_noisy_loggers() -> None:
-    """Cap loggers that would print secrets at DEBUG to INFO, whatever LOG_LEVEL says."""
-    for name in NOISY_LOGGERS:
-        logger = logging.getLogger(name)
-        logger.setLevel(max(logger.getEffectiveLevel(), logging.INFO))
 
 
 async def run(settings: Settings, stop: asyncio.Event | None = None) -> int:
@@ -37,7 +28,9 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> int:
         loop.add_signal_handler(signum, stop.set)
     try:
         async with open_services(settings) as services:
-            async with await serve(services, deps=AdminDeps.from_services(services)) as server:
+            async with await serve(
+                services, deps=AdminDeps.from_services(services), config=admin_config(settings)
+            ) as server:
                 print(f"PlayChat admin API on {server.url}", file=sys.stderr)
                 await stop.wait()
             await services.tasks.drain()
@@ -54,12 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     except PydanticValidationError as exc:
         print(f"Invalid configuration:\n{exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    quiet_noisy_loggers()
+    configure_logging(settings.log_level)
     try:
         check_settings(settings)
     except UnsafeBindError as exc:

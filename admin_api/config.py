@@ -123,3 +123,10 @@ class AdminConfig:
     def auth_configured(self) -> bool:
         """True when a password or a token can unlock the API."""
         return self.password is not None or self.token is not None
+
+
+def admin_config(settings: Settings, *, clock: Clock = time.time) -> AdminConfig:
+    """The admin API configuration the entry points use (ADMIN_ALLOWED_HOSTS included)."""
+    return AdminConfig.from_settings(
+        settings, allowed_hosts=tuple(settings.admin_allowed_hosts), clock=clock
+    )

@@ -9,8 +9,10 @@ import sys
 
 from pydantic import ValidationError as PydanticValidationError
 
+from admin_api.config import UnsafeBindError, check_settings
 from bot.config import Settings
 from bot.errors import DatabaseVersionError
+from bot.log_setup import configure_logging
 from bot.services import open_services
 
 log = logging.getLogger("bot")
@@ -60,14 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     except PydanticValidationError as exc:
         print(f"Invalid configuration:\n{exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    if args.command == "run" and settings.discord_token is None:
-        print(SETUP_HELP, file=sys.stderr, end="")
-        return 2
+    configure_logging(settings.log_level)
+    if args.command == "run":
+        if settings.discord_token is None:
+            print(SETUP_HELP, file=sys.stderr, end="")
+            return 2
+        try:
+            check_settings(settings)
+        except UnsafeBindError as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
     try:
         runner = run_chat if args.command == "chat" else run_bot
         return asyncio.run(runner(settings))

@@ -96,6 +96,7 @@ class Settings(BaseSettings):
     admin_password: SecretStr | None = None
     admin_token: SecretStr | None = None
     admin_enabled: bool = True
+    admin_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     log_level: str = "INFO"
 
@@ -117,6 +118,14 @@ class Settings(BaseSettings):
             return [value]
         if isinstance(value, str):
             return [int(part) for part in value.replace(" ", "").split(",") if part]
+        return value
+
+    @field_validator("admin_allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: Any) -> Any:
+        """Accept comma-separated host names."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
     @property

@@ -1,0 +1,21 @@
+"""Logging for the entry points: one format, and no library that logs secrets at DEBUG."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+# Loggers whose DEBUG output includes SQL parameters or HTTP bodies (secrets, message bodies).
+NOISY_LOGGERS = ("aiosqlite", "httpx", "httpcore", "LiteLLM", "litellm", "discord.http")
+
+
+def configure_logging(level: str) -> None:
+    """Log to stderr at `level`, with the noisy loggers capped at INFO."""
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for name in NOISY_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.INFO))
