@@ -41,6 +41,17 @@ log = logging.getLogger(__name__)
 STATIC_DIR = Path(__file__).parent / "static"
 PAGE_ROUTES = frozenset({"admin_page", "admin_static"})
 VIEWS = (meta, auth, notes, settings, logs, memory, models, system, sessions, topics, chat)
+# The page runs only its own files: no inline script or style, no framing, no foreign fetches.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
 
 
 def route_table(deps: AdminDeps) -> list[AnyRoute]:
@@ -50,6 +61,14 @@ def route_table(deps: AdminDeps) -> list[AnyRoute]:
 
 async def _page(request: web.Request) -> web.StreamResponse:
     return web.FileResponse(STATIC_DIR / "index.html")
+
+
+async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    if request.path == "/" or request.path.startswith("/static/"):
+        # Revalidate (ETag / Last-Modified) so an upgraded bot never runs a stale page.
+        response.headers.setdefault("Cache-Control", "no-cache")
 
 
 def _context(
@@ -96,6 +115,7 @@ def create_app(
     register(app, routes)
     app.router.add_get("/", _page, name="admin_page")
     app.router.add_static("/static/", STATIC_DIR, name="admin_static")
+    app.on_response_prepare.append(_security_headers)
     app.cleanup_ctx.append(_lifecycle)
     return app
 

@@ -359,6 +359,16 @@ class AvailableModelsOut(BaseModel):
     models: list[str]
 
 
+class ConnectionTestOut(BaseModel):
+    """One short call to the configured model: whether it answered, how fast, and what."""
+
+    ok: bool
+    model: str
+    latency_ms: int
+    reply: str
+    error: str | None
+
+
 # ----------------------------------------------------------------------------- system
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 from admin_api.deps import AdminDeps
 from admin_api.errors import not_found
 from admin_api.routing import AnyRoute, Empty, In, Route
 from admin_api.schemas import (
     AvailableModelsOut,
+    ConnectionTestOut,
     DeletedOut,
     IdPath,
     PresetIn,
@@ -14,8 +17,11 @@ from admin_api.schemas import (
     PresetOut,
     PresetUpdateIn,
 )
+from bot.errors import LLMError
 
 TAG = "models"
+PING = "Reply with the single word OK."
+MAX_REPLY_CHARS = 500
 
 
 async def list_presets(call: In[Empty, Empty, Empty]) -> PresetListOut:
@@ -54,6 +60,29 @@ async def available_models(call: In[Empty, Empty, Empty]) -> AvailableModelsOut:
     services = call.ctx.services
     models = await services.gateway.list_models()
     return AvailableModelsOut(current=services.settings().llm_model, models=models)
+
+
+async def test_connection(call: In[Empty, Empty, Empty]) -> ConnectionTestOut:
+    """Send one tiny prompt to the configured model; a failure is a result, not an error."""
+    services = call.ctx.services
+    model = services.settings().llm_model
+    started = time.perf_counter()
+    error: str | None = None
+    try:
+        completion = await services.gateway.complete(
+            [{"role": "user", "content": PING}], purpose="connection_test"
+        )
+    except LLMError as exc:
+        reply, error = "", str(exc)
+    else:
+        reply = completion.text[:MAX_REPLY_CHARS]
+    return ConnectionTestOut(
+        ok=error is None,
+        model=model,
+        latency_ms=int((time.perf_counter() - started) * 1000),
+        reply=reply,
+        error=error,
+    )
 
 
 def routes(deps: AdminDeps) -> list[AnyRoute]:
@@ -114,5 +143,16 @@ def routes(deps: AdminDeps) -> list[AnyRoute]:
             query=Empty,
             params=Empty,
             response=AvailableModelsOut,
+        ),
+        Route(
+            method="POST",
+            path="/api/models/test",
+            handler=test_connection,
+            summary="Call the configured model once and report the result",
+            tag=TAG,
+            body=Empty,
+            query=Empty,
+            params=Empty,
+            response=ConnectionTestOut,
         ),
     ]

@@ -65,6 +65,7 @@ class ServerStatus:
     state: ConnectionState
     error: str | None
     tools: list[str] = field(default_factory=list)
+    connects: int = 0
 
 
 def _hashed(base: str, server: str, tool: str) -> str:
@@ -185,6 +186,7 @@ class McpManager:
                     if config.error
                     else connection.error,
                     tools=sorted(n for n, (s, _) in self._owners.items() if s == name),
+                    connects=connection.connects,
                 )
             )
         return result

@@ -92,7 +92,7 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, MCPError):
         return f"MCP error {exc.code}: {exc.message}"
     if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
+        return f"not found: {exc.filename or exc}"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -206,6 +206,7 @@ class McpConnection:
         self._link = _Link()
         self._closing = False
         self._was_connected = False
+        self.connects = 0
         self.first_attempt = asyncio.Event()
         if not config.enabled:
             self.first_attempt.set()
@@ -287,16 +288,17 @@ class McpConnection:
                 self._client = client
                 self._workers = workers
                 self._was_connected = True
+                self.connects += 1
                 self._set_state("connected")
                 self.first_attempt.set()
                 try:
-                    await self._watch(client, link)
+                    await self._watch(client, link, tools)
                 finally:
                     self._client = None
                     self._workers = None
                     workers.cancel_scope.cancel()
 
-    async def _watch(self, client: Client, link: _Link) -> None:
+    async def _watch(self, client: Client, link: _Link, tools: list[RemoteTool]) -> None:
         """Until the connection drops: re-list tools on change notices and every heartbeat."""
         while True:
             with contextlib.suppress(TimeoutError):
@@ -307,13 +309,16 @@ class McpConnection:
                 return
             try:
                 async with asyncio.timeout(self._tuning.connect_timeout):
-                    tools = await list_remote_tools(client)
+                    listed = await list_remote_tools(client)
             except Exception as exc:
                 log.warning(
                     "MCP server %s failed its heartbeat: %s", self.name, describe_error(exc)
                 )
                 return
-            self._on_tools(tools)
+            if listed != tools:
+                log.info("MCP server %s changed its tools (%d now)", self.name, len(listed))
+                tools = listed
+                self._on_tools(tools)
 
     async def call(
         self, tool: str, arguments: dict[str, Any], *, deadline: float

@@ -373,7 +373,9 @@ async def test_hostile_document_stops_at_the_deadline_while_another_turn_complet
     parser: Callable[..., str], document: Callable[[], bytes | str]
 ) -> None:
     hostile = document()
-    runner = IsolatedRunner(workers=2, timeout=1.0, memory_mb=768)
+    # Memory is generous here so that the deadline, not the memory cap, is what stops the parse
+    # (the slow PDF can also exhaust 768 MB, which test_pdf_bomb_costs_a_bounded_error covers).
+    runner = IsolatedRunner(workers=2, timeout=1.0, memory_mb=3072)
     try:
         # Both workers warm, parsers imported: the deadline then measures parsing alone.
         await asyncio.gather(
