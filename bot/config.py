@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     max_image_pixels: int = 16_000_000
 
     mcp_config: Path | None = None
-    mcp_call_timeout: float = 60.0
+    mcp_call_timeout: float = Field(default=60.0, gt=0)
 
     admin_host: str = "127.0.0.1"
     admin_port: int = 8765

@@ -7,6 +7,7 @@ import sys
 
 # Loggers whose DEBUG output includes SQL parameters or HTTP bodies (secrets, message bodies).
 NOISY_LOGGERS = ("aiosqlite", "httpx", "httpcore", "LiteLLM", "litellm", "discord.http")
+CHATTY_LOGGERS = ("httpx", "httpx2")
 
 
 def configure_logging(level: str) -> None:
@@ -19,3 +20,6 @@ def configure_logging(level: str) -> None:
     for name in NOISY_LOGGERS:
         logger = logging.getLogger(name)
         logger.setLevel(max(logger.getEffectiveLevel(), logging.INFO))
+    # One INFO line per HTTP request (MCP health checks every 30 s) is noise.
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)

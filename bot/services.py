@@ -32,6 +32,8 @@ from bot.store.topics import TopicRepository
 from bot.tasks import BackgroundTasks
 from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
 from bot.tools.knowledge_tools import register_knowledge_tools
+from bot.tools.mcp import McpManager
+from bot.tools.mcp_client import McpTuning
 from bot.tools.notes_tools import NotesUpdatedHook, register_notes_tools
 from bot.tools.registry import ToolRegistry
 from bot.tools.safe_http import FetchPolicy
@@ -80,6 +82,8 @@ class ServiceOptions:
     fetch_policy: FetchPolicy | None = None
     search_fn: SearchFn | None = None
     parse_timeout: float | None = None
+    mcp_tuning: McpTuning | None = None
+    mcp_startup_wait: float = 5.0
     warm_start: bool = True
 
 
@@ -104,6 +108,7 @@ class Services:
     notes: NotesService
     knowledge: KnowledgeService
     tool_deps: ToolDeps | None
+    mcp: McpManager
 
 
 @asynccontextmanager
@@ -147,6 +152,15 @@ async def open_services(
         knowledge = KnowledgeService(db, gateway, lambda: runtime().kb_dir, runtime)
         register_notes_tools(registry, notes)
         register_knowledge_tools(registry, knowledge)
+        mcp = McpManager(
+            registry,
+            runtime,
+            repos.api_logs,
+            tuning=opts.mcp_tuning,
+            startup_wait=opts.mcp_startup_wait,
+        )
+        stack.push_async_callback(mcp.close)
+        await mcp.start()
         context = ContextBuilder(
             repos.messages, repos.memories, default_layer_slots(knowledge, notes, local_kb.search)
         )
@@ -202,4 +216,5 @@ async def open_services(
             notes=notes,
             knowledge=knowledge,
             tool_deps=tool_deps,
+            mcp=mcp,
         )

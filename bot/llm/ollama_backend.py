@@ -42,6 +42,52 @@ def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return converted
 
 
+_PROPERTY_KEYS = ("type", "items", "description", "enum")
+
+
+def _ollama_property(prop: dict[str, Any]) -> dict[str, Any]:
+    """One parameter in the subset Ollama's client keeps (type, items, description, enum)."""
+    out = {key: prop[key] for key in _PROPERTY_KEYS if key in prop}
+    if "type" not in out and isinstance(prop.get("anyOf"), list):
+        members = [m for m in prop["anyOf"] if isinstance(m, dict)]
+        types = [m["type"] for m in members if isinstance(m.get("type"), str)]
+        real = [t for t in types if t != "null"]
+        out["type"] = real[0] if len(real) == 1 else real or "string"
+        for member in members:
+            if "items" in member and "items" not in out:
+                out["items"] = member["items"]
+            if "enum" in member and "enum" not in out:
+                out["enum"] = member["enum"]
+    extra = {
+        key: value
+        for key, value in prop.items()
+        if key not in _PROPERTY_KEYS and key not in ("anyOf", "title")
+    }
+    if extra:
+        # The client would drop these keys; keep their meaning in the description instead.
+        detail = json.dumps(extra, ensure_ascii=False, separators=(",", ":"))
+        out["description"] = f"{out.get('description', '')} Schema: {detail}".strip()
+    return out
+
+
+def to_ollama_tools(tools: list[ToolSchema] | None) -> list[dict[str, Any]] | None:
+    """Tool schemas reduced to what `ollama.Tool` keeps, without losing nested structure."""
+    if not tools:
+        return None
+    converted = []
+    for tool in tools:
+        function = dict(tool.get("function", {}))
+        params = dict(function.get("parameters") or {"type": "object", "properties": {}})
+        properties = params.get("properties") or {}
+        params["properties"] = {
+            name: _ollama_property(prop) if isinstance(prop, dict) else prop
+            for name, prop in properties.items()
+        }
+        function["parameters"] = params
+        converted.append({"type": "function", "function": function})
+    return converted
+
+
 def _arguments_dict(arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, dict):
         return arguments
@@ -103,7 +149,7 @@ class OllamaBackend:
             response = await self._client.chat(
                 model=strip_ollama_prefix(model),
                 messages=to_ollama_messages(messages),
-                tools=tools or None,
+                tools=to_ollama_tools(tools),
                 stream=True,
                 options={"num_ctx": context_tokens},
             )

@@ -66,6 +66,7 @@ class ServerStatus:
     error: str | None
     tools: list[str] = field(default_factory=list)
     connects: int = 0
+    protocol: str | None = None
 
 
 def _hashed(base: str, server: str, tool: str) -> str:
@@ -187,6 +188,7 @@ class McpManager:
                     else connection.error,
                     tools=sorted(n for n, (s, _) in self._owners.items() if s == name),
                     connects=connection.connects,
+                    protocol=connection.protocol,
                 )
             )
         return result
@@ -286,25 +288,30 @@ class McpManager:
         started = time.perf_counter()
         text: str | None = None
         error: str | None = None
+        # What went wrong, without server-supplied text (that may quote the conversation).
+        outcome = "done"
         try:
             result = await connection.call(tool, arguments, deadline=timeout)
         except TimeoutError:
             error = f"MCP tool {name} timed out after {timeout:g} s"
+            outcome = "timed out"
         except McpUnavailableError as exc:
             error = str(exc)
+            outcome = "server unavailable"
         except MCPError as exc:
             error = f"MCP server {server} refused the call: {exc.message}"
+            outcome = f"refused (MCP error {exc.code})"
         except Exception as exc:
             error = f"MCP tool {name} failed: {type(exc).__name__}: {exc}"
+            outcome = f"failed ({type(exc).__name__})"
         else:
             text = result_text(result)
             if result.is_error:
                 error = text.strip() or f"MCP tool {name} reported an error"
+                outcome = "tool reported an error"
         latency_ms = int((time.perf_counter() - started) * 1000)
-        if error is None:
-            log.info("MCP %s.%s done in %d ms", server, tool, latency_ms)
-        else:
-            log.warning("MCP %s.%s failed in %d ms: %s", server, tool, latency_ms, error)
+        level = logging.INFO if error is None else logging.WARNING
+        log.log(level, "MCP %s.%s %s in %d ms", server, tool, outcome, latency_ms)
         await self._log_call(
             connection.config,
             tool,
@@ -314,7 +321,9 @@ class McpManager:
             error=error,
             latency_ms=latency_ms,
         )
-        return error_result(error) if error is not None else text or ""
+        if error is not None:
+            return error_result(error)
+        return text or "(no output)"
 
     async def _log_call(
         self,

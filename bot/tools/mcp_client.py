@@ -207,6 +207,7 @@ class McpConnection:
         self._closing = False
         self._was_connected = False
         self.connects = 0
+        self.protocol: str | None = None
         self.first_attempt = asyncio.Event()
         if not config.enabled:
             self.first_attempt.set()
@@ -289,6 +290,7 @@ class McpConnection:
                 self._workers = workers
                 self._was_connected = True
                 self.connects += 1
+                self.protocol = client.protocol_version
                 self._set_state("connected")
                 self.first_attempt.set()
                 try:
