@@ -28,6 +28,7 @@ from admin_api.views import (
     sessions,
     settings,
     system,
+    tools,
     topics,
 )
 from bot.services import Services
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 
 STATIC_DIR = Path(__file__).parent / "static"
 PAGE_ROUTES = frozenset({"admin_page", "admin_static"})
-VIEWS = (meta, auth, notes, settings, logs, memory, models, system, sessions, topics, chat)
+VIEWS = (meta, auth, notes, settings, logs, memory, models, system, tools, sessions, topics, chat)
 # The page runs only its own files: no inline script or style, no framing, no foreign fetches.
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

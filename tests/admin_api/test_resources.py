@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from bot.store.knowledge import KnowledgeRepository, KnowledgeSource
 from tests.admin_api.conftest import Admin, StartAdmin
@@ -194,3 +196,19 @@ async def test_topic_schedules_and_run_now(start_admin: StartAdmin) -> None:
     run = await admin.post("/api/topics/42/run")
     assert run.status == 200
     assert run.json["posted"] is False and "not connected" in run.json["reason"]
+
+
+async def test_tools_lists_builtins_and_mcp_state(start_admin: StartAdmin, tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"off": {"command": "true", "enabled": False}}}), "utf-8"
+    )
+    admin = await start_admin(mcp_config=config)
+    listing = await admin.get("/api/tools")
+    assert listing.status == 200
+    sources = {tool["name"]: tool["source"] for tool in listing.json["tools"]}
+    assert sources["read_note"] == "builtin" and sources["write_note"] == "builtin"
+    (server,) = listing.json["mcp_servers"]
+    assert (server["name"], server["state"], server["tools"]) == ("off", "disabled", [])
+    assert listing.json["mcp_config_error"] is None
+    assert (await admin.get("/api/tools", token=None)).status == 401
