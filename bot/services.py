@@ -149,7 +149,9 @@ async def open_services(
         topics = TopicService(repos.topics, TopicPicker(word_pool, repos.tags), gateway, runtime)
         await topics.load()
         notes = NotesService(db)
-        knowledge = KnowledgeService(db, gateway, lambda: runtime().kb_dir, runtime)
+        knowledge = KnowledgeService(
+            db, gateway, lambda: runtime().kb_dir, runtime, on_files_changed=local_kb.invalidate
+        )
         register_notes_tools(registry, notes)
         register_knowledge_tools(registry, knowledge)
         mcp = McpManager(

@@ -20,6 +20,8 @@ ANSWER_RESERVE_SHARE = 0.2
 MIN_ANSWER_RESERVE = 512
 MEMORY_SHARE = 0.15
 RECENT_MESSAGE_LIMIT = 100
+# More summaries than this never fit the memory share of a window; condensing keeps it lower.
+MEMORY_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ class ContextBuilder:
                 )
             ),
             self._messages.recent_live(request.session_id, RECENT_MESSAGE_LIMIT),
-            self._memories.live(request.session_id),
+            self._memories.live(request.session_id, MEMORY_LIMIT),
         )
 
         messages: list[Message] = [{"role": "system", "content": system_text}]

@@ -227,11 +227,18 @@ class KnowledgeService:
         gateway: Completer,
         kb_dir: Callable[[], Path] | Path,
         settings: Callable[[], Settings],
+        *,
+        on_files_changed: Callable[[], None] | None = None,
     ) -> None:
+        self._on_files_changed = on_files_changed
         self._repo = KnowledgeRepository(db)
         self._gateway = gateway
         self._kb_dir = kb_dir
         self._settings = settings
+
+    def _files_changed(self) -> None:
+        if self._on_files_changed is not None:
+            self._on_files_changed()
 
     def kb_dir(self) -> Path:
         """The knowledge-base directory in effect."""
@@ -295,6 +302,7 @@ class KnowledgeService:
         )
         saved_at = datetime.now(UTC)
         md_path = await self._write_file(title, body, query, saved_at, sources)
+        self._files_changed()
         try:
             entry = await self._repo.add(
                 query=query,
@@ -372,6 +380,7 @@ class KnowledgeService:
                 await asyncio.to_thread(self._remove_file, entry.md_path)
             except OSError as exc:
                 log.warning("knowledge file of entry %d not removed: %s", entry_id, exc)
+            self._files_changed()
         log.info("knowledge entry %d deleted", entry_id)
         return True
 

@@ -145,6 +145,11 @@ def _title(content: str, path: str) -> str:
     return match.group(1).strip() if match else Path(path).stem
 
 
+# The directory is stat-scanned at most this often (a few ms for 500 files): an edited file is
+# picked up within seconds without paying the scan on every message.
+RESCAN_SECONDS = 2.0
+
+
 def _scan(kb_dir: Path) -> Snapshot:
     """(mtime_ns, size) of every visible, regular kb_dir/**/*.md file; symlinks are skipped."""
     snapshot: Snapshot = {}
@@ -206,8 +211,11 @@ class LocalKnowledgeBase:
         *,
         clock: Callable[[], float] = time.monotonic,
         embed_retry_seconds: float = EMBED_RETRY_SECONDS,
+        rescan_interval: float = RESCAN_SECONDS,
     ) -> None:
         self._kb_dir = Path(kb_dir)
+        self._rescan_interval = rescan_interval
+        self._scanned_at: float | None = None
         self._repo = LocalKBDocRepository(db)
         self._embedder = embedder
         self._analyzer = analyzer
@@ -278,7 +286,19 @@ class LocalKnowledgeBase:
             snapshot = await asyncio.to_thread(_scan, self._kb_dir)
             return await self._sync_locked(snapshot)
 
+    def invalidate(self) -> None:
+        """Files changed (e.g. knowledge saved): rescan before the next search."""
+        self._scanned_at = None
+
     async def _refresh_if_changed(self) -> None:
+        now = self._clock()
+        if (
+            self._snapshot is not None
+            and self._scanned_at is not None
+            and now - self._scanned_at < self._rescan_interval
+        ):
+            return
+        self._scanned_at = now
         snapshot = await asyncio.to_thread(_scan, self._kb_dir)
         if snapshot == self._snapshot:
             return

@@ -41,14 +41,15 @@ class MemoryRepository:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def live(self, session_id: str) -> list[Memory]:
-        """Summaries in effect for a session (not condensed into another), oldest first."""
+    async def live(self, session_id: str, limit: int | None = None) -> list[Memory]:
+        """Summaries in effect for a session (not condensed into another), oldest first;
+        with `limit`, only the newest that many."""
         rows = await self._db.fetchall(
             f"SELECT {_COLUMNS} FROM memories WHERE session_id = ? AND condensed_into IS NULL "
-            "ORDER BY id",
-            (session_id,),
+            "ORDER BY id DESC LIMIT ?",
+            (session_id, -1 if limit is None else limit),
         )
-        return [_memory(row) for row in rows]
+        return [_memory(row) for row in reversed(rows)]
 
     async def all_for_session(self, session_id: str) -> list[Memory]:
         """Every summary of a session, condensed ones included."""

@@ -126,7 +126,9 @@ def kb(
     conf: Conf,
     clock: Clock,
 ) -> LocalKnowledgeBase:
-    return LocalKnowledgeBase(kb_dir, db, embedder, analyzer, lambda: conf, clock=clock)
+    return LocalKnowledgeBase(
+        kb_dir, db, embedder, analyzer, lambda: conf, clock=clock, rescan_interval=0.0
+    )
 
 
 async def rows(db: Database) -> dict[str, dict[str, object]]:
@@ -456,3 +458,28 @@ async def test_through_the_gateway_and_the_loopback_llm(
         assert [(h.path, h.method) for h in hits] == [("deploy.md", "bm25")]
     finally:
         await gateway.close()
+
+
+async def test_directory_is_rescanned_at_most_every_interval_unless_invalidated(
+    kb_dir: Path,
+    db: Database,
+    embedder: KeywordEmbedder,
+    analyzer: JapaneseAnalyzer,
+    conf: Conf,
+    clock: Clock,
+) -> None:
+    kb = LocalKnowledgeBase(
+        kb_dir, db, embedder, analyzer, lambda: conf, clock=clock, rescan_interval=2.0
+    )
+    await kb.search("ラーメン")
+    syncs = kb.sync_count
+    edit(kb_dir / "cats.md", "# 猫\n\n猫カフェのラーメン")
+    await kb.search("ラーメン")
+    assert kb.sync_count == syncs, "no scan within the interval"
+    clock.now += 2.5
+    await kb.search("ラーメン")
+    assert kb.sync_count == syncs + 1, "the edit is seen once the interval has passed"
+    edit(kb_dir / "cats.md", "# 猫\n\n猫カフェ")
+    kb.invalidate()
+    await kb.search("ラーメン")
+    assert kb.sync_count == syncs + 2, "invalidate() forces the next search to rescan"
