@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import sys
+from contextlib import AsyncExitStack
 
 from pydantic import ValidationError as PydanticValidationError
 
@@ -13,7 +14,7 @@ from admin_api.config import UnsafeBindError, check_settings
 from bot.config import Settings
 from bot.errors import DatabaseVersionError
 from bot.log_setup import configure_logging
-from bot.services import open_services
+from bot.services import Services, open_services
 
 log = logging.getLogger("bot")
 
@@ -46,12 +47,33 @@ async def run_chat(settings: Settings) -> int:
         return code
 
 
-async def run_bot(settings: Settings) -> int:
-    """The Discord bot (and admin API) until SIGINT/SIGTERM."""
+async def serve_all(services: Services, *, stop: asyncio.Event | None = None) -> int:
+    """Topic scheduler, admin API and Discord client in this loop until SIGINT/SIGTERM."""
+    from admin_api import serve
+    from admin_api.config import admin_config
+    from admin_api.deps import AdminDeps
     from bot.runner import run_discord
+    from bot.topics.scheduler import TopicScheduler
 
+    settings = services.settings()
+    scheduler = TopicScheduler(services.topics)
+    await scheduler.start()
+    try:
+        async with AsyncExitStack() as stack:
+            if settings.admin_enabled:
+                deps = AdminDeps.from_services(services, topics_changed=scheduler.rebuild)
+                server = await serve(services, deps=deps, config=admin_config(settings))
+                stack.push_async_callback(server.close)
+                log.info("admin API on %s", server.url)
+            return await run_discord(services, stop=stop, scheduler=scheduler)
+    finally:
+        scheduler.shutdown()
+
+
+async def run_bot(settings: Settings) -> int:
+    """The Discord bot, admin API and scheduler until SIGINT/SIGTERM."""
     async with open_services(settings) as services:
-        return await run_discord(services)
+        return await serve_all(services)
 
 
 def main(argv: list[str] | None = None) -> int:

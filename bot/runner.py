@@ -10,6 +10,7 @@ import sys
 from bot.bot import BotDeps, PlayChatBot, run_until_stopped
 from bot.services import Services
 from bot.store.model_presets import ModelPresetRepository
+from bot.topics.scheduler import TopicScheduler
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +29,13 @@ Discord rejected DISCORD_TOKEN. Copy the bot token again (Developer Portal → y
 """
 
 
-def build_bot(services: Services) -> PlayChatBot:
+def build_bot(services: Services, scheduler: TopicScheduler | None = None) -> PlayChatBot:
     """The Discord client with its dependencies (resources opened by the caller)."""
     deps = BotDeps(
         services=services,
         notes=services.notes,
         presets=ModelPresetRepository(services.db),
+        topic_scheduler=scheduler,
     )
     return PlayChatBot(deps)
 
@@ -50,7 +52,12 @@ def _install_signals(stop: asyncio.Event) -> list[signal.Signals]:
     return installed
 
 
-async def run_discord(services: Services, *, stop: asyncio.Event | None = None) -> int:
+async def run_discord(
+    services: Services,
+    *,
+    stop: asyncio.Event | None = None,
+    scheduler: TopicScheduler | None = None,
+) -> int:
     """Run the Discord client until SIGINT/SIGTERM (or `stop` is set); returns an exit code."""
     token = services.settings().secret("discord_token")
     if not token:
@@ -59,7 +66,7 @@ async def run_discord(services: Services, *, stop: asyncio.Event | None = None) 
     stop = stop or asyncio.Event()
     installed = _install_signals(stop)
     try:
-        outcome = await run_until_stopped(build_bot(services), token, stop)
+        outcome = await run_until_stopped(build_bot(services, scheduler), token, stop)
     finally:
         loop = asyncio.get_running_loop()
         for sig in installed:

@@ -20,10 +20,15 @@ log = logging.getLogger(__name__)
 JOB_DEFAULTS: dict[str, Any] = {"coalesce": True, "max_instances": 1, "misfire_grace_time": 300}
 
 
+def parse_cron(expression: str, timezone: str) -> CronTrigger:
+    """A cron expression in a time zone; raises ValueError when either is invalid."""
+    return CronTrigger.from_crontab(expression, timezone=zone(timezone))
+
+
 def cron_trigger(channel: TopicChannel) -> CronTrigger:
     """The channel's cron expression in its time zone; raises ValueError when invalid."""
     assert channel.cron
-    return CronTrigger.from_crontab(channel.cron, timezone=zone(channel.timezone))
+    return parse_cron(channel.cron, channel.timezone)
 
 
 class TopicScheduler:

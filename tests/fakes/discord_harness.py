@@ -57,6 +57,7 @@ async def run_client(
         yield client
         body_ok = True
     finally:
+        server.unwatch(task)
         await _stop(client, task)
         Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = old_base, old_gateway
     if body_ok and not task.cancelled() and task.exception() is not None:

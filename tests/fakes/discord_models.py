@@ -104,6 +104,11 @@ class Notifier:
         self._tasks.append(task)
         task.add_done_callback(lambda _t: self.changed())
 
+    def unwatch(self, task: asyncio.Task[Any]) -> None:
+        """Stop watching `task` (its client was stopped on purpose)."""
+        if task in self._tasks:
+            self._tasks.remove(task)
+
     def _check_tasks(self) -> None:
         for task in self._tasks:
             if task.done():

@@ -278,6 +278,10 @@ class FakeDiscord:
         """Make `wait_for` fail at once if this (client) task ends."""
         self.notifier.watch(task)
 
+    def unwatch(self, task: asyncio.Task[Any]) -> None:
+        """Forget a client task that was stopped on purpose."""
+        self.notifier.unwatch(task)
+
     async def wait_for(self, predicate: Callable[[], T | None], timeout: float = 5.0) -> T:
         """Wait until `predicate()` is truthy (re-checked on every state change); return it."""
         return await self.notifier.wait_for(predicate, timeout, self._describe)

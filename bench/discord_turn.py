@@ -1,0 +1,335 @@
+"""Discord turn latency, REST calls per reply, and 50 threads at once, against the fakes.
+
+The real PlayChatBot (discord.py client, engine, SQLite) runs in this process's event loop;
+the loopback Discord and the loopback LLM run in a child process (driven over a small control
+HTTP API), so the event-loop lag and CPU measured here are the bot's alone. The LLM streams
+`--tokens` tokens at `--rate` tokens/s; the fake Discord enforces the 5-per-5-s message bucket
+per channel, so any 429 the bot provokes is counted. Times are CLOCK_MONOTONIC in both
+processes (system-wide on Linux).
+
+Run: .venv/bin/python bench/discord_turn.py [--turns 20] [--threads 50] [--tokens 200]
+Prints one JSON object, then a one-line summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import aiohttp
+import yarl
+from aiohttp import web
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+from bot.bot import BotDeps, PlayChatBot
+from bot.config import Settings
+from bot.llm.gateway import RetryPolicy
+from bot.services import ServiceOptions, open_services
+from bot.store.model_presets import ModelPresetRepository
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Text
+
+WAIT = 120.0
+
+
+def answer_text(index: int, tokens: int) -> str:
+    """A deterministic answer of `tokens` word tokens (about 7 characters each)."""
+    return " ".join(f"w{index}x{n}" for n in range(tokens))
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile (0..1) by nearest rank."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[rank]
+
+
+# --------------------------------------------------------------------------- the fakes process
+
+
+async def serve_fakes(tokens: int, rate: float) -> None:
+    """Child process: FakeDiscord + FakeLLMServer + a control API; runs until stdin closes."""
+    discord_server = FakeDiscord()
+    await discord_server.start()
+    discord_server.enable_rate_limit(5, 5.0)
+    llm = FakeLLMServer(models=("bench-model",))
+
+    def reply(request: RecordedRequest) -> Text:
+        question = str(request.messages[-1].get("content", ""))
+        index = int(question.rsplit(" ", 1)[-1])
+        return Text(answer_text(index, tokens), chunks=tokens, delay=1.0 / rate)
+
+    llm.default_reply = reply
+    await llm.start()
+    users = {0: discord_server.user}
+
+    async def info(_: web.Request) -> web.Response:
+        return web.json_response(
+            {
+                "api_url": discord_server.api_url,
+                "gateway_url": discord_server.gateway_url,
+                "token": discord_server.token,
+                "guild_id": discord_server.guild_id,
+                "llm_url": llm.url,
+            }
+        )
+
+    async def add_users(request: web.Request) -> web.Response:
+        count = int((await request.json())["count"])
+        for _ in range(count):
+            users[len(users)] = discord_server.add_user(f"user{len(users)}")
+        return web.json_response({"users": len(users)})
+
+    async def inject(request: web.Request) -> web.Response:
+        body = await request.json()
+        at = time.monotonic()
+        message = await discord_server.inject_message(
+            f"question {body['index']}", author=users[int(body.get("user", 0))]
+        )
+        return web.json_response({"id": str(message.id), "at": at})
+
+    async def wait(request: web.Request) -> web.Response:
+        body = await request.json()
+        thread_id, text = int(body["thread_id"]), str(body["text"])
+        bot_id = discord_server.bot_user.id
+
+        def finished() -> bool:
+            mine = [m for m in discord_server.messages_in(thread_id) if m.author.id == bot_id]
+            return bool(mine) and mine[-1].content == text
+
+        await discord_server.wait_for(finished, WAIT)
+        done = time.monotonic()
+        calls = [
+            {"method": c.method, "path": c.path, "status": c.status, "at": c.at}
+            for c in discord_server.calls
+            if str(thread_id) in c.path
+        ]
+        return web.json_response({"done": done, "calls": calls})
+
+    app = web.Application()
+    app.router.add_get("/info", info)
+    app.router.add_post("/users", add_users)
+    app.router.add_post("/inject", inject)
+    app.router.add_post("/wait", wait)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    print(runner.addresses[0][1], flush=True)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes our stdin
+    await runner.cleanup()
+    await llm.close()
+    await discord_server.close()
+
+
+# --------------------------------------------------------------------------- the bot process
+
+
+class LagMonitor:
+    """Measures how late a 10 ms timer fires on the bot's loop."""
+
+    def __init__(self, period: float = 0.01) -> None:
+        self.period = period
+        self.lags: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            start = loop.time()
+            await asyncio.sleep(self.period)
+            self.lags.append(max(0.0, loop.time() - start - self.period))
+
+    def start(self) -> None:
+        """Begin sampling."""
+        self.lags.clear()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        """Stop sampling."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+class Control:
+    """Client of the fakes process's control API."""
+
+    def __init__(self, http: aiohttp.ClientSession, port: int) -> None:
+        self.http = http
+        self.base = f"http://127.0.0.1:{port}"
+
+    async def call(self, method: str, path: str, body: Any = None) -> Any:
+        """One control request; its JSON answer."""
+        async with self.http.request(method, self.base + path, json=body) as resp:
+            resp.raise_for_status()
+            return await resp.json()
+
+
+async def one_turn(control: Control, index: int, tokens: int, user: int = 0) -> dict[str, Any]:
+    """Inject a mention, wait for the final reply; timings and REST calls of that reply."""
+    sent = await control.call("POST", "/inject", {"index": index, "user": user})
+    thread_id = sent["id"]
+    waited = await control.call(
+        "POST", "/wait", {"thread_id": thread_id, "text": answer_text(index, tokens)}
+    )
+    calls = waited["calls"]
+    first_post = next(
+        c["at"]
+        for c in calls
+        if c["method"] == "POST" and c["path"] == f"/channels/{thread_id}/messages"
+    )
+    writes = [c for c in calls if c["method"] in ("POST", "PATCH") and "/messages" in c["path"]]
+    return {
+        "first_reply_ms": (first_post - sent["at"]) * 1000,
+        "turn_s": waited["done"] - sent["at"],
+        "rest_calls": len(calls),
+        "writes": len(writes) - 1,  # minus the thread creation (POST .../messages/{id}/threads)
+        "status_429": sum(1 for c in calls if c["status"] == 429),
+    }
+
+
+async def start_bot(bot: PlayChatBot, info: dict[str, Any]) -> asyncio.Task[None]:
+    """Point discord.py at the fake and start the client; returns its task once ready."""
+    Route.BASE = info["api_url"]
+    DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(info["gateway_url"])
+    bot._connection.guild_ready_timeout = 0.05
+    task = asyncio.create_task(bot.start(info["token"]))
+    await asyncio.sleep(0)
+    await asyncio.wait_for(bot.wait_until_ready(), 30)
+    return task
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    """Both phases; returns the JSON result."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        "--serve-fakes",
+        "--tokens",
+        str(args.tokens),
+        "--rate",
+        str(args.rate),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stdin is not None
+    port = int((await asyncio.wait_for(child.stdout.readline(), 60)).decode())
+    scratch = tempfile.TemporaryDirectory(prefix="playchat-bench-")
+    tmp = Path(scratch.name)
+    try:
+        async with aiohttp.ClientSession() as http:
+            control = Control(http, port)
+            info = await control.call("GET", "/info")
+            settings = Settings(  # type: ignore[call-arg]
+                _env_file=None,
+                db_path=tmp / "bench.db",
+                kb_dir=tmp / "kb",
+                language="en",
+                llm_model="ollama/bench-model",
+                llm_api_base=info["llm_url"],
+                discord_guild_ids=[info["guild_id"]],
+                user_cooldown_seconds=0.0,
+                stream_edit_interval=args.interval,
+            )
+            options = ServiceOptions(
+                retry=RetryPolicy(attempts=1), builtin_tools=False, warm_start=False
+            )
+            async with open_services(settings, options) as services:
+                deps = BotDeps(services, services.notes, ModelPresetRepository(services.db))
+                bot = PlayChatBot(deps)
+                client = await start_bot(bot, info)
+                try:
+                    sequential = [
+                        await one_turn(control, i, args.tokens) for i in range(args.turns)
+                    ]
+                    await control.call("POST", "/users", {"count": args.threads})
+                    monitor = LagMonitor()
+                    monitor.start()
+                    cpu = time.process_time()
+                    began = time.monotonic()
+                    concurrent = await asyncio.gather(
+                        *(
+                            one_turn(control, 1000 + i, args.tokens, user=i + 1)
+                            for i in range(args.threads)
+                        )
+                    )
+                    wall = time.monotonic() - began
+                    cpu = time.process_time() - cpu
+                    await monitor.stop()
+                    await services.tasks.drain()
+                finally:
+                    await bot.close()
+                    await asyncio.gather(client, return_exceptions=True)
+    finally:
+        child.stdin.close()
+        await asyncio.wait_for(child.wait(), 30)
+        scratch.cleanup()
+    first = [t["first_reply_ms"] for t in sequential]
+    return {
+        "tokens_per_reply": args.tokens,
+        "token_rate_per_s": args.rate,
+        "stream_edit_interval_s": args.interval,
+        "sequential_turns": args.turns,
+        "first_reply_ms_p50": round(percentile(first, 0.5), 1),
+        "first_reply_ms_p99": round(percentile(first, 0.99), 1),
+        "rest_calls_per_reply_mean": round(statistics.mean(t["rest_calls"] for t in sequential), 2),
+        "message_writes_per_reply_mean": round(statistics.mean(t["writes"] for t in sequential), 2),
+        "concurrent_threads": args.threads,
+        "concurrent_wall_s": round(wall, 2),
+        "turns_per_s": round(args.threads / wall, 2),
+        "bot_cpu_s_concurrent": round(cpu, 2),
+        "loop_lag_ms_p50": round(percentile(monitor.lags, 0.5) * 1000, 2),
+        "loop_lag_ms_p99": round(percentile(monitor.lags, 0.99) * 1000, 2),
+        "loop_lag_ms_max": round(max(monitor.lags, default=0.0) * 1000, 2),
+        "concurrent_first_reply_ms_p50": round(
+            percentile([t["first_reply_ms"] for t in concurrent], 0.5), 1
+        ),
+        "concurrent_first_reply_ms_p99": round(
+            percentile([t["first_reply_ms"] for t in concurrent], 0.99), 1
+        ),
+        "status_429": sum(t["status_429"] for t in [*sequential, *concurrent]),
+    }
+
+
+def _args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--turns", type=int, default=20, help="sequential turns (latency)")
+    parser.add_argument("--threads", type=int, default=50, help="threads at once")
+    parser.add_argument("--tokens", type=int, default=200, help="tokens per answer")
+    parser.add_argument("--rate", type=float, default=100.0, help="LLM tokens per second")
+    parser.add_argument("--interval", type=float, default=1.2, help="stream_edit_interval")
+    parser.add_argument("--serve-fakes", action="store_true", help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    arguments = _args()
+    if arguments.serve_fakes:
+        asyncio.run(serve_fakes(arguments.tokens, arguments.rate))
+        sys.exit(0)
+    result = asyncio.run(main(arguments))
+    print(json.dumps(result))
+    print(
+        f"first reply p50 {result['first_reply_ms_p50']} ms / "
+        f"p99 {result['first_reply_ms_p99']} ms; "
+        f"{result['rest_calls_per_reply_mean']} REST calls per reply; "
+        f"{result['concurrent_threads']} threads at once: {result['turns_per_s']} turns/s, "
+        f"loop lag p99 {result['loop_lag_ms_p99']} ms (target <= 50); "
+        f"429s: {result['status_429']}"
+    )

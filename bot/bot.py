@@ -1,0 +1,321 @@
+"""The Discord client: a commands.Bot that gets every dependency in its constructor."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.access import AccessPolicy, Requester
+from bot.config import Settings
+from bot.discord_text import ui_text
+from bot.services import Services
+from bot.topics.scheduler import TopicScheduler
+
+log = logging.getLogger(__name__)
+
+# Exactly what the bot uses: read and answer in channels and threads, open public threads on
+# a message, upload exports, run slash commands. No embeds (previews are suppressed anyway).
+REQUIRED_PERMISSIONS = discord.Permissions(
+    view_channel=True,
+    send_messages=True,
+    create_public_threads=True,
+    send_messages_in_threads=True,
+    read_message_history=True,
+    attach_files=True,
+    use_application_commands=True,
+)
+INVITE_SCOPES = ("bot", "applications.commands")
+DEFAULT_EXTENSIONS = (
+    "bot.exts.errors",
+    "bot.exts.chat",
+    "bot.exts.notes",
+    "bot.exts.memory",
+    "bot.exts.model",
+    "bot.exts.export",
+    "bot.exts.reset",
+    "bot.exts.topics",
+    "bot.exts.tools",
+)
+SHUTDOWN_GRACE = 10.0
+
+RunOutcome = Literal["stopped", "bad_token", "intents_disabled", "failed"]
+
+
+class NotePageLike(Protocol):
+    """What the Discord commands read from a note page."""
+
+    @property
+    def id(self) -> int:
+        """Page id."""
+        ...
+
+    @property
+    def title(self) -> str:
+        """Page title."""
+        ...
+
+    @property
+    def content(self) -> str:
+        """Page body (Markdown)."""
+        ...
+
+    @property
+    def section(self) -> str:
+        """Section label ('' for none)."""
+        ...
+
+
+class NotesApi(Protocol):
+    """The part of NotesService (bot/memory/notes.py) the /note commands use."""
+
+    async def list_pages(self) -> Sequence[NotePageLike]:
+        """Every page by position."""
+        ...
+
+    async def find(self, title_or_id: str) -> NotePageLike | None:
+        """A page by exact title (case-insensitive) or id."""
+        ...
+
+    async def search_titles(self, prefix: str, limit: int = 25) -> Sequence[NotePageLike]:
+        """Pages whose title starts with (or contains) `prefix`, for autocomplete."""
+        ...
+
+    async def create(self, title: str, content: str = "", section: str = "") -> NotePageLike:
+        """A new page."""
+        ...
+
+    async def update(
+        self, page_id: int, *, title: str | None = None, content: str | None = None
+    ) -> NotePageLike:
+        """Change title and/or body."""
+        ...
+
+    async def append(self, page_id: int, text: str) -> NotePageLike:
+        """Add text at the end."""
+        ...
+
+    async def delete(self, page_id: int) -> bool:
+        """Remove a page."""
+        ...
+
+    async def link(self, session_id: str, page_id: int) -> bool:
+        """Attach a page's full text to a session's context; False if already linked."""
+        ...
+
+    async def unlink(self, session_id: str, page_id: int) -> bool:
+        """Detach a page; False if it was not linked."""
+        ...
+
+
+class PresetLike(Protocol):
+    """A selectable model."""
+
+    @property
+    def label(self) -> str:
+        """Shown name."""
+        ...
+
+    @property
+    def value(self) -> str:
+        """Model string."""
+        ...
+
+
+class PresetsApi(Protocol):
+    """The part of ModelPresetRepository the /model commands use."""
+
+    async def list(self) -> Sequence[PresetLike]:
+        """Every preset."""
+        ...
+
+
+class InFlight:
+    """Counts running turns so that shutdown can give them a grace period."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.closing = False
+
+    @property
+    def count(self) -> int:
+        """Turns running now."""
+        return self._count
+
+    @contextlib.asynccontextmanager
+    async def track(self) -> AsyncIterator[None]:
+        """Count the enclosed turn."""
+        self._count += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._count -= 1
+            if self._count == 0:
+                self._idle.set()
+
+    async def wait_idle(self, within: float) -> bool:
+        """Wait until no turn runs (True) or `within` seconds pass (False)."""
+        try:
+            async with asyncio.timeout(within):
+                await self._idle.wait()
+        except TimeoutError:
+            return False
+        return True
+
+
+@dataclass
+class BotDeps:
+    """Everything the bot and its extensions use, opened by the composition root."""
+
+    services: Services
+    notes: NotesApi
+    presets: PresetsApi
+    clock: Callable[[], float] = time.monotonic
+    turns: InFlight = field(default_factory=InFlight)
+    topic_scheduler: TopicScheduler | None = None
+
+    def settings(self) -> Settings:
+        """The settings in effect now (they change at runtime)."""
+        return self.services.settings()
+
+
+def build_intents(settings: Settings) -> discord.Intents:
+    """Only what is used: guilds, guild and (if allowed) DM messages, message content."""
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.dm_messages = settings.discord_allow_dms
+    intents.message_content = True
+    return intents
+
+
+def invite_url(application_id: int) -> str:
+    """The OAuth2 URL that adds the bot with exactly the permissions it needs."""
+    return discord.utils.oauth_url(
+        application_id, permissions=REQUIRED_PERMISSIONS, scopes=INVITE_SCOPES
+    )
+
+
+def interaction_requester(interaction: discord.Interaction) -> Requester:
+    """Who ran a command, and where (a thread counts with its parent channel)."""
+    user = interaction.user
+    roles = frozenset(r.id for r in user.roles) if isinstance(user, discord.Member) else frozenset()
+    channel = interaction.channel
+    ids = [interaction.channel_id] if interaction.channel_id is not None else []
+    if isinstance(channel, discord.Thread) and channel.parent_id is not None:
+        ids.append(channel.parent_id)
+    return Requester(user.id, roles, tuple(ids), is_dm=interaction.guild is None)
+
+
+class PlayChatTree(app_commands.CommandTree["PlayChatBot"]):
+    """The command tree; the chat's allow/deny lists apply to slash commands too."""
+
+    async def interaction_check(self, interaction: discord.Interaction[PlayChatBot], /) -> bool:
+        """Refuse (ephemerally) users and places the access lists exclude."""
+        settings = self.client.deps.settings()
+        verdict = AccessPolicy.from_settings(settings).check(interaction_requester(interaction))
+        # Slash commands in DMs need no DM intent; DISCORD_ALLOW_DMS governs them as well.
+        if verdict == "allowed":
+            return True
+        log.debug("refusing interaction %d: %s", interaction.id, verdict)
+        if interaction.type is discord.InteractionType.application_command:
+            await interaction.response.send_message(
+                ui_text(settings.language).access_denied, ephemeral=True
+            )
+        return False
+
+
+class PlayChatBot(commands.Bot):
+    """The PlayChat Discord client; extensions get their dependencies from `self.deps`."""
+
+    def __init__(self, deps: BotDeps, *, extensions: Sequence[str] = DEFAULT_EXTENSIONS) -> None:
+        settings = deps.settings()
+        super().__init__(
+            command_prefix="!playchat ",
+            help_command=None,
+            tree_cls=PlayChatTree,
+            intents=build_intents(settings),
+            allowed_mentions=discord.AllowedMentions.none(),
+            chunk_guilds_at_startup=False,
+            max_messages=1000,
+        )
+        self.deps = deps
+        self._extension_names = tuple(extensions)
+        self._guild_ids = tuple(settings.discord_guild_ids)
+        self._announced = False
+
+    async def setup_hook(self) -> None:
+        """Load the extensions, then register the slash commands with Discord."""
+        for name in self._extension_names:
+            await self.load_extension(name)
+        try:
+            await self.sync_commands()
+        except discord.HTTPException as exc:
+            log.error(
+                "could not register slash commands (%s); was the bot invited with the "
+                "applications.commands scope? Chat still works.",
+                exc,
+            )
+
+    async def sync_commands(self) -> None:
+        """Guild-scoped (instant) to DISCORD_GUILD_IDS when set, else global."""
+        if not self._guild_ids:
+            synced = await self.tree.sync()
+            log.info("synced %d global slash commands", len(synced))
+            return
+        for guild_id in self._guild_ids:
+            guild = discord.Object(guild_id)
+            self.tree.copy_global_to(guild=guild)
+            synced = await self.tree.sync(guild=guild)
+            log.info("synced %d slash commands to guild %d", len(synced), guild_id)
+
+    async def on_ready(self) -> None:
+        """Log who we are and the invite URL (once)."""
+        if self._announced or self.user is None:
+            return
+        self._announced = True
+        app_id = self.application_id or self.user.id
+        log.info("logged in as %s (id %d) in %d guilds", self.user, self.user.id, len(self.guilds))
+        log.info("invite PlayChat to a server with: %s", invite_url(app_id))
+
+    async def shutdown(self, grace: float = SHUTDOWN_GRACE) -> None:
+        """Refuse new turns, give running ones `grace` seconds, then close the connection."""
+        self.deps.turns.closing = True
+        if self.deps.turns.count and not await self.deps.turns.wait_idle(grace):
+            log.warning("closing with %d turns still running", self.deps.turns.count)
+        await self.close()
+
+
+async def run_until_stopped(bot: PlayChatBot, token: str, stop: asyncio.Event) -> RunOutcome:
+    """Run `bot` until `stop` is set (clean shutdown) or the client fails; say how it ended."""
+    client = asyncio.create_task(bot.start(token), name="discord-client")
+    stopper = asyncio.create_task(stop.wait(), name="discord-stop")
+    try:
+        await asyncio.wait({client, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if stop.is_set():
+            log.info("shutting down")
+        await bot.shutdown()
+        await client
+    except discord.PrivilegedIntentsRequired:
+        return "intents_disabled"
+    except discord.LoginFailure:
+        return "bad_token"
+    except (discord.DiscordException, OSError) as exc:
+        log.error("the Discord client stopped: %s", exc)
+        return "failed"
+    finally:
+        stopper.cancel()
+        if not bot.is_closed():
+            await bot.close()
+    return "stopped" if stop.is_set() else "failed"

@@ -1,0 +1,472 @@
+"""Text for Discord, without discord: 2,000-character pages, fences, tool lines, sources, UI text.
+
+Discord's Markdown closes a code block at the next ``` anywhere (not only at line starts), so the
+fence state here is the parity of ``` occurrences, exactly as Discord renders it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+MESSAGE_LIMIT = 2000
+MIN_LIMIT = 100
+FENCE = "```"
+MAX_TOOL_LINES = 5
+MAX_SOURCES = 10
+THREAD_NAME_LIMIT = 100
+
+_FENCE_RE = re.compile(re.escape(FENCE))
+_LANG_RE = re.compile(r"[A-Za-z0-9_+\-.#]{1,20}")
+_MENTION_RE = re.compile(r"<@!?(\d+)>")
+_CUSTOM_EMOJI_RE = re.compile(r"<a?:(\w+):\d+>")
+_TOOL_ICONS = {
+    "web_search": "🔎",
+    "scrape_url": "🌐",
+    "pdf_to_text": "📄",
+    "search_and_fetch": "🗂️",
+    "read_note": "📝",
+    "write_note": "📝",
+    "read_knowledge": "📚",
+    "save_knowledge": "💾",
+}
+
+
+# --------------------------------------------------------------------------- fences and pages
+
+
+def _fence_spans(text: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in _FENCE_RE.finditer(text)]
+
+
+def _opener(spans: Sequence[tuple[int, int]], position: int) -> int | None:
+    opener: int | None = None
+    for start, end in spans:
+        if end > position:
+            break
+        opener = None if opener is not None else start
+    return opener
+
+
+def open_fence_at(text: str, position: int) -> int | None:
+    """Start index of the ``` that is still open at `position`, or None outside code blocks."""
+    return _opener(_fence_spans(text[: position + len(FENCE)]), position)
+
+
+def _fence_language(text: str, opener: int) -> str:
+    line = text[opener + len(FENCE) :].split("\n", 1)[0].strip()
+    return line if _LANG_RE.fullmatch(line) else ""
+
+
+def _closing(head: str) -> str:
+    return FENCE if head.endswith("\n") else "\n" + FENCE
+
+
+def close_open_fence(text: str) -> str:
+    """`text` with a closing ``` appended when it ends inside a code block."""
+    if open_fence_at(text, len(text)) is None:
+        return text
+    return text + _closing(text)
+
+
+def fits(text: str, limit: int = MESSAGE_LIMIT) -> bool:
+    """True when `text`, with an open code block closed, is at most `limit` characters."""
+    return len(close_open_fence(text)) <= limit
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One page: `body` is a slice of the original text; prefix/suffix reopen/close a fence."""
+
+    body: str
+    prefix: str = ""
+    suffix: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.prefix}{self.body}{self.suffix}"
+
+
+def _inside_token(spans: Sequence[tuple[int, int]], position: int) -> bool:
+    return any(start < position < end for start, end in spans)
+
+
+def _best_cut(text: str, limit: int) -> int:
+    """Where to cut `text` (longer than a page) so that the head, closed if needed, fits."""
+    window = text[: limit + len(FENCE)]
+    spans = _fence_spans(window)
+
+    def valid(position: int) -> bool:
+        if position <= 0 or position > limit or _inside_token(spans, position):
+            return False
+        opener = _opener(spans, position)
+        if opener is None:
+            return True
+        # Cutting right after an opener line would leave an empty block behind.
+        newline = window.find("\n", opener)
+        first_content = opener + len(FENCE) if newline == -1 else newline + 1
+        if position <= first_content:
+            return False
+        return position + len(_closing(window[:position])) <= limit
+
+    head = window[: limit + 1]
+    paragraph = [m.end() for m in re.finditer(r"\n\n+", head)]
+    line = [m.end() for m in re.finditer(r"\n", head)]
+    space = [m.end() for m in re.finditer(r"[ \t]+", head)]
+    outside = [p for p in paragraph if _opener(spans, p) is None]
+    line_out = [p for p in line if _opener(spans, p) is None]
+    line_in = [p for p in line if _opener(spans, p) is not None]
+    least = limit // 2
+    for group in (outside, line_out, line_in, space):
+        good = [p for p in group if p >= least and valid(p)]
+        if good:
+            return max(good)
+    hard = limit
+    while hard > 1 and not valid(hard):
+        hard -= 1
+    return hard if valid(hard) else limit
+
+
+def split_once(text: str, limit: int = MESSAGE_LIMIT) -> tuple[Chunk, str]:
+    """The first page of `text` and the rest (which starts by reopening a cut code block)."""
+    if limit < MIN_LIMIT:
+        raise ValueError(f"limit must be at least {MIN_LIMIT}")
+    if fits(text, limit):
+        opener = open_fence_at(text, len(text))
+        suffix = "" if opener is None else _closing(text)
+        return Chunk(text, suffix=suffix), ""
+    cut = _best_cut(text, limit)
+    head, rest = text[:cut], text[cut:]
+    opener = open_fence_at(text, cut)
+    if opener is None:
+        return Chunk(head), rest
+    reopen = f"{FENCE}{_fence_language(text, opener)}\n"
+    return Chunk(head, suffix=_closing(head)), reopen + rest
+
+
+def split_chunks(text: str, limit: int = MESSAGE_LIMIT) -> list[Chunk]:
+    """Pages of at most `limit` characters, cut at paragraph/line boundaries, fences balanced."""
+    chunks: list[Chunk] = []
+    rest = text
+    carried = ""
+    while True:
+        chunk, remainder = split_once(rest, limit)
+        # `rest` starts with the reopen marker carried over, which is not original text.
+        chunks.append(Chunk(chunk.body[len(carried) :], prefix=carried, suffix=chunk.suffix))
+        if not remainder:
+            return chunks
+        original_tail = len(rest) - len(chunk.body)
+        carried = remainder[: len(remainder) - original_tail]
+        rest = remainder
+
+
+def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
+    """`text` as Discord messages: each at most `limit` characters, code blocks intact."""
+    pages = [str(chunk).strip("\n") for chunk in split_chunks(text, limit)]
+    return [page for page in pages if page.strip()]
+
+
+# --------------------------------------------------------------------------- small renderers
+
+
+def _one_line(text: str, limit: int) -> str:
+    value = " ".join(str(text).split()).replace("`", "'")
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def tool_line(name: str, label: str, status: str) -> str:
+    """The activity line of one tool call, e.g. `-# 🔎 web_search "kyoto" … ✓`."""
+    icon = _TOOL_ICONS.get(name, "🔧")
+    text = _one_line(label or name, 120)
+    mark = {"running": "…", "done": "… ✓", "error": "… ✗"}.get(status, "…")
+    return f"-# {icon} {text} {mark}"
+
+
+def _safe_url(url: str) -> str | None:
+    url = url.strip()
+    if not url.startswith(("https://", "http://")) or any(c in url for c in "<> \t\n"):
+        return None
+    return url
+
+
+def render_sources(sources: Iterable[Mapping[str, str]], header: str) -> str:
+    """A numbered "Sources" block; `<url>` so Discord shows no previews."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for source in sources:
+        url = _safe_url(str(source.get("url", "")))
+        if url is None or url in seen:
+            continue
+        seen.add(url)
+        title = _one_line(re.sub(r"[\[\]<>*_~|]", "", str(source.get("title", ""))), 90)
+        label = f"{title} — " if title and title != url else ""
+        lines.append(f"{len(lines) + 1}. {label}<{url}>")
+        if len(lines) == MAX_SOURCES:
+            break
+    if not lines:
+        return ""
+    return f"**{header}**\n" + "\n".join(lines)
+
+
+def strip_bot_mention(text: str, bot_id: int, role_id: int | None = None) -> str:
+    """The message text without the bot's own user (or managed role) mentions."""
+    text = re.sub(rf"<@!?{bot_id}>", "", text)
+    if role_id is not None:
+        text = text.replace(f"<@&{role_id}>", "")
+    return text.strip()
+
+
+def readable_mentions(text: str, names: Mapping[int, str]) -> str:
+    """User mentions as `@name` (unknown ids stay as they are), custom emoji as `:name:`."""
+
+    def user(match: re.Match[str]) -> str:
+        name = names.get(int(match.group(1)))
+        return f"@{name}" if name else match.group(0)
+
+    return _CUSTOM_EMOJI_RE.sub(r":\1:", _MENTION_RE.sub(user, text))
+
+
+def thread_name(text: str, fallback: str) -> str:
+    """A thread title from the first words of a message (at most 100 characters)."""
+    plain = _MENTION_RE.sub("", text)
+    plain = re.sub(r"```.*?(```|$)", " ", plain, flags=re.DOTALL)
+    plain = re.sub(r"[*_~`>|#\[\]]", "", plain)
+    plain = " ".join(plain.split())
+    if not plain:
+        return fallback[:THREAD_NAME_LIMIT]
+    limit = 80
+    if len(plain) <= limit:
+        return plain
+    cut = plain.rfind(" ", 0, limit)
+    return plain[: cut if cut > limit // 2 else limit].rstrip() + "…"
+
+
+def human_size(size: int) -> str:
+    """1536 → "1.5 KB"."""
+    value = float(size)
+    for unit in ("B", "KB", "MB"):
+        if value < 1024 or unit == "MB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} MB"  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- one streamed reply
+
+
+@dataclass
+class _Tool:
+    name: str
+    label: str
+    status: str
+
+
+class ReplyDraft:
+    """The pages of one streamed reply: sealed full pages, the growing tail, tool lines.
+
+    Text is only appended; a page is sealed (never changes again) once the text outgrows it,
+    so earlier messages are not rewritten while later ones stream.
+    """
+
+    def __init__(self, limit: int = MESSAGE_LIMIT) -> None:
+        if limit < MIN_LIMIT:
+            raise ValueError(f"limit must be at least {MIN_LIMIT}")
+        self.limit = limit
+        self._sealed: list[str] = []
+        self._tail = ""
+        self._tools: dict[str, _Tool] = {}
+        self._finished = False
+
+    @property
+    def has_text(self) -> bool:
+        """True once any text (not only tool lines) is in the draft."""
+        return bool(self._sealed) or bool(self._tail.strip())
+
+    @property
+    def finished(self) -> bool:
+        """True after `finish()`."""
+        return self._finished
+
+    def add_text(self, text: str) -> None:
+        """Append streamed answer text."""
+        if self._finished or not text:
+            return
+        self._tail += text
+        self._seal()
+
+    def tool(self, call_id: str, name: str, label: str, status: str) -> None:
+        """Record a tool call's state (running → done/error)."""
+        self._tools[call_id] = _Tool(name, label, status)
+
+    def finish(self, *, sources: str = "", error: str = "") -> None:
+        """End the reply: tool lines go, the sources block and any error line are appended."""
+        if self._finished:
+            return
+        text = close_open_fence(self._tail).rstrip()
+        for extra in (sources, error):
+            if extra:
+                text = f"{text}\n\n{extra}" if text.strip() else extra
+        self._tail = text
+        self._tools.clear()
+        self._finished = True
+        self._seal()
+
+    def pages(self) -> list[str]:
+        """What the messages should show now, in order."""
+        current = close_open_fence(self._tail).strip("\n").rstrip()
+        pages = [page.strip("\n") for page in self._sealed]
+        if self._tools and not self._finished:
+            status = "\n".join(
+                tool_line(t.name, t.label, t.status)
+                for t in list(self._tools.values())[-MAX_TOOL_LINES:]
+            )
+            if not current.strip():
+                current = status
+            elif len(current) + 2 + len(status) <= self.limit:
+                current = f"{current}\n\n{status}"
+            else:
+                pages.append(current)
+                current = status
+        if current.strip():
+            pages.append(current)
+        return [page for page in pages if page.strip()]
+
+    def _seal(self) -> None:
+        while not fits(self._tail, self.limit):
+            chunk, rest = split_once(self._tail, self.limit)
+            self._sealed.append(str(chunk))
+            self._tail = rest
+
+
+# --------------------------------------------------------------------------- user-facing text
+
+
+@dataclass(frozen=True)
+class UiText:
+    """The bot's own short texts in one language."""
+
+    sources: str
+    error_prefix: str
+    cooldown: str
+    empty_mention: str
+    image_skipped: str
+    image_unreadable: str
+    too_many_images: str
+    file_too_large: str
+    file_unsupported: str
+    file_failed: str
+    not_in_conversation: str
+    access_denied: str
+    admin_only: str
+    generic_error: str
+    thread_fallback: str
+    note_saved: str
+    note_created: str
+    note_appended: str
+    note_deleted: str
+    note_linked: str
+    note_already_linked: str
+    note_unlinked: str
+    note_not_linked: str
+    note_not_found: str
+    notes_empty: str
+    note_empty_body: str
+    memory_empty: str
+    memory_header: str
+    memory_forgotten: str
+    model_show: str
+    model_set_thread: str
+    model_set_global: str
+    model_unknown: str
+    model_no_presets: str
+    export_done: str
+    export_too_large: str
+    reset_done: str
+
+
+_EN = UiText(
+    sources="Sources",
+    error_prefix="⚠️ ",
+    cooldown="⏳ Please wait {seconds} s before sending another message.",
+    empty_mention="👋 Ask me something: mention me with a question, or write in one of my threads.",
+    image_skipped="🖼️ {name} skipped: the current model cannot see images.",
+    image_unreadable="🖼️ {name} could not be read as an image.",
+    too_many_images="🖼️ {name} skipped: at most {limit} images per message.",
+    file_too_large="📎 {name} is too large ({size}; the limit is {limit}).",
+    file_unsupported="📎 {name} skipped: only text, PDF and image files are read.",
+    file_failed="📎 {name} could not be downloaded.",
+    not_in_conversation="Use this command in one of my conversation threads (or a DM with me).",
+    access_denied="You cannot use PlayChat here.",
+    admin_only="Only members with the Manage Server permission or an admin role can do this.",
+    generic_error="Something went wrong. Please try again.",
+    thread_fallback="Chat with {name}",
+    note_saved="Saved note **{title}**.",
+    note_created="Created note **{title}**.",
+    note_appended="Appended to note **{title}**.",
+    note_deleted="Deleted note **{title}**.",
+    note_linked="Linked **{title}**: its full text is now part of this thread's context.",
+    note_already_linked="**{title}** was already linked to this thread.",
+    note_unlinked="Unlinked **{title}** from this thread.",
+    note_not_linked="**{title}** was not linked to this thread.",
+    note_not_found="No note titled {title!r}.",
+    notes_empty="There are no notes yet. Create one with /note write.",
+    note_empty_body="(empty)",
+    memory_empty="This thread has no long-term memory yet.",
+    memory_header="**Long-term memory of this thread** ({count} summaries)",
+    memory_forgotten="Forgot {count} summaries of this thread. The messages are kept.",
+    model_show="This thread uses **{model}**. Default model: **{default}**.",
+    model_set_thread="This thread now uses **{model}**.",
+    model_set_global="The default model is now **{model}**.",
+    model_unknown="{value!r} is not one of the model presets.",
+    model_no_presets="No model presets are configured; add some in the admin page first.",
+    export_done="Export of this thread ({count} messages).",
+    export_too_large="The export is too large to upload ({size}).",
+    reset_done="🧹 Started a fresh conversation in this thread. Earlier messages stay in the "
+    "history but are no longer used.",
+)
+
+_JA = UiText(
+    sources="出典",
+    error_prefix="⚠️ ",
+    cooldown="⏳ 続けて送信できません。あと {seconds} 秒お待ちください。",
+    empty_mention="👋 メンションに続けて質問を書くか、私のスレッドで話しかけてください。",
+    image_skipped="🖼️ {name} はスキップしました：現在のモデルは画像を扱えません。",
+    image_unreadable="🖼️ {name} は画像として読み込めませんでした。",
+    too_many_images="🖼️ {name} はスキップしました：画像は 1 メッセージ {limit} 枚までです。",
+    file_too_large="📎 {name} は大きすぎます（{size}、上限 {limit}）。",
+    file_unsupported="📎 {name} はスキップしました：読めるのはテキスト・PDF・画像だけです。",
+    file_failed="📎 {name} をダウンロードできませんでした。",
+    not_in_conversation="このコマンドは私との会話スレッド（または DM）で使ってください。",
+    access_denied="ここでは PlayChat を使えません。",
+    admin_only="この操作はサーバー管理権限か管理者ロールを持つメンバーだけができます。",
+    generic_error="エラーが発生しました。もう一度お試しください。",
+    thread_fallback="{name} との会話",
+    note_saved="ノート **{title}** を保存しました。",
+    note_created="ノート **{title}** を作成しました。",
+    note_appended="ノート **{title}** に追記しました。",
+    note_deleted="ノート **{title}** を削除しました。",
+    note_linked="**{title}** をリンクしました。全文がこのスレッドのコンテキストに入ります。",
+    note_already_linked="**{title}** はすでにこのスレッドにリンクされています。",
+    note_unlinked="**{title}** のリンクを外しました。",
+    note_not_linked="**{title}** はこのスレッドにリンクされていません。",
+    note_not_found="{title!r} というノートはありません。",
+    notes_empty="ノートはまだありません。/note write で作成できます。",
+    note_empty_body="（空）",
+    memory_empty="このスレッドにはまだ長期記憶がありません。",
+    memory_header="**このスレッドの長期記憶**（要約 {count} 件）",
+    memory_forgotten="このスレッドの要約を {count} 件忘れました。メッセージは残っています。",
+    model_show="このスレッドのモデル: **{model}**（既定: **{default}**）",
+    model_set_thread="このスレッドのモデルを **{model}** にしました。",
+    model_set_global="既定のモデルを **{model}** にしました。",
+    model_unknown="{value!r} はモデルプリセットにありません。",
+    model_no_presets="モデルプリセットがありません。管理画面で追加してください。",
+    export_done="このスレッドのエクスポート（{count} 件）",
+    export_too_large="エクスポートが大きすぎてアップロードできません（{size}）。",
+    reset_done="🧹 このスレッドで新しい会話を始めました。以前のメッセージは履歴に残りますが、"
+    "今後は使われません。",
+)
+
+
+def ui_text(language: str) -> UiText:
+    """The UI texts for "ja" or "en" (anything else gets English)."""
+    return _JA if language == "ja" else _EN

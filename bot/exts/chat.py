@@ -1,0 +1,289 @@
+"""Conversations: a mention opens a thread, every message in the bot's threads/DMs is a turn."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import discord
+from discord.ext import commands
+
+from bot.access import AccessPolicy, Cooldown, Requester
+from bot.bot import BotDeps
+from bot.chat.engine import TurnRequest
+from bot.discord_text import UiText, readable_mentions, strip_bot_mention, thread_name, ui_text
+from bot.exts.attachments import AttachmentReader, PreparedFiles
+from bot.exts.common import deps_of
+from bot.exts.reply import ReplyRenderer
+from bot.store.sessions import Session
+from bot.streaming import ChannelWindows, StreamCadence
+
+log = logging.getLogger(__name__)
+
+THREAD_ARCHIVE_MINUTES: Final = 1440
+_CHAT_TYPES = (discord.MessageType.default, discord.MessageType.reply)
+
+RouteKind = Literal["session", "dm", "thread", "channel"]
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a message's conversation lives.
+
+    session: a thread/DM with a current session; dm/thread: no session yet; channel: a mention
+    in a text channel, answered in a new thread whose id will be the message's id.
+    """
+
+    kind: RouteKind
+    channel_id: int
+    parent_id: int | None = None
+
+
+class KeyedLocks:
+    """One asyncio.Lock per key, dropped when nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[int, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: int) -> AsyncIterator[None]:
+        """Hold the lock of `key` (waiters get it in arrival order)."""
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users <= 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+
+def _addressed(message: discord.Message, me: discord.ClientUser) -> bool:
+    """The message mentions the bot (user or its managed role) or replies to the bot."""
+    if any(user.id == me.id for user in message.mentions):
+        return True
+    guild = message.guild
+    if (
+        guild is not None
+        and guild.self_role is not None
+        and guild.self_role in message.role_mentions
+    ):
+        return True
+    ref = message.reference
+    return (
+        ref is not None
+        and isinstance(ref.resolved, discord.Message)
+        and ref.resolved.author.id == me.id
+    )
+
+
+def _requester(message: discord.Message, route: Route) -> Requester:
+    author = message.author
+    roles = (
+        frozenset(r.id for r in author.roles) if isinstance(author, discord.Member) else frozenset()
+    )
+    channels = (
+        (message.channel.id,) if route.parent_id is None else (message.channel.id, route.parent_id)
+    )
+    return Requester(author.id, roles, channels, is_dm=message.guild is None)
+
+
+class Chat(commands.Cog):
+    """Turns Discord messages into engine turns and streams the answers back."""
+
+    def __init__(self, bot: commands.Bot, deps: BotDeps) -> None:
+        self.bot = bot
+        self.deps = deps
+        self.cooldown = Cooldown(clock=deps.clock)
+        self.windows = ChannelWindows(clock=deps.clock)
+        self.locks = KeyedLocks()
+        self.files = AttachmentReader(deps.services.repos.attachments, deps.settings)
+
+    @commands.Cog.listener()
+    async def on_message(self, message: discord.Message) -> None:
+        """Decide whether the message is a turn; run it."""
+        me = self.bot.user
+        if me is None or message.author.bot or message.webhook_id is not None:
+            return
+        if message.type not in _CHAT_TYPES or self.deps.turns.closing:
+            return
+        await self._record_activity(message)
+        route = await self._route(message, me)
+        if route is None:
+            return
+        settings = self.deps.settings()
+        verdict = AccessPolicy.from_settings(settings).check(_requester(message, route))
+        if verdict != "allowed":
+            log.debug("ignoring message %d: %s", message.id, verdict)
+            return
+        ui = ui_text(settings.language)
+        cool = self.cooldown.hit(message.author.id, settings.user_cooldown_seconds)
+        if not cool.allowed:
+            if cool.notify:
+                await self._say(message, ui.cooldown.format(seconds=math.ceil(cool.retry_after)))
+            return
+        async with self.deps.turns.track(), self.locks.hold(route.channel_id):
+            try:
+                await self._converse(message, route, me, ui)
+            except Exception:
+                log.exception("turn for message %d failed", message.id)
+                await self._say(message, ui.error_prefix + ui.generic_error, in_thread=True)
+
+    async def _record_activity(self, message: discord.Message) -> None:
+        """A person wrote: the channel (a thread counts for its parent) is not idle."""
+        channel = message.channel
+        channel_id = channel.parent_id if isinstance(channel, discord.Thread) else channel.id
+        if message.guild is not None and channel_id is not None:
+            await self.deps.services.topics.record_activity(channel_id)
+
+    async def _route(self, message: discord.Message, me: discord.ClientUser) -> Route | None:
+        channel = message.channel
+        if isinstance(channel, discord.TextChannel):
+            if _addressed(message, me):
+                return Route("channel", message.id, channel.id)
+            return None
+        if message.guild is not None and not isinstance(
+            channel, discord.Thread | discord.PartialMessageable
+        ):
+            return None  # voice/stage text chats: no threads there
+        parent = None
+        if isinstance(channel, discord.Thread):
+            parent = channel.parent_id
+            # In threads the bot did not open, only messages addressed to it are turns.
+            if channel.owner_id != me.id and not _addressed(message, me):
+                return None
+        sessions = self.deps.services.repos.sessions
+        if await sessions.open_for_channel(channel.id) is not None:
+            return Route("session", channel.id, parent)
+        if message.guild is None:
+            return Route("dm", channel.id)
+        # A thread (or an uncached channel, e.g. a just-unarchived thread) without a session.
+        if isinstance(channel, discord.Thread) or _addressed(message, me):
+            return Route("thread", channel.id, parent)
+        return None
+
+    async def _converse(
+        self, message: discord.Message, route: Route, me: discord.ClientUser, ui: UiText
+    ) -> None:
+        services = self.deps.services
+        role = message.guild.self_role if message.guild is not None else None
+        names = {user.id: user.display_name for user in message.mentions}
+        text = readable_mentions(
+            strip_bot_mention(message.content, me.id, role.id if role else None), names
+        )
+        if not text and not message.attachments:
+            if route.kind in ("channel", "thread"):
+                await self._say(message, ui.empty_mention)
+            return
+        if await services.repos.messages.by_discord_id(message.id) is not None:
+            log.info("message %d already answered; skipping", message.id)
+            return
+        title = thread_name(text, ui.thread_fallback.format(name=message.author.display_name))
+        channel: discord.abc.Messageable = message.channel
+        channel_id = message.channel.id
+        if route.kind == "channel":
+            thread = await self._open_thread(message, title)
+            channel, channel_id = thread, thread.id
+        # Looked up again under the channel lock: a /reset may have happened meanwhile.
+        session = await self._ensure_session(message, channel_id, title)
+        files = PreparedFiles()
+        if message.attachments:
+            files = await self.files.prepare(message.attachments, session.id, ui)
+        settings = self.deps.settings()
+        request = TurnRequest(
+            text=files.text_for_model(text),
+            session_id=session.id,
+            source="discord",
+            title=title,
+            author_id=str(message.author.id),
+            author_name=message.author.display_name,
+            discord_message_id=message.id,
+            discord_channel_id=channel_id,
+            discord_guild_id=message.guild.id if message.guild else None,
+            images=tuple(files.images),
+        )
+        cadence = StreamCadence(
+            self.windows.get(channel_id), settings.stream_edit_interval, self.deps.clock
+        )
+        renderer = ReplyRenderer(channel, cadence=cadence, ui=ui, notices=files.notices)
+        outcome = await renderer.render(services.engine.run_turn(request))
+        log.debug(
+            "turn for message %d: %d messages, %d writes",
+            message.id,
+            len(outcome.message_ids),
+            outcome.writes,
+        )
+
+    async def _open_thread(self, message: discord.Message, title: str) -> discord.Thread:
+        try:
+            return await message.create_thread(
+                name=title, auto_archive_duration=THREAD_ARCHIVE_MINUTES
+            )
+        except discord.HTTPException as exc:
+            if exc.code != 160004 or message.guild is None:  # 160004: thread already exists
+                raise
+        existing = message.guild.get_thread(message.id)
+        if existing is not None:
+            return existing
+        fetched = await self.bot.fetch_channel(message.id)
+        if not isinstance(fetched, discord.Thread):
+            raise TypeError(f"channel {message.id} is not a thread")
+        return fetched
+
+    async def _ensure_session(
+        self, message: discord.Message, channel_id: int, title: str
+    ) -> Session:
+        services = self.deps.services
+        session = await services.repos.sessions.open_for_channel(channel_id)
+        if session is not None:
+            return session
+        # A reply to one of our topic openers (or a thread on it) continues that topic.
+        candidates = [channel_id]
+        if message.reference is not None and message.reference.message_id is not None:
+            candidates.insert(0, message.reference.message_id)
+        post = None
+        for candidate in candidates:
+            post = await services.topics.repo.post_for_message(candidate)
+            if post is not None:
+                break
+        session = await services.repos.sessions.create(
+            title=title,
+            source="discord",
+            discord_channel_id=channel_id,
+            discord_guild_id=message.guild.id if message.guild else None,
+            topic=None if post is None else post.topic,
+        )
+        if post is not None:
+            await services.repos.messages.add(session.id, "assistant", post.content)
+        return session
+
+    async def _say(self, message: discord.Message, text: str, *, in_thread: bool = False) -> None:
+        """A short notice: in the message's thread if one was opened, else as a reply."""
+        thread = None
+        if in_thread and message.guild is not None:
+            thread = message.guild.get_thread(message.id)
+        target_id = thread.id if thread is not None else message.channel.id
+        self.windows.get(target_id).record(self.deps.clock())
+        try:
+            if thread is None:
+                await message.reply(text, mention_author=False, suppress_embeds=True)
+            else:
+                await thread.send(text, suppress_embeds=True)
+        except discord.HTTPException as exc:
+            log.warning("could not send a notice for message %d: %s", message.id, exc)
+
+
+async def setup(bot: commands.Bot) -> None:
+    """Extension entry point."""
+    await bot.add_cog(Chat(bot, deps_of(bot)))

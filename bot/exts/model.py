@@ -1,0 +1,98 @@
+"""/model show|set: the model of this thread (or, outside a conversation, the default).
+
+`/model set` is an admin command: checked in the handler before anything changes. In a
+conversation thread/DM it pins the thread's session to a preset (`default` removes the pin);
+anywhere else it changes the default model (the runtime setting llm_model) for every thread
+without a pin. Only values from the model presets are accepted.
+"""
+
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.bot import BotDeps
+from bot.errors import UserFacingError
+from bot.exts.admin import require_admin
+from bot.exts.common import Reply, answer, deps_of, ui_for
+
+DEFAULT_CHOICE = "default"
+
+
+class Model(commands.GroupCog, group_name="model", group_description="The chat model"):
+    """Show or choose the model."""
+
+    def __init__(self, bot: commands.Bot, deps: BotDeps) -> None:
+        self.bot = bot
+        self.deps = deps
+        super().__init__()
+
+    async def _session_id(self, interaction: discord.Interaction) -> str | None:
+        if interaction.channel_id is None:
+            return None
+        repo = self.deps.services.repos.sessions
+        session = await repo.open_for_channel(interaction.channel_id)
+        return None if session is None else session.id
+
+    @app_commands.command(name="show", description="Show the model this thread uses")
+    async def show(self, interaction: discord.Interaction) -> None:
+        """The thread's model and the default."""
+
+        async def work() -> Reply:
+            default = self.deps.settings().llm_model
+            model = default
+            if interaction.channel_id is not None:
+                repo = self.deps.services.repos.sessions
+                session = await repo.open_for_channel(interaction.channel_id)
+                if session is not None and session.model:
+                    model = session.model
+            return Reply(ui_for(self.deps).model_show.format(model=model, default=default))
+
+        await answer(interaction, work())
+
+    @app_commands.command(name="set", description="Choose the model (admins)")
+    @app_commands.describe(value="A model preset, or 'default' to follow the default model")
+    async def set_model(self, interaction: discord.Interaction, value: str) -> None:
+        """Pin this thread's model, or change the default outside a conversation."""
+        await require_admin(self.bot, self.deps, interaction)
+
+        async def work() -> Reply:
+            ui = ui_for(self.deps)
+            wanted = value.strip()
+            session_id = await self._session_id(interaction)
+            if wanted == DEFAULT_CHOICE and session_id is not None:
+                await self.deps.services.repos.sessions.set_model(session_id, None)
+                return Reply(ui.model_set_thread.format(model=self.deps.settings().llm_model))
+            presets = await self.deps.presets.list()
+            if not presets:
+                raise UserFacingError(ui.model_no_presets)
+            if wanted not in {preset.value for preset in presets}:
+                raise UserFacingError(ui.model_unknown.format(value=wanted))
+            if session_id is not None:
+                await self.deps.services.repos.sessions.set_model(session_id, wanted)
+                return Reply(ui.model_set_thread.format(model=wanted))
+            await self.deps.services.settings.update({"llm_model": wanted})
+            return Reply(ui.model_set_global.format(model=wanted))
+
+        await answer(interaction, work())
+
+    @set_model.autocomplete("value")
+    async def value_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        """Presets whose label or value contains what was typed."""
+        typed = current.strip().lower()
+        choices = [
+            app_commands.Choice(name=f"{p.label} ({p.value})"[:100], value=p.value[:100])
+            for p in await self.deps.presets.list()
+            if typed in p.label.lower() or typed in p.value.lower()
+        ]
+        if typed in DEFAULT_CHOICE:
+            choices.append(app_commands.Choice(name=DEFAULT_CHOICE, value=DEFAULT_CHOICE))
+        return choices[:25]
+
+
+async def setup(bot: commands.Bot) -> None:
+    """Extension entry point."""
+    await bot.add_cog(Model(bot, deps_of(bot)))

@@ -1,0 +1,42 @@
+"""/reset: a fresh session in this thread (the old one is kept, closed, in the history)."""
+
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.bot import BotDeps
+from bot.exts.common import Reply, answer, deps_of, session_here, ui_for
+
+
+class Reset(commands.Cog):
+    """Start over in this thread."""
+
+    def __init__(self, deps: BotDeps) -> None:
+        self.deps = deps
+
+    @app_commands.command(name="reset", description="Start a fresh conversation in this thread")
+    async def reset(self, interaction: discord.Interaction) -> None:
+        """Close the thread's session and open a new one bound to the same thread."""
+
+        async def work() -> Reply:
+            repo = self.deps.services.repos.sessions
+            old = await session_here(self.deps, interaction)
+            await repo.close(old.id)
+            # Bound right away, so the thread stays a conversation even without a mention.
+            await repo.create(
+                title=old.title,
+                source="discord",
+                model=old.model,
+                discord_channel_id=old.discord_channel_id,
+                discord_guild_id=old.discord_guild_id,
+            )
+            return Reply(ui_for(self.deps).reset_done)
+
+        await answer(interaction, work(), ephemeral=False)
+
+
+async def setup(bot: commands.Bot) -> None:
+    """Extension entry point."""
+    await bot.add_cog(Reset(deps_of(bot)))

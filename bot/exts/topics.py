@@ -1,0 +1,272 @@
+"""/topic enable|disable|status|now|schedule, and posting the openers the scheduler picks.
+
+All /topic commands are admin commands (checked in the handler before any change). After a
+change the scheduler's jobs are rebuilt from the database at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.bot import BotDeps
+from bot.errors import UserFacingError
+from bot.exts.admin import require_admin
+from bot.exts.common import Reply, answer, deps_of
+from bot.store.topics import TopicChannel
+from bot.topics.policy import parse_hhmm, zone
+from bot.topics.scheduler import parse_cron
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TopicTexts:
+    """The /topic command's texts in one language."""
+
+    enabled: str
+    disabled: str
+    not_configured: str
+    status: str
+    posted: str
+    not_posted: str
+    scheduled: str
+    bad_value: str
+    text_channel_only: str
+
+
+_TEXTS = {
+    "en": TopicTexts(
+        enabled="✅ Topics are on in <#{channel}>: I start a conversation after {idle} quiet "
+        "minutes, {start}–{end} ({tz}), at most {cap} a day.",
+        disabled="⏸️ Topics are off in <#{channel}>.",
+        not_configured="Topics are not set up in this channel. Use /topic enable.",
+        status="**Topics in <#{channel}>**: {state}\nquiet threshold {idle} min, checked every "
+        "{interval} min, active {start}–{end} ({tz}), at most {cap} a day\nschedule: {cron}\n"
+        "now: {reason}",
+        posted="💬 Posted an opener about **{topic}**.",
+        not_posted="Nothing posted: {reason}",
+        scheduled="🗓️ Schedule saved for <#{channel}>.",
+        bad_value="Invalid value: {detail}",
+        text_channel_only="Use this in a text channel (not a thread or DM).",
+    ),
+    "ja": TopicTexts(
+        enabled="✅ <#{channel}> で話題を有効にしました：{idle} 分静かだと会話を始めます（"
+        "{start}〜{end}、{tz}、1 日最大 {cap} 回）。",
+        disabled="⏸️ <#{channel}> の話題をオフにしました。",
+        not_configured="このチャンネルでは話題が設定されていません。"
+        "/topic enable を使ってください。",
+        status="**<#{channel}> の話題**: {state}\n静かになってから {idle} 分、"
+        "{interval} 分ごとに確認、有効時間 {start}〜{end}（{tz}）、1 日最大 {cap} 回\n"
+        "スケジュール: {cron}\n現在: {reason}",
+        posted="💬 **{topic}** についての話題を投稿しました。",
+        not_posted="投稿しませんでした: {reason}",
+        scheduled="🗓️ <#{channel}> のスケジュールを保存しました。",
+        bad_value="不正な値です: {detail}",
+        text_channel_only="テキストチャンネルで使ってください（スレッドや DM ではなく）。",
+    ),
+}
+
+
+def texts_for(language: str) -> TopicTexts:
+    """Texts in `language` (English when unknown)."""
+    return _TEXTS.get(language, _TEXTS["en"])
+
+
+def _format(texts: TopicTexts, template: str, channel: TopicChannel, **extra: object) -> str:
+    return template.format(
+        channel=channel.channel_id,
+        idle=channel.idle_minutes,
+        interval=channel.check_interval_minutes,
+        start=channel.active_start,
+        end=channel.active_end,
+        tz=channel.timezone,
+        cap=channel.max_posts_per_day,
+        cron=channel.cron or "-",
+        **extra,
+    )
+
+
+class Topics(commands.GroupCog, group_name="topic", group_description="Conversation starters"):
+    """Idle chats and periodic posts in text channels (admins)."""
+
+    def __init__(self, bot: commands.Bot, deps: BotDeps) -> None:
+        self.bot = bot
+        self.deps = deps
+        super().__init__()
+
+    async def cog_load(self) -> None:
+        """The topic service posts through this cog from now on."""
+        self.deps.services.topics.poster = self
+
+    async def cog_unload(self) -> None:
+        """Stop posting."""
+        if self.deps.services.topics.poster is self:
+            self.deps.services.topics.poster = None
+
+    async def post_topic(self, channel_id: int, text: str) -> int | None:
+        """Post an opener (mentions disabled, previews suppressed); its message id."""
+        channel = self.bot.get_channel(channel_id)
+        if channel is None:
+            try:
+                channel = await self.bot.fetch_channel(channel_id)
+            except discord.HTTPException as exc:
+                log.warning("topic channel %d unavailable: %s", channel_id, exc)
+                return None
+        if not isinstance(channel, discord.TextChannel):
+            log.warning("topic channel %d is not a text channel", channel_id)
+            return None
+        message = await channel.send(
+            text, allowed_mentions=discord.AllowedMentions.none(), suppress_embeds=True
+        )
+        return message.id
+
+    def _texts(self) -> TopicTexts:
+        return texts_for(self.deps.settings().language)
+
+    def _channel_id(self, interaction: discord.Interaction) -> int:
+        if not isinstance(interaction.channel, discord.TextChannel):
+            raise UserFacingError(self._texts().text_channel_only)
+        return interaction.channel.id
+
+    async def _changed(self) -> None:
+        scheduler = self.deps.topic_scheduler
+        if scheduler is not None:
+            await scheduler.rebuild()
+
+    async def _configure(
+        self, interaction: discord.Interaction, changes: dict[str, object]
+    ) -> TopicChannel:
+        channel_id = self._channel_id(interaction)
+        if interaction.guild is not None:
+            changes.setdefault("guild_id", interaction.guild.id)
+        try:
+            channel = await self.deps.services.topics.configure(channel_id, changes)
+        except ValueError as exc:
+            raise UserFacingError(self._texts().bad_value.format(detail=exc)) from exc
+        await self._changed()
+        return channel
+
+    @app_commands.command(name="enable", description="Start conversations here when it is quiet")
+    @app_commands.describe(
+        idle_minutes="Quiet minutes before the bot starts a conversation (default 120)",
+        max_per_day="At most this many openers a day (default 3)",
+    )
+    async def enable(
+        self,
+        interaction: discord.Interaction,
+        idle_minutes: app_commands.Range[int, 5, 10080] | None = None,
+        max_per_day: app_commands.Range[int, 1, 48] | None = None,
+    ) -> None:
+        """Turn topics on in this channel."""
+        await require_admin(self.bot, self.deps, interaction)
+
+        async def work() -> Reply:
+            changes: dict[str, object] = {"enabled": True}
+            if idle_minutes is not None:
+                changes["idle_minutes"] = idle_minutes
+            if max_per_day is not None:
+                changes["max_posts_per_day"] = max_per_day
+            channel = await self._configure(interaction, changes)
+            return Reply(_format(self._texts(), self._texts().enabled, channel))
+
+        await answer(interaction, work())
+
+    @app_commands.command(name="disable", description="Stop starting conversations here")
+    async def disable(self, interaction: discord.Interaction) -> None:
+        """Turn topics off in this channel."""
+        await require_admin(self.bot, self.deps, interaction)
+
+        async def work() -> Reply:
+            channel = await self._configure(interaction, {"enabled": False})
+            return Reply(_format(self._texts(), self._texts().disabled, channel))
+
+        await answer(interaction, work())
+
+    @app_commands.command(name="status", description="Topic settings of this channel")
+    async def status(self, interaction: discord.Interaction) -> None:
+        """Settings and what an idle check would decide now."""
+        await require_admin(self.bot, self.deps, interaction)
+
+        async def work() -> Reply:
+            texts = self._texts()
+            channel, decision = await self.deps.services.topics.status(
+                self._channel_id(interaction)
+            )
+            if channel is None:
+                return Reply(texts.not_configured)
+            state = "on" if channel.enabled else "off"
+            return Reply(_format(texts, texts.status, channel, state=state, reason=decision.reason))
+
+        await answer(interaction, work())
+
+    @app_commands.command(name="now", description="Post a conversation opener now")
+    async def now(self, interaction: discord.Interaction) -> None:
+        """Post an opener right away."""
+        await require_admin(self.bot, self.deps, interaction)
+
+        async def work() -> Reply:
+            texts = self._texts()
+            result = await self.deps.services.topics.run_now(self._channel_id(interaction))
+            if result.posted:
+                return Reply(texts.posted.format(topic=result.topic))
+            return Reply(texts.not_posted.format(reason=result.reason))
+
+        await answer(interaction, work())
+
+    @app_commands.command(name="schedule", description="Periodic posts and active hours")
+    @app_commands.describe(
+        cron="Cron for periodic posts, e.g. '0 9 * * *' (empty: none)",
+        active_start="Active from (HH:MM)",
+        active_end="Active until (HH:MM)",
+        timezone="Time zone, e.g. Asia/Tokyo",
+        max_per_day="At most this many openers a day",
+    )
+    async def schedule(  # noqa: PLR0917 - Discord passes options as arguments
+        self,
+        interaction: discord.Interaction,
+        cron: str | None = None,
+        active_start: str | None = None,
+        active_end: str | None = None,
+        timezone: str | None = None,
+        max_per_day: app_commands.Range[int, 1, 48] | None = None,
+    ) -> None:
+        """Set the cron schedule, active hours, time zone and daily cap."""
+        await require_admin(self.bot, self.deps, interaction)
+
+        async def work() -> Reply:
+            texts = self._texts()
+            changes: dict[str, object] = {}
+            try:
+                for key, value in (("active_start", active_start), ("active_end", active_end)):
+                    if value is not None:
+                        parse_hhmm(value)
+                        changes[key] = value.strip()
+                if timezone is not None:
+                    zone(timezone)
+                    changes["timezone"] = timezone.strip()
+                if cron is not None and cron.strip():
+                    current = await self.deps.services.topics.repo.get(
+                        self._channel_id(interaction)
+                    )
+                    tz = timezone or (current.timezone if current else "UTC")
+                    parse_cron(cron.strip(), tz)
+                if cron is not None:
+                    changes["cron"] = cron.strip() or None
+            except ValueError as exc:
+                raise UserFacingError(texts.bad_value.format(detail=exc)) from exc
+            if max_per_day is not None:
+                changes["max_posts_per_day"] = max_per_day
+            channel = await self._configure(interaction, changes)
+            return Reply(texts.scheduled.format(channel=channel.channel_id))
+
+        await answer(interaction, work())
+
+
+async def setup(bot: commands.Bot) -> None:
+    """Extension entry point."""
+    await bot.add_cog(Topics(bot, deps_of(bot)))

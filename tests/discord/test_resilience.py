@@ -1,0 +1,174 @@
+"""Gateway reconnects, Discord 429s and restarts lose and duplicate nothing."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.bot import BotDeps, PlayChatBot
+from bot.store.model_presets import ModelPresetRepository
+from tests.discord.conftest import WAIT, World, WorldFactory
+from tests.fakes.discord_harness import run_client
+from tests.fakes.llm_server import Text
+
+
+async def _bot_says(bot: PlayChatBot, text: str) -> None:
+    """Wait until the bot's own message (created or edited) shows `text`."""
+    created = asyncio.ensure_future(
+        bot.wait_for(
+            "message",
+            check=lambda m: (
+                bot.user is not None and m.author.id == bot.user.id and m.content == text
+            ),
+            timeout=WAIT,
+        )
+    )
+    edited = asyncio.ensure_future(
+        bot.wait_for(
+            "raw_message_edit", check=lambda p: p.data.get("content") == text, timeout=WAIT
+        )
+    )
+    done, pending = await asyncio.wait({created, edited}, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    for task in done:
+        task.result()
+
+
+async def _user_messages(w: World, thread_id: int) -> list[tuple[str, int | None]]:
+    session = await w.services.repos.sessions.open_for_channel(thread_id)
+    assert session is not None
+    stored = await w.services.repos.messages.all_for_session(session.id)
+    return [(m.role, m.discord_message_id) for m in stored]
+
+
+@pytest.mark.parametrize("how", ["reconnect", "drop"])
+async def test_gateway_loss_mid_conversation_loses_and_duplicates_nothing(
+    world: WorldFactory, how: str
+) -> None:
+    # Few edits, so that the second reply's message fits the same 5-per-5-s channel window.
+    async with world(stream_edit_interval=0.3) as w:
+        w.llm.script(Text("One, two, three, four, five, six.", chunks=6, delay=0.1), Text("Seven."))
+        first = await w.server.inject_message("count to six")
+        thread_id = await w.wait_thread(first)
+        await w.server.wait_for(lambda: w.bot_messages(thread_id))  # streaming has started
+        resumed = w.bot.wait_for("resumed", timeout=WAIT)
+        if how == "reconnect":
+            assert await w.server.force_reconnect() == 1
+        else:
+            assert await w.server.disconnect() == 1
+        # Sent while the bot is away: replayed after RESUME, exactly once.
+        second = await w.server.inject_message("and then?", channel_id=thread_id, mention_bot=False)
+        await resumed
+        await w.wait_text(thread_id, "Seven.")
+        assert [m.content for m in w.bot_messages(thread_id)] == [
+            "One, two, three, four, five, six.",
+            "Seven.",
+        ]
+        assert len(w.llm.chat_requests) == 2
+        assert await _user_messages(w, thread_id) == [
+            ("user", first.id),
+            ("assistant", None),
+            ("user", second.id),
+            ("assistant", None),
+        ]
+        assert len(w.server.sessions) == 1, "resumed, not re-identified"
+
+
+async def test_429_on_an_edit_is_waited_out_and_the_reply_completes(world: WorldFactory) -> None:
+    async with world() as w:
+        rule = w.server.fail_next("PATCH", r"^/channels/\d+/messages/\d+$", 429, retry_after=0.3)
+        w.llm.script(
+            Text("A reply that is edited a few times while it streams.", chunks=8, delay=0.05)
+        )
+        sent = await w.server.inject_message("go")
+        thread_id = await w.wait_thread(sent)
+        await w.wait_text(thread_id, "A reply that is edited a few times while it streams.")
+        statuses = [call.status for call in w.patches(thread_id)]
+        assert rule.hits == 1 and statuses[0] == 429 and statuses[-1] == 200
+        assert len(w.bot_messages(thread_id)) == 1
+
+
+async def test_after_a_restart_the_thread_continues_from_the_database(
+    world: WorldFactory,
+) -> None:
+    async with world() as w:
+        w.llm.script(Text("Remember: the password is swordfish."))
+        sent = await w.server.inject_message("remember something")
+        thread_id = await w.wait_thread(sent)
+        await w.wait_text(thread_id, "Remember: the password is swordfish.")
+        await w.bot.close()
+
+        # A new client process: nothing in memory, only the database.
+        deps = BotDeps(
+            services=w.services,
+            notes=w.services.notes,
+            presets=ModelPresetRepository(w.services.db),
+        )
+        bot = PlayChatBot(deps)
+        async with run_client(bot, w.server):
+            # server.wait_for would trip over the first client's finished task (the fake
+            # watches every client it ever ran), so wait for the reply's echo instead.
+            w.llm.script(Text("It was swordfish.", chunks=3, delay=0.05))
+            seen = asyncio.ensure_future(_bot_says(bot, "It was swordfish."))
+            await w.server.inject_message("what was it?", channel_id=thread_id, mention_bot=False)
+            await seen
+            assert await bot.deps.turns.wait_idle(WAIT)
+        request = w.llm.chat_requests[-1]
+        assert any("swordfish" in str(m.get("content")) for m in request.messages[:-1])
+        roles = [role for role, _ in await _user_messages(w, thread_id)]
+        assert roles == ["user", "assistant", "user", "assistant"]
+
+
+async def test_a_replayed_message_is_not_answered_twice(world: WorldFactory) -> None:
+    async with world() as w:
+        w.llm.script(Text("Only once.", chunks=1), Text("Next.", chunks=1))
+        sent = await w.server.inject_message("answer me once")
+        thread_id = await w.wait_thread(sent)
+        await w.wait_text(thread_id, "Only once.")
+        # The same MESSAGE_CREATE again, as after a re-identify; then a new message.
+        w.server.gateway.dispatch_message("MESSAGE_CREATE", sent)
+        later = await w.server.inject_message("next", channel_id=thread_id, mention_bot=False)
+        await w.wait_text(thread_id, "Next.")
+        assert [m.content for m in w.bot_messages(thread_id)] == ["Only once.", "Next."]
+        assert await _user_messages(w, thread_id) == [
+            ("user", sent.id),
+            ("assistant", None),
+            ("user", later.id),
+            ("assistant", None),
+        ]
+
+
+async def test_quick_messages_in_a_thread_are_answered_in_order(world: WorldFactory) -> None:
+    async with world() as w:
+        w.llm.script(Text("Opened.", chunks=1))
+        sent = await w.server.inject_message("start")
+        thread_id = await w.wait_thread(sent)
+        await w.wait_text(thread_id, "Opened.")
+        w.llm.script(Text("Answer A.", chunks=3, delay=0.05), Text("Answer B.", chunks=1))
+        a = await w.server.inject_message("A", channel_id=thread_id, mention_bot=False)
+        b = await w.server.inject_message("B", channel_id=thread_id, mention_bot=False)
+        await w.wait_text(thread_id, "Answer B.")
+        assert [m.content for m in w.bot_messages(thread_id)] == [
+            "Opened.",
+            "Answer A.",
+            "Answer B.",
+        ]
+        ids = [i for role, i in await _user_messages(w, thread_id) if role == "user"]
+        assert ids == [sent.id, a.id, b.id]
+
+
+async def test_shutdown_lets_a_running_turn_finish_first(world: WorldFactory) -> None:
+    async with world() as w:
+        w.llm.script(Text("Slow but complete.", chunks=4, delay=0.1))
+        sent = await w.server.inject_message("take your time")
+        thread_id = await w.wait_thread(sent)
+        await w.server.wait_for(lambda: w.bot_messages(thread_id))  # the reply is streaming
+        await w.bot.shutdown(grace=10)
+        assert w.bot.is_closed()
+        assert w.bot_messages(thread_id)[-1].content == "Slow but complete."
+        session = await w.services.repos.sessions.open_for_channel(thread_id)
+        assert session is not None
+        stored = await w.services.repos.messages.all_for_session(session.id)
+        assert [m.role for m in stored] == ["user", "assistant"]

@@ -1,0 +1,74 @@
+"""Conversation starters end to end: /topic over the fake Discord, the opener from the fake LLM,
+and a reply to it that continues as a thread conversation knowing the topic."""
+
+from __future__ import annotations
+
+from tests.discord.conftest import WorldFactory
+from tests.fakes.llm_server import Text
+
+OPENER = "最近どこかでおいしいラーメン食べた？"
+
+
+async def test_topic_post_arrives_and_a_reply_continues_with_the_topic(
+    world: WorldFactory,
+) -> None:
+    async with world() as w:
+        await w.services.word_pool.add_texts(["ラーメンが好き"])
+        assert w.services.word_pool.snapshot() == ["ラーメン"]
+        ix = await w.server.inject_interaction(
+            "topic enable", {"idle_minutes": 30}, user=w.server.admin_user
+        )
+        assert "✅" in (await w.server.wait_for_reply(ix)).content
+        channel = await w.services.repos.topics.get(w.server.channel_id)
+        assert channel is not None and channel.enabled and channel.idle_minutes == 30
+
+        w.llm.script(Text(OPENER))
+        ix = await w.server.inject_interaction("topic now", user=w.server.admin_user)
+        assert "💬" in (await w.server.wait_for_reply(ix)).content
+        (post,) = [m for m in w.bot_messages(w.server.channel_id) if m.content == OPENER]
+        assert post.pings() == set() or not post.pings()
+        opener_request = w.llm.chat_requests[-1]
+        assert "ラーメン" in opener_request.messages[-1]["content"], "topic from the word pool"
+
+        w.llm.script(Text("いいね、味噌ラーメンがおすすめ！"))
+        reply = await w.server.inject_message(
+            "駅前の新しい店に行ったよ", reply_to=post, mention_bot=False
+        )
+        thread_id = await w.wait_thread(reply)
+        await w.wait_text(thread_id, "いいね、味噌ラーメンがおすすめ！")
+        conversation = [
+            (m["role"], m["content"])
+            for m in w.llm.chat_requests[-1].messages
+            if m["role"] != "system"
+        ]
+        assert conversation[0] == ("assistant", OPENER), "the thread knows its topic"
+        assert conversation[-1][0] == "user" and "駅前の新しい店" in conversation[-1][1]
+        session = await w.services.repos.sessions.open_for_channel(thread_id)
+        assert session is not None and session.topic == "ラーメン"
+
+
+async def test_topic_commands_are_admin_only_and_tools_lists_builtins(
+    world: WorldFactory,
+) -> None:
+    async with world() as w:
+        ix = await w.server.inject_interaction("topic enable", user=w.server.user)
+        refused = await w.server.wait_for_reply(ix)
+        assert "admin" in refused.content.lower() or "管理" in refused.content
+        assert await w.services.repos.topics.get(w.server.channel_id) is None
+
+        ix = await w.server.inject_interaction(
+            "topic schedule", {"cron": "not a cron"}, user=w.server.admin_user
+        )
+        assert "Invalid value" in (await w.server.wait_for_reply(ix)).content
+        ix = await w.server.inject_interaction(
+            "topic schedule",
+            {"cron": "0 9 * * *", "timezone": "Asia/Tokyo"},
+            user=w.server.admin_user,
+        )
+        assert "🗓️" in (await w.server.wait_for_reply(ix)).content
+        channel = await w.services.repos.topics.get(w.server.channel_id)
+        assert channel is not None and channel.cron == "0 9 * * *"
+
+        ix = await w.server.inject_interaction("tools", user=w.server.user)
+        listing = (await w.server.wait_for_reply(ix)).content
+        assert "`read_note`" in listing and "`write_note`" in listing
