@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from bot.errors import ValidationError
 from bot.runtime_settings import RuntimeSettings
 from bot.store.app_settings import AppSettingsRepository
 from bot.store.db import Database
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_env_lists_and_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,3 +50,10 @@ async def test_overrides_persist_and_mask_secrets(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         await reloaded.update({"llm_context_tokens": "lots"})
     await db.close()
+
+
+def test_every_setting_is_documented_in_env_example() -> None:
+    documented = set(
+        re.findall(r"^#?\s*([A-Z_]+)=", (REPO / ".env.example").read_text("utf-8"), re.M)
+    )
+    assert {name.upper() for name in Settings.model_fields} == documented

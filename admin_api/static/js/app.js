@@ -1,0 +1,123 @@
+// The page: login, navigation between screens, logout.
+
+import {Api} from './api.js';
+import {LogsScreen} from './logs.js';
+import {MemoryScreen} from './memory.js';
+import {NotesScreen} from './notes.js';
+import {SettingsScreen} from './settings.js';
+import {Status} from './status.js';
+import {TopicsScreen} from './topics.js';
+
+const SCREENS = {
+  notes: NotesScreen,
+  logs: LogsScreen,
+  settings: SettingsScreen,
+  memory: MemoryScreen,
+  topics: TopicsScreen,
+};
+const DEFAULT_SCREEN = 'notes';
+
+/** Owns the screens and decides which one shows. */
+class App {
+  constructor(doc) {
+    this.doc = doc;
+    this.status = new Status(doc.getElementById('status'));
+    this.api = new Api({onUnauthorized: () => this.showLogin('Your login has ended; log in again.')});
+    this.nav = doc.getElementById('nav');
+    this.login = doc.getElementById('screen-login');
+    this.screens = new Map();
+    for (const [name, Screen] of Object.entries(SCREENS)) {
+      const root = doc.getElementById(`screen-${name}`);
+      this.screens.set(name, {root, screen: new Screen({api: this.api, status: this.status, root})});
+    }
+    this.loggedIn = false;
+  }
+
+  async start() {
+    this.doc.getElementById('login-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      this.logIn(event.target);
+    });
+    this.doc.getElementById('logout').addEventListener('click', () => this.logOut());
+    window.addEventListener('hashchange', () => {
+      // Other fragments (the skip link's #main) are in-page jumps, not screens.
+      if (this.screens.has(location.hash.slice(1))) this.route(true);
+    });
+    try {
+      await this.api.get('/api/auth/session');
+      this.enter(false);
+    } catch (error) {
+      this.showLogin();
+      if (error.code !== 'unauthorized') this.status.error(error);
+    }
+  }
+
+  hideAll() {
+    this.login.hidden = true;
+    for (const {root} of this.screens.values()) root.hidden = true;
+  }
+
+  showLogin(message) {
+    this.loggedIn = false;
+    this.hideAll();
+    this.nav.hidden = true;
+    this.login.hidden = false;
+    document.title = 'Log in · PlayChat admin';
+    if (message) this.status.info(message);
+    this.doc.getElementById('login-password').focus();
+  }
+
+  async logIn(form) {
+    const password = form.elements.password;
+    const button = form.querySelector('button[type=submit]');
+    button.disabled = true;
+    try {
+      await this.api.post('/api/auth/login', {password: password.value});
+      password.value = '';
+      this.status.info('Logged in.');
+      this.enter(true);
+    } catch (error) {
+      this.status.error(error);
+      password.select();
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  async logOut() {
+    const done = await this.status.guard(() => this.api.post('/api/auth/logout'));
+    if (done) this.showLogin('Logged out.');
+  }
+
+  enter(moveFocus) {
+    this.loggedIn = true;
+    this.nav.hidden = false;
+    this.route(moveFocus);
+  }
+
+  route(moveFocus) {
+    if (!this.loggedIn) return;
+    const wanted = location.hash.slice(1);
+    const name = this.screens.has(wanted) ? wanted : DEFAULT_SCREEN;
+    this.hideAll();
+    const {root, screen} = this.screens.get(name);
+    root.hidden = false;
+    for (const link of this.nav.querySelectorAll('a[data-screen]')) {
+      if (link.dataset.screen === name) link.setAttribute('aria-current', 'page');
+      else link.removeAttribute('aria-current');
+    }
+    const title = root.querySelector('h2');
+    document.title = `${title.textContent} · PlayChat admin`;
+    if (moveFocus) {
+      title.tabIndex = -1;
+      title.focus();
+    }
+    this.doc.body.dataset.screen = name;
+    root.dataset.loading = 'true';
+    screen.show().finally(() => {
+      delete root.dataset.loading;
+    });
+  }
+}
+
+new App(document).start();

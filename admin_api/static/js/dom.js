@@ -1,0 +1,112 @@
+// Building DOM from data without ever parsing strings as HTML.
+
+const PROPERTIES = new Set(['value', 'checked', 'selected', 'indeterminate']);
+
+/** Append children: strings and numbers become text nodes; null/false are skipped. */
+export function append(parent, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    parent.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return parent;
+}
+
+/** Create an element: h('button', {type: 'button', onclick: fn}, 'Save'). */
+export function h(tag, props = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(props ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'class') el.className = value;
+    else if (key === 'dataset') Object.assign(el.dataset, value);
+    else if (key.startsWith('on') && typeof value === 'function') {
+      el.addEventListener(key.slice(2), value);
+    } else if (PROPERTIES.has(key)) el[key] = value;
+    else el.setAttribute(key, value === true ? '' : String(value));
+  }
+  return append(el, children);
+}
+
+/** Replace an element's children. */
+export function fill(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
+/** A labelled form control: returns {row, input}. */
+export function field(label, input, hint) {
+  const id = input.id || `f-${Math.random().toString(36).slice(2, 10)}`;
+  input.id = id;
+  const row = h('div', {class: 'field'}, h('label', {for: id}, label), input);
+  if (hint) {
+    const hintId = `${id}-hint`;
+    input.setAttribute('aria-describedby', hintId);
+    row.append(h('small', {id: hintId, class: 'hint'}, hint));
+  }
+  return {row, input};
+}
+
+/**
+ * A button that needs a second press to act (no blocking confirm() dialogs).
+ * The first press arms it for a few seconds; losing focus disarms it.
+ */
+export function confirmButton(label, confirmLabel, action, props = {}) {
+  const button = h('button', {type: 'button', class: 'danger', ...props}, label);
+  let timer = null;
+  const disarm = () => {
+    clearTimeout(timer);
+    timer = null;
+    button.textContent = label;
+    button.classList.remove('armed');
+  };
+  button.addEventListener('click', async () => {
+    if (timer === null) {
+      button.textContent = confirmLabel;
+      button.classList.add('armed');
+      timer = setTimeout(disarm, 6000);
+      return;
+    }
+    disarm();
+    button.disabled = true;
+    try {
+      await action();
+    } finally {
+      button.disabled = false;
+    }
+  });
+  button.addEventListener('blur', disarm);
+  return button;
+}
+
+/** Run an async action with its button disabled meanwhile. */
+export async function busy(button, action) {
+  button.disabled = true;
+  try {
+    return await action();
+  } finally {
+    button.disabled = false;
+  }
+}
+
+/** A stored ISO-8601 time as local, readable text. */
+export function when(iso) {
+  if (!iso) return '—';
+  const date = new Date(iso.endsWith('Z') || /[+-]\d\d:\d\d$/.test(iso) ? iso : `${iso}Z`);
+  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+}
+
+/** Give each body cell its column's header text, so phone widths can stack rows as cards. */
+export function labelCells(table) {
+  const names = [...table.querySelectorAll('thead th')].map((th) => th.textContent);
+  for (const row of table.tBodies[0]?.rows ?? []) {
+    [...row.cells].forEach((cell, index) => {
+      if (names[index] && cell.colSpan === 1) cell.dataset.label = names[index];
+    });
+  }
+}
+
+/** Shorten long text for a table cell. */
+export function clip(text, max = 80) {
+  if (text === null || text === undefined) return '';
+  const value = String(text);
+  return value.length > max ? `${value.slice(0, max - 1)}…` : value;
+}

@@ -1,0 +1,241 @@
+// Runtime settings (secrets masked, set/replace only), model presets, connection test.
+
+import {busy, confirmButton, field, fill, h} from './dom.js';
+
+const LABELS = {
+  llm_model: 'Chat model',
+  llm_api_base: 'LLM API base URL',
+  llm_api_key: 'LLM API key',
+  embed_model: 'Embedding model',
+  language: 'Language',
+  llm_context_tokens: 'Context window (tokens)',
+  tagging_mode: 'Tagging mode',
+  knowledge_context_limit: 'Knowledge headings in context',
+  memory_summarize_threshold: 'Summarise after (messages)',
+  user_cooldown_seconds: 'User cooldown (seconds)',
+  stream_edit_interval: 'Discord edit interval (seconds)',
+  system_prompt_extra: 'Extra system prompt',
+  web_search_max_results: 'Web search results',
+  scrape_max_chars: 'Scrape limit (characters)',
+  fetch_max_chars: 'Fetch limit (characters)',
+  fetch_max_results: 'Fetch results',
+  local_kb_top_k: 'Local knowledge hits',
+  local_kb_min_score: 'Local knowledge minimum score',
+};
+const CHOICES = {language: ['ja', 'en'], tagging_mode: ['keywords', 'llm']};
+const LONG_TEXT = new Set(['system_prompt_extra']);
+const FIRST = ['llm_model', 'llm_api_base', 'llm_api_key', 'embed_model', 'language'];
+
+function label(key) {
+  return LABELS[key] ?? key.replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase());
+}
+
+/** How a masked secret reads: set or not, and its last four characters when long enough. */
+export function maskedText(masked) {
+  if (!masked || !masked.set) return 'Not set';
+  return masked.last4 ? `Set · ends in …${masked.last4}` : 'Set (too short to show its end)';
+}
+
+function control(key, value) {
+  if (CHOICES[key]) {
+    return h('select', {name: key}, CHOICES[key].map((choice) =>
+      h('option', {value: choice, selected: choice === value}, choice)));
+  }
+  if (typeof value === 'boolean') return h('input', {type: 'checkbox', name: key, checked: value});
+  if (typeof value === 'number') return h('input', {type: 'number', step: 'any', name: key, value: String(value)});
+  if (LONG_TEXT.has(key)) return h('textarea', {name: key, rows: '4', value: value ?? ''});
+  const input = h('input', {type: 'text', name: key, value: value ?? ''});
+  if (key === 'llm_model') input.setAttribute('list', 'model-options');
+  return input;
+}
+
+function read(input, before) {
+  if (input.type === 'checkbox') return input.checked;
+  if (input.type === 'number') return input.value === '' ? null : Number(input.value);
+  if (input.value === '' && before === null) return null;
+  return input.value;
+}
+
+/** The settings screen. */
+export class SettingsScreen {
+  constructor({api, status, root}) {
+    this.api = api;
+    this.status = status;
+    this.values = {};
+    this.secretKeys = [];
+    this.inputs = new Map();
+    this.modelOptions = h('datalist', {id: 'model-options'});
+    this.secrets = h('div', {class: 'secrets'});
+    this.form = h('form', {class: 'settings-form', 'aria-label': 'Settings'});
+    this.form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      busy(event.submitter ?? this.form, () => this.save());
+    });
+    this.presets = h('ul', {class: 'presets', id: 'preset-list'});
+    this.available = h('p', {class: 'hint'});
+    this.testResult = h('output', {id: 'connection-result', class: 'result', 'aria-live': 'polite'});
+    const testButton = h('button', {type: 'button', id: 'test-connection'}, 'Test connection');
+    testButton.addEventListener('click', () => busy(testButton, () => this.testConnection()));
+    root.append(
+      h('div', {class: 'card'}, h('h3', {}, 'Connection'),
+        h('p', {class: 'hint'}, 'The test calls the saved chat model once with a tiny prompt.'),
+        h('div', {class: 'actions'}, testButton), this.testResult),
+      h('div', {class: 'card'}, h('h3', {}, 'Secrets'),
+        h('p', {class: 'hint'}, 'Secrets are never shown: set or replace them here.'), this.secrets),
+      h('div', {class: 'card'}, h('h3', {}, 'Settings'), this.form),
+      h('div', {class: 'card'}, h('h3', {}, 'Model presets'), this.available, this.presets,
+        this.presetForm()),
+      this.modelOptions,
+    );
+  }
+
+  async show() {
+    const result = await this.status.guard(() => this.api.get('/api/settings'));
+    if (result) this.render(result);
+    await Promise.all([this.loadPresets(), this.loadAvailable()]);
+  }
+
+  render({values, secret_keys: secretKeys}) {
+    this.values = values;
+    this.secretKeys = secretKeys;
+    const keys = Object.keys(values).filter((key) => !secretKeys.includes(key));
+    keys.sort((a, b) => {
+      const rank = (key) => (FIRST.includes(key) ? FIRST.indexOf(key) : FIRST.length);
+      return rank(a) - rank(b) || a.localeCompare(b);
+    });
+    this.inputs.clear();
+    fill(this.form,
+      h('div', {class: 'grid'}, keys.map((key) => {
+        const input = control(key, values[key]);
+        this.inputs.set(key, input);
+        const row = field(label(key), input).row;
+        row.dataset.key = key;
+        if (input.type === 'checkbox') row.classList.add('check');
+        if (input.tagName === 'TEXTAREA') row.classList.add('wide');
+        return row;
+      })),
+      h('div', {class: 'actions'}, h('button', {type: 'submit', class: 'primary'}, 'Save settings')));
+    fill(this.secrets, secretKeys.map((key) => this.secretRow(key, values[key])));
+  }
+
+  secretRow(key, masked) {
+    const input = h('input', {type: 'password', autocomplete: 'new-password', name: key,
+      'aria-label': `New ${label(key)}`});
+    const shown = h('output', {class: 'masked', dataset: {key}}, maskedText(masked));
+    const submit = h('button', {type: 'submit'}, masked?.set ? 'Replace' : 'Set');
+    const form = h('form', {class: 'secret inline-form', dataset: {key}},
+      h('span', {class: 'label'}, label(key)), shown, input, submit,
+      masked?.set ? confirmButton('Reset to .env value', 'Really reset?',
+        () => this.put({[key]: null}, `${label(key)} reset to its .env value.`), {class: 'quiet danger'}) : null);
+    form.addEventListener('submit', async (event) => {
+      event.preventDefault();
+      if (!input.value) {
+        this.status.error(new Error(`Type the new ${label(key)} first.`));
+        input.focus();
+        return;
+      }
+      // On success the row is rebuilt from the reply, so the typed secret leaves the page.
+      await busy(submit, () => this.put({[key]: input.value}, `${label(key)} saved.`));
+    });
+    return form;
+  }
+
+  async put(values, message) {
+    const result = await this.status.guard(() => this.api.put('/api/settings', {values}));
+    if (!result) return false;
+    this.render(result);
+    this.status.info(message);
+    return true;
+  }
+
+  async save() {
+    const changes = {};
+    for (const [key, input] of this.inputs) {
+      const value = read(input, this.values[key]);
+      if (value !== this.values[key]) changes[key] = value;
+    }
+    if (!Object.keys(changes).length) {
+      this.status.info('Nothing changed.');
+      return;
+    }
+    await this.put(changes, `Saved: ${Object.keys(changes).map(label).join(', ')}.`);
+  }
+
+  async testConnection() {
+    this.testResult.textContent = 'Testing…';
+    delete this.testResult.dataset.ok;
+    const result = await this.status.guard(() => this.api.post('/api/models/test'));
+    if (!result) {
+      this.testResult.textContent = '';
+      return;
+    }
+    this.testResult.dataset.ok = String(result.ok);
+    this.testResult.textContent = result.ok
+      ? `Connected: ${result.model} answered in ${result.latency_ms} ms: “${result.reply}”`
+      : `Failed: ${result.model} did not answer (${result.latency_ms} ms): ${result.error}`;
+  }
+
+  // ---------------------------------------------------------------- presets
+
+  async loadPresets() {
+    const result = await this.status.guard(() => this.api.get('/api/models/presets'));
+    if (!result) return;
+    this.presetValues = result.presets.map((preset) => preset.value);
+    fill(this.presets, result.presets.length
+      ? result.presets.map((preset) => h('li', {dataset: {id: String(preset.id)}},
+        h('span', {class: 'preset-label'}, preset.label), ' ',
+        h('code', {}, preset.value),
+        h('span', {class: 'actions'},
+          h('button', {type: 'button', onclick: () => this.put({llm_model: preset.value},
+            `Chat model is now ${preset.value}.`)}, 'Use'),
+          confirmButton('Delete', 'Really delete?', () => this.deletePreset(preset.id)))))
+      : h('li', {class: 'empty'}, 'No presets yet.'));
+    this.fillModelOptions();
+  }
+
+  async loadAvailable() {
+    try {
+      const result = await this.api.get('/api/models/available');
+      this.availableModels = result.models;
+      this.available.textContent = result.models.length
+        ? `The backend offers: ${result.models.join(', ')}`
+        : 'The backend cannot list its models; type the model name.';
+    } catch (error) {
+      this.availableModels = [];
+      this.available.textContent = `Could not list the backend's models: ${error.message}`;
+    }
+    this.fillModelOptions();
+  }
+
+  fillModelOptions() {
+    const names = new Set([...(this.presetValues ?? []), ...(this.availableModels ?? [])]);
+    fill(this.modelOptions, [...names].map((name) => h('option', {value: name})));
+  }
+
+  presetForm() {
+    const name = h('input', {type: 'text', required: true, maxlength: '200', name: 'label'});
+    const value = h('input', {type: 'text', required: true, maxlength: '200', name: 'value',
+      list: 'model-options', placeholder: 'ollama/qwen3:8b'});
+    const submit = h('button', {type: 'submit'}, 'Add preset');
+    const form = h('form', {class: 'inline-fields', 'aria-label': 'New model preset'},
+      field('Preset name', name).row, field('Model', value).row, submit);
+    form.addEventListener('submit', async (event) => {
+      event.preventDefault();
+      const created = await busy(submit, () => this.status.guard(() =>
+        this.api.post('/api/models/presets', {label: name.value, value: value.value})));
+      if (!created) return;
+      name.value = '';
+      value.value = '';
+      this.status.info(`Preset "${created.label}" added.`);
+      await this.loadPresets();
+    });
+    return form;
+  }
+
+  async deletePreset(id) {
+    if (await this.status.guard(() => this.api.del(`/api/models/presets/${id}`))) {
+      this.status.info('Preset deleted.');
+      await this.loadPresets();
+    }
+  }
+}

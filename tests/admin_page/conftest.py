@@ -1,0 +1,155 @@
+"""The admin page in headless Debian Chromium (Playwright) against a live admin API."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    Locator,
+    Page,
+    ViewportSize,
+    async_playwright,
+    expect,
+)
+
+from tests.admin_api import conftest as admin_conftest
+from tests.admin_api.conftest import PASSWORD, Admin, StartAdmin
+
+# The admin API fixtures, registered for this directory too.
+start_admin = admin_conftest.start_admin
+admin = admin_conftest.admin
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "admin_page"
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+# Without the background-networking flags Chromium keeps calling home on a closed network.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TIMEOUT_MS = 10_000
+SCREENS = ("notes", "logs", "settings", "memory", "topics")
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    """Debian's Chromium (Playwright's own browser download cannot work here)."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing; .ci/run installs Debian's chromium package")
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@dataclass
+class Ui:
+    """A browser tab on the admin page, the admin API behind it, and what the page reported."""
+
+    admin: Admin
+    context: BrowserContext
+    page: Page
+    page_errors: list[str] = field(default_factory=list)
+    csp_violations: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> Locator:
+        """The aria-live status region."""
+        return self.page.locator("#status")
+
+    def screen(self, name: str) -> Locator:
+        """One screen's section (hidden screens stay in the document)."""
+        return self.page.locator(f"#screen-{name}")
+
+    async def open(self) -> None:
+        """Load the page (the login form shows until logged in)."""
+        await self.page.goto(self.admin.url + "/")
+
+    async def login(self) -> None:
+        """Log in through the form and wait for the first screen."""
+        await self.open()
+        await self.page.get_by_label("Admin password").fill(PASSWORD)
+        await self.page.get_by_role("button", name="Log in").click()
+        await expect(self.page.locator("#nav")).to_be_visible()
+
+    async def go(self, screen: str) -> None:
+        """Open a screen from the navigation bar and wait until its data arrived."""
+        await self.page.locator(f'#nav a[data-screen="{screen}"]').click()
+        root = self.page.locator(f"#screen-{screen}")
+        await expect(root).to_be_visible()
+        await expect(root).not_to_have_attribute("data-loading", "true")
+
+    async def shoot(self, name: str) -> None:
+        """Keep a full-page screenshot at desktop and at phone width in tests/artifacts/."""
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        await self.page.evaluate("window.scrollTo(0, 0)")  # sticky parts draw where they belong
+        for label, size in (("desktop", DESKTOP), ("phone", PHONE)):
+            await self.page.set_viewport_size(size)
+            await self.page.screenshot(path=ARTIFACTS / f"{name}-{label}.png", full_page=True)
+        await self.page.set_viewport_size(DESKTOP)
+
+    async def api(self, method: str, path: str, **kwargs: Any) -> Any:
+        """Call the API directly (bearer token) and return its JSON, checking for success."""
+        reply = await self.admin.call(method, path, **kwargs)
+        assert reply.status < 300, (method, path, reply.status, reply.text)
+        return reply.json
+
+    def assert_clean(self) -> None:
+        """No uncaught script error and no Content-Security-Policy violation happened."""
+        assert self.page_errors == [], self.page_errors
+        assert self.csp_violations == [], self.csp_violations
+
+
+OpenUi = Callable[..., Awaitable[Ui]]
+
+
+@pytest.fixture
+async def open_ui(start_admin: StartAdmin, browser: Browser) -> AsyncIterator[OpenUi]:
+    """open_ui(**start_admin_kwargs): a fresh browser context on a fresh admin API."""
+    contexts: list[BrowserContext] = []
+
+    async def open_(**kwargs: Any) -> Ui:
+        admin = await start_admin(**kwargs)
+        context = await browser.new_context(viewport=DESKTOP, accept_downloads=True)
+        contexts.append(context)
+        context.set_default_timeout(TIMEOUT_MS)
+        page = await context.new_page()
+        ui = Ui(admin, context, page)
+        page.on("pageerror", lambda error: ui.page_errors.append(str(error)))
+        page.on(
+            "console",
+            lambda message: (
+                ui.csp_violations.append(message.text)
+                if re.search("Content Security Policy", message.text)
+                else None
+            ),
+        )
+        return ui
+
+    yield open_
+    for context in contexts:
+        await context.close()
+
+
+@pytest.fixture
+async def ui(open_ui: OpenUi) -> Ui:
+    """The page on an admin API with a password, a token and every optional service."""
+    return await open_ui()

@@ -1,0 +1,70 @@
+"""Topics on the page: a channel's schedule editor, its status and run-now."""
+
+from __future__ import annotations
+
+from playwright.async_api import expect
+
+from tests.admin_page.conftest import Ui
+
+# A real Discord snowflake: larger than JavaScript's exact integers (2**53).
+CHANNEL = 1234567890123456789
+GUILD = 987654321098765432
+
+
+async def test_create_a_schedule_see_status_and_run_now(ui: Ui) -> None:
+    await ui.login()
+    await ui.go("topics")
+    screen = ui.screen("topics")
+    await expect(screen.locator("#topic-table")).to_contain_text("No channel has a topic schedule")
+    await screen.get_by_label("Discord channel id").fill(str(CHANNEL))
+    await screen.get_by_role("button", name="Add channel").click()
+    editor = screen.locator("#topic-editor")
+    await expect(editor).to_contain_text(f"Channel {CHANNEL}")
+    await editor.get_by_label("Post after idle (minutes)").fill("30")
+    await editor.get_by_label("Time zone").fill("Asia/Tokyo")
+    await editor.get_by_label("Cron (periodic posts)").fill("0 9 * * *")
+    await editor.get_by_label("Active from").fill("08:30")
+    await editor.get_by_label("Language").select_option("en")
+    await editor.get_by_label("Guild id").fill(str(GUILD))
+    await editor.get_by_role("button", name="Create schedule").click()
+    await expect(ui.status).to_contain_text(f"Schedule of channel {CHANNEL} saved.")
+
+    stored = (await ui.api("GET", f"/api/topics/{CHANNEL}"))["channel"]
+    assert (stored["channel_id"], stored["guild_id"]) == (CHANNEL, GUILD), "ids stay exact"
+    assert (stored["idle_minutes"], stored["timezone"], stored["cron"]) == (
+        30,
+        "Asia/Tokyo",
+        "0 9 * * *",
+    )
+    assert (stored["active_start"], stored["language"], stored["enabled"]) == ("08:30", "en", True)
+    await expect(screen.locator(f'#topic-table tr[data-id="{CHANNEL}"]')).to_contain_text("30 min")
+    status = screen.locator("#topic-status")
+    await expect(status).to_contain_text("An idle check now would")
+    await expect(status).to_contain_text("Nothing posted yet.")
+
+    await status.get_by_role("button", name="Run now").click()
+    result = screen.locator("#topic-run-result")
+    await expect(result).to_contain_text("Not posted:")
+    await expect(result).to_contain_text("not connected")
+    await ui.shoot("topics")
+
+    # Changing one field sends only that field; a bad value shows the API's refusal.
+    await editor.get_by_label("Cron (periodic posts)").fill("every day")
+    await editor.get_by_role("button", name="Save schedule").click()
+    await expect(ui.status).to_have_attribute("data-kind", "error")
+    await expect(ui.status).to_contain_text("crontab")
+    await expect(ui.status).to_contain_text("HTTP 422")
+    await editor.get_by_label("Cron (periodic posts)").fill("")
+    await editor.get_by_label("Enabled").uncheck()
+    await editor.get_by_role("button", name="Save schedule").click()
+    await expect(ui.status).to_contain_text("saved.")
+    stored = (await ui.api("GET", f"/api/topics/{CHANNEL}"))["channel"]
+    assert (stored["cron"], stored["enabled"], stored["idle_minutes"]) == (None, False, 30)
+    assert stored["guild_id"] == GUILD
+
+    await ui.page.reload()
+    await expect(screen).to_be_visible()
+    await screen.get_by_role("button", name=f"Edit channel {CHANNEL}").click()
+    await expect(editor.get_by_label("Guild id")).to_have_value(str(GUILD))
+    await expect(editor.get_by_label("Active from")).to_have_value("08:30")
+    ui.assert_clean()
