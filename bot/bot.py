@@ -39,6 +39,7 @@ DEFAULT_EXTENSIONS = (
     "bot.exts.chat",
     "bot.exts.notes",
     "bot.exts.memory",
+    "bot.exts.knowledge",
     "bot.exts.model",
     "bot.exts.export",
     "bot.exts.reset",

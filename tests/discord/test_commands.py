@@ -26,7 +26,16 @@ async def _thread(w: World, text: str = "hello", answer: str = "Hi!") -> int:
 async def test_commands_are_synced_to_the_configured_guild(world: WorldFactory) -> None:
     async with world() as w:
         names = {c["name"] for c in w.server.commands(w.server.guild_id)}
-        assert names == {"note", "memory", "model", "export", "reset", "topic", "tools"}
+        assert names == {
+            "note",
+            "memory",
+            "knowledge",
+            "model",
+            "export",
+            "reset",
+            "topic",
+            "tools",
+        }
         assert w.server.commands() == [], "guild-scoped only when DISCORD_GUILD_IDS is set"
         note = next(c for c in w.server.commands(w.server.guild_id) if c["name"] == "note")
         subcommands = {o["name"] for o in note["options"]}
@@ -232,6 +241,7 @@ async def test_without_guild_ids_commands_sync_globally(world: WorldFactory) -> 
         assert {c["name"] for c in w.server.commands()} == {
             "note",
             "memory",
+            "knowledge",
             "model",
             "export",
             "reset",

@@ -72,3 +72,33 @@ async def test_topic_commands_are_admin_only_and_tools_lists_builtins(
         ix = await w.server.inject_interaction("tools", user=w.server.user)
         listing = (await w.server.wait_for_reply(ix)).content
         assert "`read_note`" in listing and "`write_note`" in listing
+
+
+async def test_knowledge_commands_list_read_and_delete(world: WorldFactory) -> None:
+    from bot.store.knowledge import KnowledgeRepository, KnowledgeSource
+
+    async with world() as w:
+        repo = KnowledgeRepository(w.services.db)
+        entry = await repo.add(
+            query="kyoto weather",
+            title="Kyoto weather",
+            summary="- sunny all week",
+            session_id=None,
+            md_path=None,
+            sources=[KnowledgeSource("JMA", "https://www.jma.go.jp/")],
+        )
+        ix = await w.server.inject_interaction("knowledge list", user=w.server.user)
+        assert f"#{entry.id} Kyoto weather" in (await w.server.wait_for_reply(ix)).content
+        ix = await w.server.inject_interaction("knowledge read", {"entry": entry.id})
+        read = (await w.server.wait_for_reply(ix)).content
+        assert "sunny all week" in read and "<https://www.jma.go.jp/>" in read
+        ix = await w.server.inject_interaction(
+            "knowledge delete", {"entry": entry.id}, user=w.server.user
+        )
+        await w.server.wait_for_reply(ix)
+        assert await w.services.knowledge.get(entry.id) is not None, "members cannot delete"
+        ix = await w.server.inject_interaction(
+            "knowledge delete", {"entry": entry.id}, user=w.server.admin_user
+        )
+        assert "🗑️" in (await w.server.wait_for_reply(ix)).content
+        assert await w.services.knowledge.get(entry.id) is None
