@@ -16,9 +16,9 @@ from discord.ext import commands
 
 from bot.access import AccessPolicy, Requester
 from bot.config import Settings
-from bot.discord_text import ui_text
 from bot.services import Services
 from bot.topics.scheduler import TopicScheduler
+from bot.ui_text import ui_text
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,13 @@ from discord.ext import commands
 from bot.access import AccessPolicy, Cooldown, Requester
 from bot.bot import BotDeps
 from bot.chat.engine import TurnRequest
-from bot.discord_text import UiText, readable_mentions, strip_bot_mention, thread_name, ui_text
+from bot.discord_text import readable_mentions, strip_bot_mention, thread_name
 from bot.exts.attachments import AttachmentReader, PreparedFiles
 from bot.exts.common import deps_of
 from bot.exts.reply import ReplyRenderer
 from bot.store.sessions import Session
 from bot.streaming import ChannelWindows, StreamCadence
+from bot.ui_text import UiText, ui_text
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ import discord
 from discord.ext import commands
 
 from bot.bot import BotDeps, PlayChatBot
-from bot.discord_text import UiText, ui_text
 from bot.errors import UserFacingError
 from bot.store.sessions import Session
+from bot.ui_text import UiText, ui_text
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,9 @@ from bot.chat.events import (
     SourcesEvent,
     ToolEvent,
 )
-from bot.discord_text import ReplyDraft, UiText, render_sources
+from bot.discord_text import ReplyDraft, render_sources
 from bot.streaming import StreamCadence
+from bot.ui_text import UiText
 
 log = logging.getLogger(__name__)
 
