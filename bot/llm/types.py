@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 # Messages are OpenAI-style dicts: {"role", "content", "tool_calls"?, "tool_call_id"?, "name"?,
 # "images"? (list of base64 strings, vision models only)}. Backends translate them.
@@ -46,3 +46,18 @@ class Completion:
     text: str
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+
+
+class Completer(Protocol):
+    """The part of the LLM gateway that writes one non-streamed answer (summaries, tags…)."""
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        model: str | None = None,
+        session_id: str | None = None,
+        purpose: str = "complete",
+    ) -> Completion:
+        """One non-streamed answer."""
+        ...

@@ -18,12 +18,12 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from bot.chat.events import ToolEvent
 from bot.config import Settings
 from bot.errors import LLMError
-from bot.llm.types import Completion
+from bot.llm.types import Completer
 from bot.store.db import Database
 from bot.store.knowledge import KnowledgeEntry, KnowledgeRepository, KnowledgeSource
 
@@ -85,21 +85,6 @@ _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^```[a-zA-Z]*\n(.*)\n```$", re.DOTALL)
 _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
-
-
-class Completer(Protocol):
-    """The part of the LLM gateway knowledge saving uses."""
-
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        model: str | None = None,
-        session_id: str | None = None,
-        purpose: str = "complete",
-    ) -> Completion:
-        """One non-streamed answer."""
-        ...
 
 
 def _language(settings: Settings) -> str:

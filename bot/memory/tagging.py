@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
 
-from bot.llm.types import Completion
+from bot.llm.types import Completer
 from bot.memory.japanese import NounExtractor
 from bot.store.tags import TagRepository, Untagged
 
@@ -30,21 +29,6 @@ _LABEL = re.compile(r"^(?:tags?|タグ)\s*[:：]\s*", re.IGNORECASE)
 _MARKER = re.compile(r"^(?:\d+\s*[.)、:：]|[-*•・])\s*")
 _STRIP_CHARS = " \t\"'`“”‘’「」『』()（）[]【】<>#＃。.!！?？"
 _KANJI_KATAKANA = re.compile(r"[\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
-
-
-class Completer(Protocol):
-    """The part of the LLM gateway the LLM tagging mode uses."""
-
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        model: str | None = None,
-        session_id: str | None = None,
-        purpose: str = "complete",
-    ) -> Completion:
-        """One non-streamed answer."""
-        ...
 
 
 def _rarity(word: str) -> int:
