@@ -41,21 +41,6 @@ ROUNDS = 200
 SESSION = "bench-session"
 
 
-class TimedEmbedder(TimedBackend):
-    """Also adds up the time spent in embedding calls."""
-
-    def __init__(self, inner: ChatBackend) -> None:
-        super().__init__(inner)
-        self.embed_seconds = 0.0
-
-    async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
-        start = time.perf_counter()
-        try:
-            return await self.inner.embed(model, texts)
-        finally:
-            self.embed_seconds += time.perf_counter() - start
-
-
 def write_kb(kb_dir: Path, rng: random.Random) -> None:
     words = "tea kyoto ramen camera travel python discord music garden weather".split()
     for n in range(KB_FILES):
@@ -115,10 +100,10 @@ async def measure(tmp: Path) -> dict[str, object]:
     await (await Database.open(db_path)).close()
     prefill(db_path)
     write_kb(kb_dir, random.Random(3))
-    timed: list[TimedEmbedder] = []
+    timed: list[TimedBackend] = []
 
     def factory(kind: str, base: str, timeout: float, key: str) -> ChatBackend:
-        backend = TimedEmbedder(default_backend_factory(kind, base, timeout, key))
+        backend = TimedBackend(default_backend_factory(kind, base, timeout, key))
         timed.append(backend)
         return backend
 
@@ -142,11 +127,11 @@ async def measure(tmp: Path) -> dict[str, object]:
             costs: list[float] = []
             built = None
             for n in range(ROUNDS + 10):
-                embed_before = sum(b.embed_seconds for b in timed)
+                embed_before = sum(b.llm_seconds for b in timed)
                 start = time.perf_counter()
                 built = await services.context.build(request, tools=tools)
                 wall = time.perf_counter() - start
-                embed = sum(b.embed_seconds for b in timed) - embed_before
+                embed = sum(b.llm_seconds for b in timed) - embed_before
                 if n >= 10:
                     costs.append((wall - embed) * 1000)
             assert built is not None

@@ -41,7 +41,7 @@ TURNS = 400
 
 
 class TimedBackend:
-    """Wraps a real backend and adds up the time spent inside LLM calls."""
+    """Wraps a real backend and adds up the time spent inside LLM calls (embeddings too)."""
 
     def __init__(self, inner: ChatBackend) -> None:
         self.inner = inner
@@ -61,7 +61,11 @@ class TimedBackend:
         return await self.inner.complete(model, messages, ctx)
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
-        return await self.inner.embed(model, texts)
+        start = time.perf_counter()
+        try:
+            return await self.inner.embed(model, texts)
+        finally:
+            self.llm_seconds += time.perf_counter() - start
 
     async def list_models(self) -> list[str]:
         return await self.inner.list_models()
@@ -161,6 +165,7 @@ async def measure(tmp: Path) -> dict[str, object]:
             db_path=db_path,
             llm_model="ollama/bench",
             llm_api_base=llm.url,
+            kb_dir=tmp / "kb",
             memory_summarize_threshold=10_000,
         )
         rng = random.Random(7)

@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from bot.chat.context import ContextBuilder
 from bot.chat.engine import ChatEngine, TurnResult
@@ -32,14 +33,16 @@ from bot.store.topics import TopicRepository
 from bot.tasks import BackgroundTasks
 from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
 from bot.tools.knowledge_tools import register_knowledge_tools
-from bot.tools.mcp import McpManager
-from bot.tools.mcp_client import McpTuning
+from bot.tools.mcp_status import McpTools, NoMcp
 from bot.tools.notes_tools import NotesUpdatedHook, register_notes_tools
 from bot.tools.registry import ToolRegistry
 from bot.tools.safe_http import FetchPolicy
 from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker
 from bot.topics.service import TopicService
+
+if TYPE_CHECKING:
+    from bot.tools.mcp_client import McpTuning
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +111,7 @@ class Services:
     notes: NotesService
     knowledge: KnowledgeService
     tool_deps: ToolDeps | None
-    mcp: McpManager
+    mcp: McpTools
 
 
 @asynccontextmanager
@@ -154,13 +157,17 @@ async def open_services(
         )
         register_notes_tools(registry, notes)
         register_knowledge_tools(registry, knowledge)
-        mcp = McpManager(
-            registry,
-            runtime,
-            repos.api_logs,
-            tuning=opts.mcp_tuning,
-            startup_wait=opts.mcp_startup_wait,
-        )
+        mcp: McpTools = NoMcp()
+        if runtime().mcp_config is not None:
+            from bot.tools.mcp import McpManager
+
+            mcp = McpManager(
+                registry,
+                runtime,
+                repos.api_logs,
+                tuning=opts.mcp_tuning,
+                startup_wait=opts.mcp_startup_wait,
+            )
         stack.push_async_callback(mcp.close)
         await mcp.start()
         context = ContextBuilder(

@@ -10,7 +10,6 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
@@ -30,7 +29,6 @@ from bot.llm.redact import Redactor
 from bot.llm.types import ToolSchema
 from bot.store.api_logs import ApiLogRepository
 from bot.tools.mcp_client import (
-    ConnectionState,
     McpConnection,
     McpTuning,
     McpUnavailableError,
@@ -42,6 +40,7 @@ from bot.tools.mcp_config import (
     load_mcp_config,
     server_prefix,
 )
+from bot.tools.mcp_status import ServerStatus
 from bot.tools.registry import Tool, ToolRegistry, error_result
 
 log = logging.getLogger(__name__)
@@ -53,20 +52,6 @@ STARTUP_WAIT = 5.0
 _REGISTRY_GRACE = 5.0
 _LOG_CHARS = 4000
 _HASH_CHARS = 8
-
-
-@dataclass(frozen=True)
-class ServerStatus:
-    """One configured MCP server as the admin API and /tools show it."""
-
-    name: str
-    transport: str
-    target: str
-    state: ConnectionState
-    error: str | None
-    tools: list[str] = field(default_factory=list)
-    connects: int = 0
-    protocol: str | None = None
 
 
 def _hashed(base: str, server: str, tool: str) -> str:

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -25,10 +25,10 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, CallToolResult, Implementation
 
 from bot.tools.mcp_config import McpServerConfig
+from bot.tools.mcp_status import ConnectionState
 
 log = logging.getLogger(__name__)
 
-ConnectionState = Literal["connected", "connecting", "down", "disabled"]
 CLIENT_INFO = Implementation(name="playchat", version="1")
 _LIST_PAGE_CAP = 50
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)

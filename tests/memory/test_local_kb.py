@@ -483,3 +483,16 @@ async def test_directory_is_rescanned_at_most_every_interval_unless_invalidated(
     kb.invalidate()
     await kb.search("ラーメン")
     assert kb.sync_count == syncs + 2, "invalidate() forces the next search to rescan"
+
+
+async def test_the_folders_own_readme_is_not_knowledge(
+    tmp_path: Path, db: Database, embedder: KeywordEmbedder, analyzer: JapaneseAnalyzer, conf: Conf
+) -> None:
+    kb_dir = tmp_path / "kb_with_readme"
+    (kb_dir / "sub").mkdir(parents=True)
+    (kb_dir / "README.md").write_text("# How this folder works\n", "utf-8")
+    (kb_dir / "sub" / "README.md").write_text("# ラーメン\n\nA real note.\n", "utf-8")
+    kb = LocalKnowledgeBase(kb_dir, db, embedder, analyzer, lambda: conf)
+    report = await kb.sync()
+    assert report.files == 1
+    assert set(await rows(db)) == {"sub/README.md"}
