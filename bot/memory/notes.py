@@ -8,9 +8,12 @@ bot.store.notes. Reorder policy: an order that would split a section is refused
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from bot.errors import ValidationError
 from bot.store.db import Database
@@ -66,11 +69,37 @@ def check_content(content: str) -> str:
     return content
 
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
+# The page outline (titles, sections, previews) is read on every turn but changes rarely. This
+# process's writes drop the cache at once; the age limit bounds what another process (e.g. a
+# separate `python -m admin_api`) may leave unseen.
+OUTLINE_CACHE_SECONDS = 30.0
+
+
+def _invalidates(
+    method: Callable[Concatenate[NotesService, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[NotesService, P], Coroutine[Any, Any, T]]:
+    """Mark a write: the cached outline is dropped after it, whatever the outcome."""
+
+    @functools.wraps(method)
+    async def wrapper(service: NotesService, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await method(service, *args, **kwargs)
+        finally:
+            service._outlines.clear()
+
+    return wrapper
+
+
 class NotesService:
     """Create, edit, order, group and link shared note pages."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._repo = NoteRepository(db)
+        self._clock = clock
+        self._outlines: dict[int, tuple[float, list[NoteOutline]]] = {}
 
     async def list_pages(self) -> list[NotePage]:
         """Every page in position order."""
@@ -78,7 +107,13 @@ class NotesService:
 
     async def outline(self, preview_chars: int = 40) -> list[NoteOutline]:
         """Titles, sections and the first `preview_chars` characters of every page."""
-        return await self._repo.outline(preview_chars)
+        now = self._clock()
+        cached = self._outlines.get(preview_chars)
+        if cached is not None and now - cached[0] < OUTLINE_CACHE_SECONDS:
+            return list(cached[1])
+        items = await self._repo.outline(preview_chars)
+        self._outlines[preview_chars] = (now, items)
+        return list(items)
 
     async def get(self, page_id: int) -> NotePage | None:
         """One page by id."""
@@ -94,7 +129,7 @@ class NotesService:
         if not wanted:
             return None
         folded = wanted.casefold()
-        for item in await self._repo.outline(0):
+        for item in await self.outline(0):
             if item.title.casefold() == folded:
                 return await self._repo.get(item.id)
         match = _ID.fullmatch(wanted)
@@ -104,13 +139,14 @@ class NotesService:
         """Pages whose title starts with `prefix`, then those containing it (autocomplete)."""
         limit = max(1, min(limit, MAX_SEARCH_RESULTS))
         needle = prefix.strip().casefold()
-        items = await self._repo.outline(0)
+        items = await self.outline(0)
         starts = [i.id for i in items if i.title.casefold().startswith(needle)]
         contains = [i.id for i in items if needle in i.title.casefold() and i.id not in starts]
         chosen = (starts + contains)[:limit]
         pages = {page.id: page for page in await self._repo.by_ids(chosen)}
         return [pages[pid] for pid in chosen if pid in pages]
 
+    @_invalidates
     async def create(self, title: str, content: str = "", section: str = "") -> NotePage:
         """A new page at the end of its section; ConflictError when the title is taken."""
         page = await self._repo.create(
@@ -119,6 +155,7 @@ class NotesService:
         log.info("note page %d created", page.id)
         return page
 
+    @_invalidates
     async def update(
         self, page_id: int, *, title: str | None = None, content: str | None = None
     ) -> NotePage:
@@ -129,12 +166,14 @@ class NotesService:
             content=None if content is None else check_content(content),
         )
 
+    @_invalidates
     async def append(self, page_id: int, text: str) -> NotePage:
         """Add `text` on a new line at the end of a page's body."""
         if not isinstance(text, str) or not text.strip():
             raise ValidationError("Nothing to append: the text is empty.")
         return await self._repo.append(page_id, text, MAX_CONTENT_CHARS)
 
+    @_invalidates
     async def delete(self, page_id: int) -> bool:
         """Delete a page; False when it did not exist."""
         deleted = await self._repo.delete(page_id)
@@ -142,14 +181,17 @@ class NotesService:
             log.info("note page %d deleted", page_id)
         return deleted
 
+    @_invalidates
     async def set_section(self, page_id: int, section: str) -> list[NotePage]:
         """Move a page to the end of `section`; returns every page in the new order."""
         return await self._repo.set_section(page_id, clean_section(section))
 
+    @_invalidates
     async def rename_section(self, old: str, new: str) -> int:
         """Relabel a section (onto an existing name: merge); returns the pages relabelled."""
         return await self._repo.rename_section(clean_section(old), clean_section(new))
 
+    @_invalidates
     async def reorder(self, page_id: int, section: str, order: list[int]) -> list[NotePage]:
         """Apply a full order of every page id; `page_id` moves to `section` at the same time.
 

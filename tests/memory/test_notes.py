@@ -366,3 +366,24 @@ async def test_failed_write_emits_no_notes_updated(
         assert not any(isinstance(e, NotesUpdatedEvent) for e in events)
         tool_message = next(m for m in llm.chat_requests[-1].messages if m["role"] == "tool")
         assert "No note page titled 'Ghost'" in tool_message["content"]
+
+
+async def test_outline_is_cached_until_a_write_or_its_age_limit(db: Database) -> None:
+    from bot.memory.notes import OUTLINE_CACHE_SECONDS
+
+    now = [100.0]
+    notes = NotesService(db, clock=lambda: now[0])
+    page = await notes.create("First", "body")
+    assert [item.title for item in await notes.outline()] == ["First"]
+    await notes.update(page.id, title="Renamed")
+    assert [item.title for item in await notes.outline()] == ["Renamed"], "own writes show at once"
+    await db.execute("UPDATE note_pages SET title = 'Outside' WHERE id = ?", (page.id,))
+    assert [item.title for item in await notes.outline()] == ["Renamed"], "served from cache"
+    now[0] += OUTLINE_CACHE_SECONDS + 1
+    assert [item.title for item in await notes.outline()] == ["Outside"], "another process's write"
+    with pytest.raises(ValidationError):
+        await notes.create("", "")
+    await db.execute("UPDATE note_pages SET title = 'Again' WHERE id = ?", (page.id,))
+    assert [item.title for item in await notes.outline()] == ["Again"], (
+        "a failed write drops it too"
+    )
