@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from bot.config import Settings
 from bot.store.attachments import AttachmentRepository
-from bot.store.db import Database, utcnow
 from bot.tools.doc_cache import DocumentCache
 from bot.tools.extract import pdf_page_texts
 from bot.tools.isolate import IsolatedRunner
@@ -59,39 +55,6 @@ def mixed_latin_pages(count: int) -> list[str]:
 def latin_pdf() -> tuple[bytes, str]:
     pdf = make_pdf(mixed_latin_pages(60))
     return pdf, full_pdf_text(pdf_page_texts(pdf, 0, 1000).texts)
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def runner() -> AsyncIterator[IsolatedRunner]:
-    isolated = IsolatedRunner(timeout=20.0)
-    yield isolated
-    await isolated.close()
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def web() -> AsyncIterator[FakeWebServer]:
-    async with FakeWebServer() as server:
-        yield server
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def fetcher() -> AsyncIterator[SafeFetcher]:
-    async with SafeFetcher(FetchPolicy.allowing("127.0.0.1/32"), timeout=10.0) as safe:
-        yield safe
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def attachments(tmp_path: Path) -> AsyncIterator[AttachmentRepository]:
-    db = await Database.open(tmp_path / "tools.db")
-    try:
-        for session in ("s1", "s2"):
-            await db.execute(
-                "INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?)",
-                (session, utcnow(), utcnow()),
-            )
-        yield AttachmentRepository(db)
-    finally:
-        await db.close()
 
 
 @pytest.fixture

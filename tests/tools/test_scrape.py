@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from bot.config import Settings
 from bot.tools.builtin import ToolDeps, default_registry
@@ -44,25 +42,6 @@ class Clock:
 
 def settings_of(**overrides: Any) -> Settings:
     return Settings(_env_file=None, **overrides)  # type: ignore[call-arg]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def runner() -> AsyncIterator[IsolatedRunner]:
-    isolated = IsolatedRunner(timeout=20.0)
-    yield isolated
-    await isolated.close()
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def web() -> AsyncIterator[FakeWebServer]:
-    async with FakeWebServer() as server:
-        yield server
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def fetcher() -> AsyncIterator[SafeFetcher]:
-    async with SafeFetcher(FetchPolicy.allowing("127.0.0.1/32"), timeout=10.0) as safe:
-        yield safe
 
 
 @pytest.fixture

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from bot.config import Settings
 from bot.store.attachments import AttachmentRepository
-from bot.store.db import Database, utcnow
 from bot.tools.builtin import ToolDeps, default_registry
 from bot.tools.doc_cache import DocumentCache
 from bot.tools.extract import pdf_page_texts
 from bot.tools.isolate import IsolatedRunner
 from bot.tools.paging import MAX_TOOL_RESULT_CHARS, make_token, parse_paged_result, parse_token
 from bot.tools.pdf import full_pdf_text
-from bot.tools.safe_http import FetchPolicy, SafeFetcher
+from bot.tools.safe_http import SafeFetcher
 from bot.tools.search_and_fetch import (
     ALLOWED_FILE_TYPES,
     EMPTY_QUERY,
@@ -53,39 +49,6 @@ class FakeSearch:
         with self._lock:
             self.queries.append((query, max_results))
         return [dict(result) for result in self.results]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def runner() -> AsyncIterator[IsolatedRunner]:
-    isolated = IsolatedRunner(timeout=20.0)
-    yield isolated
-    await isolated.close()
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def web() -> AsyncIterator[FakeWebServer]:
-    async with FakeWebServer() as server:
-        yield server
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def fetcher() -> AsyncIterator[SafeFetcher]:
-    async with SafeFetcher(FetchPolicy.allowing("127.0.0.1/32"), timeout=10.0) as safe:
-        yield safe
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def attachments(tmp_path: Path) -> AsyncIterator[AttachmentRepository]:
-    db = await Database.open(tmp_path / "tools.db")
-    try:
-        for session in ("s1", "s2"):
-            await db.execute(
-                "INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?)",
-                (session, utcnow(), utcnow()),
-            )
-        yield AttachmentRepository(db)
-    finally:
-        await db.close()
 
 
 @pytest.fixture

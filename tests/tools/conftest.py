@@ -1,0 +1,52 @@
+"""Fixtures the tool tests share: a parser worker, the loopback web server, a loopback-allowing
+fetcher and an attachments store with two sessions (module event loop, one worker per module)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest_asyncio
+
+from bot.store.attachments import AttachmentRepository
+from bot.store.db import Database, utcnow
+from bot.tools.isolate import IsolatedRunner
+from bot.tools.safe_http import FetchPolicy, SafeFetcher
+from tests.fakes.web_server import FakeWebServer
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def runner() -> AsyncIterator[IsolatedRunner]:
+    """One warm parser worker for the whole module."""
+    isolated = IsolatedRunner(timeout=20.0)
+    yield isolated
+    await isolated.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def web() -> AsyncIterator[FakeWebServer]:
+    """The loopback web server."""
+    async with FakeWebServer() as server:
+        yield server
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def fetcher() -> AsyncIterator[SafeFetcher]:
+    """A fetcher whose policy allows the loopback test server (tests only)."""
+    async with SafeFetcher(FetchPolicy.allowing("127.0.0.1/32"), timeout=10.0) as safe:
+        yield safe
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def attachments(tmp_path: Path) -> AsyncIterator[AttachmentRepository]:
+    """Attachments over a real SQLite file with sessions s1 and s2."""
+    db = await Database.open(tmp_path / "tools.db")
+    try:
+        for session in ("s1", "s2"):
+            await db.execute(
+                "INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?)",
+                (session, utcnow(), utcnow()),
+            )
+        yield AttachmentRepository(db)
+    finally:
+        await db.close()
