@@ -26,6 +26,7 @@ from bot.errors import UserFacingError
 from bot.llm.gateway import LLMGateway
 from bot.llm.litellm_backend import arguments_text
 from bot.llm.types import Message, ToolCall
+from bot.locks import KeyedLocks
 from bot.prompts import prompts_for
 from bot.store.messages import MessageRepository, StoredMessage
 from bot.store.sessions import Session, SessionRepository
@@ -158,7 +159,7 @@ class ChatEngine:
         self._tasks = tasks
         self._tool_hooks = list(tool_hooks)
         self._turn_hooks = list(turn_hooks)
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks()
 
     def add_tool_hook(self, hook: ToolHook) -> None:
         """Run `hook` after every tool result."""
@@ -219,13 +220,8 @@ class ChatEngine:
             log.exception("could not store the user's message")
             emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))
             return
-        lock = self._locks.setdefault(session.id, asyncio.Lock())
-        try:
-            async with lock:
-                await self._answer(_TurnState(session, user_message), request, emit)
-        finally:
-            if not lock.locked() and self._locks.get(session.id) is lock:
-                del self._locks[session.id]
+        async with self._locks.hold(session.id):
+            await self._answer(_TurnState(session, user_message), request, emit)
 
     async def _answer(self, state: _TurnState, request: TurnRequest, emit: Emit) -> None:
         settings = self._settings()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -10,6 +9,7 @@ from bot.chat.tokens import estimate_tokens
 from bot.config import Settings
 from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway
+from bot.locks import KeyedLocks
 from bot.prompts import prompts_for
 from bot.store.memories import Memory, MemoryRepository
 from bot.store.messages import MessageRepository, StoredMessage
@@ -44,13 +44,12 @@ class Summarizer:
         self._messages = messages
         self._memories = memories
         self._on_memory = on_memory
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks()
 
     async def maybe_summarize(self, session_id: str) -> list[Memory]:
         """Summarise while the session is over the threshold; then condense if needed."""
-        lock = self._locks.setdefault(session_id, asyncio.Lock())
         created: list[Memory] = []
-        async with lock:
+        async with self._locks.hold(session_id):
             settings = self._settings()
             threshold = max(4, settings.memory_summarize_threshold)
             while await self._messages.count_live(session_id) >= threshold:
@@ -61,8 +60,6 @@ class Summarizer:
             condensed = await self._maybe_condense(session_id, settings)
             if condensed is not None:
                 created.append(condensed)
-        if not lock.locked():
-            self._locks.pop(session_id, None)
         if self._on_memory is not None:
             for memory in created:
                 await self._on_memory(memory)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -20,6 +17,7 @@ from bot.discord_text import readable_mentions, strip_bot_mention, thread_name
 from bot.exts.attachments import AttachmentReader, PreparedFiles
 from bot.exts.common import deps_of
 from bot.exts.reply import ReplyRenderer
+from bot.locks import KeyedLocks
 from bot.store.sessions import Session
 from bot.streaming import ChannelWindows, StreamCadence
 from bot.ui_text import UiText, ui_text
@@ -43,31 +41,6 @@ class Route:
     kind: RouteKind
     channel_id: int
     parent_id: int | None = None
-
-
-class KeyedLocks:
-    """One asyncio.Lock per key, dropped when nobody holds or waits for it."""
-
-    def __init__(self) -> None:
-        self._locks: dict[int, tuple[asyncio.Lock, int]] = {}
-
-    @contextlib.asynccontextmanager
-    async def hold(self, key: int) -> AsyncIterator[None]:
-        """Hold the lock of `key` (waiters get it in arrival order)."""
-        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
-        self._locks[key] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[key]
-            if users <= 1:
-                del self._locks[key]
-            else:
-                self._locks[key] = (lock, users - 1)
-
-    def __len__(self) -> int:
-        return len(self._locks)
 
 
 def _addressed(message: discord.Message, me: discord.ClientUser) -> bool:

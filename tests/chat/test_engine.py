@@ -375,3 +375,31 @@ async def test_summaries_are_condensed_when_they_outgrow_their_budget(
     assert live[0].level == 1
     condensed = [m for m in every if m.condensed_into == live[0].id]
     assert [m.summary[:9] for m in condensed] == ["SUMMARY 1", "SUMMARY 2"], "kept, marked"
+
+
+async def test_three_queued_messages_in_one_session_never_overlap(
+    services: Services, llm: FakeLLMServer
+) -> None:
+    llm.script(Text("setup"))
+    session_id = session_of(await run(services, "start"))
+    llm.script(
+        Text("answer one", chunks=3, delay=0.05),
+        Text("answer two", chunks=3, delay=0.05),
+        Text("answer three"),
+    )
+    first = asyncio.create_task(run(services, "question one", session_id))
+    await llm.wait_for_requests(2)
+    second = asyncio.create_task(run(services, "question two", session_id))
+    third = asyncio.create_task(run(services, "question three", session_id))
+    await asyncio.gather(first, second, third)
+    stored = await services.repos.messages.all_for_session(session_id)
+    assert [m.content for m in stored][2:] == [
+        "question one",
+        "answer one",
+        "question two",
+        "answer two",
+        "question three",
+        "answer three",
+    ]
+    convo = [m["content"] for m in llm.chat_requests[-1].messages if m["role"] != "system"]
+    assert convo[-3:] == ["question two", "answer two", "question three"]
