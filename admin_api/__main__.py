@@ -14,8 +14,8 @@ from admin_api.config import UnsafeBindError, admin_config, check_settings
 from admin_api.deps import AdminDeps
 from bot.config import Settings
 from bot.errors import DatabaseVersionError
-from bot.log_setup import configure_logging
 from bot.services import open_services
+from bot.utils.log_setup import configure_logging
 
 log = logging.getLogger("admin_api")
 

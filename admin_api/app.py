@@ -32,10 +32,6 @@ from admin_api.views import (
     topics,
 )
 from bot.services import Services
-from bot.store.admin_sessions import AdminSessionRepository
-from bot.store.model_presets import ModelPresetRepository
-from bot.store.stats import StatsRepository
-from bot.transfer import SessionTransfer
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +77,11 @@ def _context(
         services=services,
         deps=deps,
         config=config,
-        auth=Authenticator(config, AdminSessionRepository(services.db)),
+        auth=Authenticator(config, repos.admin_sessions),
         throttle=LoginThrottle(config.login_max_failures, config.login_window, config.clock),
-        presets=ModelPresetRepository(services.db),
-        stats=StatsRepository(services.db),
-        transfer=SessionTransfer(
-            services.db, repos.sessions, repos.messages, repos.memories, repos.attachments
-        ),
+        presets=repos.presets,
+        stats=repos.stats,
+        transfer=services.transfer,
         turns=ChatTurns(services.engine, repos.sessions, deps.notes),
         public_routes=public,
         openapi=build_openapi(routes),
@@ -96,9 +90,7 @@ def _context(
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     ctx = app[CONTEXT]
-    purged = await AdminSessionRepository(ctx.services.db).purge_expired(
-        now=iso(ctx.config.clock())
-    )
+    purged = await ctx.services.repos.admin_sessions.purge_expired(now=iso(ctx.config.clock()))
     log.debug("admin API starting; %d expired login sessions purged", purged)
     yield
     log.debug("admin API stopped")

@@ -14,7 +14,7 @@ from admin_api.turns import ChatTurns
 from bot.services import Services
 from bot.store.model_presets import ModelPresetRepository
 from bot.store.stats import StatsRepository
-from bot.transfer import SessionTransfer
+from bot.store.transfer import SessionTransfer
 
 
 @dataclass(frozen=True)

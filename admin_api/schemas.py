@@ -9,8 +9,8 @@ from apscheduler.triggers.cron import CronTrigger
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, model_validator
 
 from bot.memory.notes import MAX_CONTENT_CHARS, MAX_SECTION_CHARS, MAX_TITLE_CHARS
+from bot.store.transfer import SQLITE_INT_MAX, TEXT_ID_PATTERN
 from bot.topics.policy import parse_hhmm, zone
-from bot.transfer import SQLITE_INT_MAX, TEXT_ID_PATTERN
 
 RowId = Annotated[int, Field(ge=1, le=SQLITE_INT_MAX)]
 SessionId = Annotated[str, Field(pattern=TEXT_ID_PATTERN)]

@@ -37,7 +37,6 @@ from bot.bot import BotDeps, PlayChatBot
 from bot.config import Settings
 from bot.llm.gateway import RetryPolicy
 from bot.services import ServiceOptions, open_services
-from bot.store.model_presets import ModelPresetRepository
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Text
 
@@ -251,7 +250,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 retry=RetryPolicy(attempts=1), builtin_tools=False, warm_start=False
             )
             async with open_services(settings, options) as services:
-                deps = BotDeps(services, services.notes, ModelPresetRepository(services.db))
+                deps = BotDeps(services, services.notes, services.repos.presets)
                 bot = PlayChatBot(deps)
                 client = await start_bot(bot, info)
                 try:

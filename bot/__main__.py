@@ -13,8 +13,8 @@ from pydantic import ValidationError as PydanticValidationError
 from admin_api.config import UnsafeBindError, check_settings
 from bot.config import Settings
 from bot.errors import DatabaseVersionError
-from bot.log_setup import configure_logging
 from bot.services import Services, open_services
+from bot.utils.log_setup import configure_logging
 
 log = logging.getLogger("bot")
 
@@ -52,7 +52,7 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
     from admin_api import serve
     from admin_api.config import admin_config
     from admin_api.deps import AdminDeps
-    from bot.runner import run_discord
+    from bot.bot import run_discord
     from bot.topics.scheduler import TopicScheduler
 
     settings = services.settings()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from bot.chat.context import ContextBuilder
 from bot.chat.engine import ChatEngine, TurnResult
 from bot.chat.summarize import Summarizer
-from bot.config import Settings
+from bot.config import RuntimeSettings, Settings
 from bot.llm.gateway import BackendFactory, LLMGateway, RetryPolicy, default_backend_factory
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
@@ -20,29 +20,32 @@ from bot.memory.local_kb import LocalKnowledgeBase
 from bot.memory.notes import NotesService
 from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool, load_recent_texts
-from bot.runtime_settings import RuntimeSettings
+from bot.store.admin_sessions import AdminSessionRepository
 from bot.store.api_logs import ApiLogRepository
 from bot.store.app_settings import AppSettingsRepository
 from bot.store.attachments import AttachmentRepository
 from bot.store.db import Database
 from bot.store.memories import Memory, MemoryRepository
 from bot.store.messages import MessageRepository
+from bot.store.model_presets import ModelPresetRepository
 from bot.store.sessions import SessionRepository
+from bot.store.stats import StatsRepository
 from bot.store.tags import TagRepository
 from bot.store.topics import TopicRepository
-from bot.tasks import BackgroundTasks
+from bot.store.transfer import SessionTransfer
 from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
 from bot.tools.knowledge_tools import register_knowledge_tools
-from bot.tools.mcp_status import McpTools, NoMcp
+from bot.tools.mcp.status import McpTools, NoMcp
 from bot.tools.notes_tools import NotesUpdatedHook, register_notes_tools
 from bot.tools.registry import ToolRegistry
 from bot.tools.safe_http import FetchPolicy
 from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker
 from bot.topics.service import TopicService
+from bot.utils.tasks import BackgroundTasks
 
 if TYPE_CHECKING:
-    from bot.tools.mcp_client import McpTuning
+    from bot.tools.mcp.client import McpTuning
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,9 @@ class Repositories:
     app_settings: AppSettingsRepository
     tags: TagRepository
     topics: TopicRepository
+    presets: ModelPresetRepository
+    stats: StatsRepository
+    admin_sessions: AdminSessionRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
@@ -72,6 +78,9 @@ class Repositories:
             app_settings=AppSettingsRepository(db),
             tags=TagRepository(db),
             topics=TopicRepository(db),
+            presets=ModelPresetRepository(db),
+            stats=StatsRepository(db),
+            admin_sessions=AdminSessionRepository(db),
         )
 
 
@@ -112,6 +121,7 @@ class Services:
     knowledge: KnowledgeService
     tool_deps: ToolDeps | None
     mcp: McpTools
+    transfer: SessionTransfer
 
 
 @asynccontextmanager
@@ -159,7 +169,7 @@ async def open_services(
         register_knowledge_tools(registry, knowledge)
         mcp: McpTools = NoMcp()
         if runtime().mcp_config is not None:
-            from bot.tools.mcp import McpManager
+            from bot.tools.mcp.manager import McpManager
 
             mcp = McpManager(
                 registry,
@@ -226,4 +236,7 @@ async def open_services(
             knowledge=knowledge,
             tool_deps=tool_deps,
             mcp=mcp,
+            transfer=SessionTransfer(
+                db, repos.sessions, repos.messages, repos.memories, repos.attachments
+            ),
         )

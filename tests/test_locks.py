@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.locks import KeyedLocks
+from bot.utils.locks import KeyedLocks
 
 
 async def test_a_newcomer_queues_behind_a_waiter_woken_but_not_yet_running() -> None:

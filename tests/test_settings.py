@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings, is_ollama_model
+from bot.config import RuntimeSettings, Settings, is_ollama_model
 from bot.errors import ValidationError
-from bot.runtime_settings import RuntimeSettings
 from bot.store.app_settings import AppSettingsRepository
 from bot.store.db import Database
 

@@ -18,7 +18,7 @@ from admin_api.schemas import (
     SessionOut,
     SessionPath,
 )
-from bot.transfer import SessionExport
+from bot.store.transfer import SessionExport
 
 TAG = "sessions"
 

@@ -7,8 +7,7 @@ from typing import Any
 from admin_api.deps import AdminDeps
 from admin_api.routing import AnyRoute, Empty, In, Route
 from admin_api.schemas import SettingsOut, SettingsUpdateIn
-from bot.config import RUNTIME_KEYS, SECRET_KEYS
-from bot.runtime_settings import RuntimeSettings
+from bot.config import RUNTIME_KEYS, SECRET_KEYS, RuntimeSettings
 
 TAG = "settings"
 MASK_PREFIXES = ("…", "••••", "...")

@@ -26,12 +26,12 @@ from bot.errors import UserFacingError
 from bot.llm.gateway import LLMGateway
 from bot.llm.litellm_backend import arguments_text
 from bot.llm.types import Message, ToolCall
-from bot.locks import KeyedLocks
 from bot.prompts import prompts_for
 from bot.store.messages import MessageRepository, StoredMessage
 from bot.store.sessions import Session, SessionRepository
-from bot.tasks import BackgroundTasks
 from bot.tools.registry import ToolRegistry, error_result, is_error_result
+from bot.utils.locks import KeyedLocks
+from bot.utils.tasks import BackgroundTasks
 
 log = logging.getLogger(__name__)
 

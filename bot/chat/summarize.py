@@ -9,10 +9,10 @@ from bot.chat.tokens import estimate_tokens
 from bot.config import Settings
 from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway
-from bot.locks import KeyedLocks
 from bot.prompts import prompts_for
 from bot.store.memories import Memory, MemoryRepository
 from bot.store.messages import MessageRepository, StoredMessage
+from bot.utils.locks import KeyedLocks
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from discord.ext import commands
 
 from bot.bot import BotDeps
 from bot.errors import UserFacingError
-from bot.exts.common import Reply, deps_of, send, ui_for
+from bot.exts._common import Reply, deps_of, send, ui_for
 
 log = logging.getLogger(__name__)
 

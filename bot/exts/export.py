@@ -1,6 +1,6 @@
 """/export: this thread's conversation as a Markdown or JSON file.
 
-JSON is bot.transfer's export format (the admin API imports it back); Markdown is a readable
+JSON is bot.store.transfer's export format (the admin API imports it back); Markdown is a readable
 transcript.
 """
 
@@ -14,12 +14,11 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.bot import BotDeps
-from bot.discord_text import human_size
 from bot.errors import UserFacingError
-from bot.exts.common import Reply, answer, deps_of, session_here, ui_for
+from bot.exts._common import Reply, answer, deps_of, session_here, ui_for
+from bot.exts._text import human_size
 from bot.store.messages import StoredMessage
 from bot.store.sessions import Session
-from bot.transfer import SessionTransfer
 
 MAX_EXPORT_BYTES = 8 * 1024 * 1024
 
@@ -47,11 +46,7 @@ class Export(commands.Cog):
 
     def __init__(self, deps: BotDeps) -> None:
         self.deps = deps
-        services = deps.services
-        repos = services.repos
-        self.transfer = SessionTransfer(
-            services.db, repos.sessions, repos.messages, repos.memories, repos.attachments
-        )
+        self.transfer = deps.services.transfer
 
     @app_commands.command(name="export", description="Download this thread as Markdown or JSON")
     @app_commands.describe(format="File format")

@@ -10,8 +10,8 @@ from discord.ext import commands
 
 from bot.bot import BotDeps
 from bot.errors import NotFoundError
-from bot.exts.admin import require_admin
-from bot.exts.common import Reply, answer, clip, deps_of
+from bot.exts._admin import require_admin
+from bot.exts._common import Reply, answer, clip, deps_of
 from bot.memory.knowledge import KnowledgeEntry
 
 LIST_LIMIT = 15

@@ -14,8 +14,8 @@ from discord.ext import commands
 
 from bot.bot import BotDeps
 from bot.errors import UserFacingError
-from bot.exts.admin import require_admin
-from bot.exts.common import Reply, answer, deps_of, ui_for
+from bot.exts._admin import require_admin
+from bot.exts._common import Reply, answer, deps_of, ui_for
 
 DEFAULT_CHOICE = "default"
 

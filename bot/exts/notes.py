@@ -11,7 +11,7 @@ from discord.ext import commands
 
 from bot.bot import BotDeps, NotePageLike
 from bot.errors import UserFacingError
-from bot.exts.common import Reply, answer, clip, deps_of, session_here, ui_for
+from bot.exts._common import Reply, answer, clip, deps_of, session_here, ui_for
 
 log = logging.getLogger(__name__)
 

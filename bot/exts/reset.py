@@ -7,7 +7,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.bot import BotDeps
-from bot.exts.common import Reply, answer, deps_of, session_here, ui_for
+from bot.exts._common import Reply, answer, deps_of, session_here, ui_for
 
 
 class Reset(commands.Cog):

@@ -7,7 +7,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.bot import BotDeps
-from bot.exts.common import Reply, answer, clip, deps_of
+from bot.exts._common import Reply, answer, clip, deps_of
 
 STATE_ICONS = {"connected": "🟢", "connecting": "🟡", "down": "🔴", "disabled": "⚪"}
 

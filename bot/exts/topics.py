@@ -15,8 +15,8 @@ from discord.ext import commands
 
 from bot.bot import BotDeps
 from bot.errors import UserFacingError
-from bot.exts.admin import require_admin
-from bot.exts.common import Reply, answer, deps_of
+from bot.exts._admin import require_admin
+from bot.exts._common import Reply, answer, deps_of
 from bot.store.topics import TopicChannel
 from bot.topics.policy import parse_hhmm, zone
 from bot.topics.scheduler import parse_cron

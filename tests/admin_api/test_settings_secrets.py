@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from bot.log_setup import NOISY_LOGGERS
+from bot.utils.log_setup import NOISY_LOGGERS
 from tests.admin_api.conftest import API_KEY, PASSWORD, TOKEN, Admin, StartAdmin, sse_events
 from tests.fakes.llm_server import Text
 
@@ -70,7 +70,7 @@ async def test_no_stored_secret_in_any_response_or_log_line(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     # aiosqlite's DEBUG lines print every SQL parameter; the entry points cap it at INFO
-    # (bot.log_setup.configure_logging), so the test does what a deployment does.
+    # (bot.utils.log_setup.configure_logging), so the test does what a deployment does.
     for name in NOISY_LOGGERS:
         caplog.set_level(logging.INFO, logger=name)
     admin = await start_admin("litellm", llm_api_key=API_KEY, discord_token=DISCORD_TOKEN)

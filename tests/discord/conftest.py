@@ -11,7 +11,6 @@ import pytest
 
 from bot.bot import BotDeps, PlayChatBot
 from bot.services import ServiceOptions, Services, open_services
-from bot.store.model_presets import ModelPresetRepository
 from tests.conftest import SettingsFactory
 from tests.fakes.discord_harness import run_client
 from tests.fakes.discord_server import FakeDiscord, FakeMessage
@@ -96,7 +95,7 @@ def world(
                 deps = BotDeps(
                     services=services,
                     notes=services.notes,
-                    presets=ModelPresetRepository(services.db),
+                    presets=services.repos.presets,
                 )
                 bot = PlayChatBot(deps)
                 async with run_client(bot, server):

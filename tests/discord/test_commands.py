@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.exts import common
-from bot.store.model_presets import ModelPresetRepository
+from bot.exts import _common as common
 from tests.discord.conftest import WAIT, World, WorldFactory
 from tests.fakes.llm_server import Text
 
@@ -109,7 +108,7 @@ async def test_note_link_attaches_the_page_to_this_thread(world: WorldFactory) -
 
 async def test_model_set_is_refused_for_non_admins_before_any_change(world: WorldFactory) -> None:
     async with world() as w:
-        await ModelPresetRepository(w.services.db).create("Other", "ollama/other-model")
+        await w.services.repos.presets.create("Other", "ollama/other-model")
         thread_id = await _thread(w)
         ix = await w.server.inject_interaction(
             "model set", {"value": "ollama/other-model"}, channel_id=thread_id

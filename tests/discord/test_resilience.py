@@ -7,7 +7,6 @@ import asyncio
 import pytest
 
 from bot.bot import BotDeps, PlayChatBot
-from bot.store.model_presets import ModelPresetRepository
 from tests.discord.conftest import WAIT, World, WorldFactory
 from tests.fakes.discord_harness import run_client
 from tests.fakes.llm_server import Text
@@ -104,7 +103,7 @@ async def test_after_a_restart_the_thread_continues_from_the_database(
         deps = BotDeps(
             services=w.services,
             notes=w.services.notes,
-            presets=ModelPresetRepository(w.services.db),
+            presets=w.services.repos.presets,
         )
         bot = PlayChatBot(deps)
         async with run_client(bot, w.server):

@@ -16,8 +16,7 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from bot.bot import REQUIRED_PERMISSIONS, build_intents, invite_url
-from bot.runner import run_discord
+from bot.bot import REQUIRED_PERMISSIONS, build_intents, invite_url, run_discord
 from bot.services import ServiceOptions, open_services
 from tests.conftest import SettingsFactory
 from tests.fakes.discord_server import FakeDiscord

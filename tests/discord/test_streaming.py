@@ -9,7 +9,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bot.streaming import CHANNEL_PERIOD, CHANNEL_WRITES, ChannelWindows, StreamCadence, WriteWindow
+from bot.exts.chat._streaming import (
+    CHANNEL_PERIOD,
+    CHANNEL_WRITES,
+    ChannelWindows,
+    StreamCadence,
+    WriteWindow,
+)
 
 
 class FakeClock:

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from bot.discord_text import (
+from bot.exts._text import (
     FENCE,
     ReplyDraft,
     close_open_fence,

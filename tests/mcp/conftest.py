@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from bot.services import ServiceOptions, Services
-from bot.tools.mcp import McpManager, ServerStatus
-from bot.tools.mcp_client import McpTuning
+from bot.tools.mcp.client import McpTuning
+from bot.tools.mcp.manager import McpManager, ServerStatus
 from tests.conftest import FAST_RETRY
 from tests.mcp.servers.demo import build_server
 from tests.mcp.servers.loopback_http import McpHttpServer

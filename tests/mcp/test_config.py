@@ -17,13 +17,13 @@ from mcp_types import (
     TextResourceContents,
 )
 
-from bot.tools.mcp import MAX_TOOL_NAME, mcp_tool_name, result_text
-from bot.tools.mcp_config import (
+from bot.tools.mcp.config import (
     McpConfigError,
     McpServerConfig,
     load_mcp_config,
     parse_mcp_config,
 )
+from bot.tools.mcp.manager import MAX_TOOL_NAME, mcp_tool_name, result_text
 
 
 def by_name(data: object) -> dict[str, McpServerConfig]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.services import ServiceOptions, open_services
-from bot.tools.mcp_client import McpTuning
+from bot.tools.mcp.client import McpTuning
 from tests.conftest import SettingsFactory
 from tests.mcp.conftest import ConfigWriter, server, started_manager, stdio_entry, wait_server
 

@@ -23,9 +23,9 @@ from bot.chat.events import (
     SourcesEvent,
     ToolEvent,
 )
-from bot.discord_text import ReplyDraft, render_sources
-from bot.streaming import StreamCadence
-from bot.ui_text import UiText
+from bot.exts._text import ReplyDraft, render_sources
+from bot.exts.chat._streaming import StreamCadence
+from bot.prompts.ui_text import UiText
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, CallToolResult, Implementation
 
-from bot.tools.mcp_config import McpServerConfig
-from bot.tools.mcp_status import ConnectionState
+from bot.tools.mcp.config import McpServerConfig
+from bot.tools.mcp.status import ConnectionState
 
 log = logging.getLogger(__name__)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import discord
 from discord.ext import commands
 
-from bot.access import is_admin
 from bot.bot import BotDeps
 from bot.errors import UserFacingError
-from bot.exts.common import ui_for
+from bot.exts._access import is_admin
+from bot.exts._common import ui_for
 
 
 async def require_admin(bot: commands.Bot, deps: BotDeps, interaction: discord.Interaction) -> None:

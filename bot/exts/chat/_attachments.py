@@ -16,10 +16,10 @@ from typing import Literal
 import discord
 
 from bot.config import Settings
-from bot.discord_text import human_size
+from bot.exts._text import human_size
+from bot.prompts.ui_text import UiText
 from bot.store.attachments import AttachmentRepository
 from bot.tools.image import ImageError, resize_image
-from bot.ui_text import UiText
 
 log = logging.getLogger(__name__)
 

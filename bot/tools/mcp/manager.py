@@ -28,19 +28,19 @@ from bot.config import SECRET_KEYS, Settings
 from bot.llm.redact import Redactor
 from bot.llm.types import ToolSchema
 from bot.store.api_logs import ApiLogRepository
-from bot.tools.mcp_client import (
+from bot.tools.mcp.client import (
     McpConnection,
     McpTuning,
     McpUnavailableError,
     RemoteTool,
 )
-from bot.tools.mcp_config import (
+from bot.tools.mcp.config import (
     McpConfigError,
     McpServerConfig,
     load_mcp_config,
     server_prefix,
 )
-from bot.tools.mcp_status import ServerStatus
+from bot.tools.mcp.status import ServerStatus
 from bot.tools.registry import Tool, ToolRegistry, error_result
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ from discord.ext import commands
 
 from bot.bot import BotDeps, PlayChatBot
 from bot.errors import UserFacingError
+from bot.prompts.ui_text import UiText, ui_text
 from bot.store.sessions import Session
-from bot.ui_text import UiText, ui_text
 
 log = logging.getLogger(__name__)
 

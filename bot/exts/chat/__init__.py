@@ -10,17 +10,17 @@ from typing import Final, Literal
 import discord
 from discord.ext import commands
 
-from bot.access import AccessPolicy, Cooldown, Requester
 from bot.bot import BotDeps
 from bot.chat.engine import TurnRequest
-from bot.discord_text import readable_mentions, strip_bot_mention, thread_name
-from bot.exts.attachments import AttachmentReader, PreparedFiles
-from bot.exts.common import deps_of
-from bot.exts.reply import ReplyRenderer
-from bot.locks import KeyedLocks
+from bot.exts._access import AccessPolicy, Cooldown, Requester
+from bot.exts._common import deps_of
+from bot.exts._text import readable_mentions, strip_bot_mention, thread_name
+from bot.exts.chat._attachments import AttachmentReader, PreparedFiles
+from bot.exts.chat._reply import ReplyRenderer
+from bot.exts.chat._streaming import ChannelWindows, StreamCadence
+from bot.prompts.ui_text import UiText, ui_text
 from bot.store.sessions import Session
-from bot.streaming import ChannelWindows, StreamCadence
-from bot.ui_text import UiText, ui_text
+from bot.utils.locks import KeyedLocks
 
 log = logging.getLogger(__name__)
 

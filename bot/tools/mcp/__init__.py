@@ -1,0 +1,1 @@
+"""External tools over the Model Context Protocol (stdio and streamable HTTP servers)."""
