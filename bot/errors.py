@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 
 class PlayChatError(Exception):
     """Base of every error PlayChat raises on purpose."""
@@ -33,3 +35,11 @@ class ConflictError(UserFacingError):
 
 class DatabaseVersionError(PlayChatError):
     """The database was written by a newer PlayChat than this one."""
+
+
+class ToolError(PlayChatError):
+    """A tool call failed; the model receives `text` verbatim (the message, or its JSON form)."""
+
+    def __init__(self, message: str, *, as_json: bool = False) -> None:
+        super().__init__(message)
+        self.text = json.dumps({"error": message}, ensure_ascii=False) if as_json else message

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bot.chat.context import ContextBuilder
-from bot.chat.engine import ChatEngine, TurnResult
+from bot.chat.engine import ChatEngine
+from bot.chat.hooks import TurnResult
 from bot.chat.summarize import Summarizer
 from bot.config import RuntimeSettings, Settings
 from bot.llm.gateway import BackendFactory, LLMGateway, RetryPolicy, default_backend_factory
@@ -34,10 +35,10 @@ from bot.store.tags import TagRepository
 from bot.store.topics import TopicRepository
 from bot.store.transfer import SessionTransfer
 from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
+from bot.tools.core import ToolRegistry
 from bot.tools.knowledge_tools import register_knowledge_tools
 from bot.tools.mcp.status import McpTools, NoMcp
 from bot.tools.notes_tools import NotesUpdatedHook, register_notes_tools
-from bot.tools.registry import ToolRegistry
 from bot.tools.safe_http import FetchPolicy
 from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker

@@ -6,9 +6,9 @@ import asyncio
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from bot.chat.context import ContextBuilder, ContextRequest
 from bot.chat.events import (
@@ -20,6 +20,7 @@ from bot.chat.events import (
     SourcesEvent,
     ToolEvent,
 )
+from bot.chat.hooks import Emit, ToolHook, ToolOutcome, TurnHook, TurnResult
 from bot.chat.tool_budget import ToolBudget, trim_tool_result
 from bot.config import Settings
 from bot.errors import UserFacingError
@@ -29,13 +30,15 @@ from bot.llm.types import Message, ToolCall
 from bot.prompts import prompts_for
 from bot.store.messages import MessageRepository, StoredMessage
 from bot.store.sessions import Session, SessionRepository
-from bot.tools.registry import ToolRegistry, error_result, is_error_result
+from bot.tools.core import ToolRegistry
+from bot.tools.result import Source, ToolResult
 from bot.utils.locks import KeyedLocks
 from bot.utils.tasks import BackgroundTasks
 
 log = logging.getLogger(__name__)
 
-Emit = Callable[[Event], None]
+RESULT_PREVIEW_CHARS = 300
+DETAIL_CHARS = 200
 
 
 class _End:
@@ -59,39 +62,6 @@ class TurnRequest:
     model: str | None = None
 
 
-@dataclass(frozen=True)
-class ToolOutcome:
-    """A finished tool call, for hooks such as knowledge saving."""
-
-    session_id: str
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    result: str
-    user_text: str
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    """A completed turn, for background hooks (summaries, tags, word pool)."""
-
-    session_id: str
-    user_message: StoredMessage
-    answer: StoredMessage
-    tool_names: tuple[str, ...] = ()
-
-
-class ToolHook(Protocol):
-    """Runs after a tool result, inside the turn; may emit events (e.g. save_knowledge)."""
-
-    async def __call__(self, outcome: ToolOutcome, emit: Emit) -> None:
-        """React to a tool result."""
-        ...
-
-
-TurnHook = Callable[[TurnResult], Coroutine[Any, Any, None]]
-
-
 @dataclass
 class _TurnState:
     session: Session
@@ -110,28 +80,6 @@ def _arguments(call: ToolCall) -> dict[str, Any]:
     except ValueError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
-
-
-def _sources_from(name: str, arguments: dict[str, Any], result: str) -> list[dict[str, str]]:
-    """Web sources a tool result points at (search hits, fetched pages)."""
-    if name == "web_search":
-        try:
-            hits = json.loads(result)
-        except ValueError:
-            return []
-        if not isinstance(hits, list):
-            return []
-        return [
-            {"title": str(hit.get("title", "")), "url": str(hit["href"])}
-            for hit in hits
-            if isinstance(hit, dict) and hit.get("href")
-        ]
-    url = arguments.get("url") or arguments.get("url_or_path")
-    failed = is_error_result(result)
-    fetched = name in ("scrape_url", "pdf_to_text") and isinstance(url, str)
-    if fetched and not failed and str(url).startswith("http"):
-        return [{"title": str(url), "url": str(url)}]
-    return []
 
 
 class ChatEngine:
@@ -323,65 +271,81 @@ class ChatEngine:
         request: TurnRequest,
         emit: Emit,
     ) -> None:
-        prompts = prompts_for(self._settings().language)
         for index, call in enumerate(calls):
-            arguments = _arguments(call)
             call_id = f"{state.budget.rounds + 1}-{index + 1}-{call.id}"
-            tool = self.registry.get(call.name)
-            label = call.name
-            if tool is not None and tool.describe is not None:
-                try:
-                    label = tool.describe(arguments)
-                except Exception:
-                    label = call.name
-            detail = json.dumps(arguments, ensure_ascii=False)[:200]
-            emit(ToolEvent(call_id, call.name, "running", label=label, detail=detail))
-            if state.budget.chars_exhausted:
-                raw = error_result(
-                    prompts.format("tool_budget_exhausted", limit=state.budget.max_chars)
-                )
-            else:
-                raw = await self.registry.execute(
-                    call.name, arguments, injected={"session_id": state.session.id}
-                )
+            arguments = _arguments(call)
+            running = self._running_event(call_id, call.name, arguments)
+            emit(running)
+            raw = await self._execute(call.name, arguments, state)
             result = trim_tool_result(raw)
-            state.budget.spend(result)
+            state.budget.spend(result.text)
             state.tool_names.append(call.name)
-            failed = is_error_result(result)
-            emit(
-                ToolEvent(
-                    call_id,
-                    call.name,
-                    "error" if failed else "done",
-                    label=label,
-                    result=result[:300] + ("…" if len(result) > 300 else ""),
-                )
-            )
-            new_sources = [
-                source
-                for source in _sources_from(call.name, arguments, raw)
-                if source["url"] not in {known["url"] for known in state.sources}
-            ]
-            if new_sources:
-                state.sources.extend(new_sources)
-                emit(SourcesEvent(list(state.sources)))
+            emit(_finished_event(running, result))
+            self._add_sources(raw.sources, state, emit)
             outcome = ToolOutcome(
                 state.session.id, call_id, call.name, arguments, raw, request.text
             )
-            for hook in self._tool_hooks:
-                try:
-                    await hook(outcome, emit)
-                except Exception:
-                    log.exception("tool hook failed after %s", call.name)
-            prefix = prompts.format("tool_result_prefix", name=call.name)
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call.id,
-                    "name": call.name,
-                    "content": f"{prefix}\n{result}",
-                }
+            await self._run_hooks(outcome, emit)
+            messages.append(self._tool_message(call, result))
+
+    def _running_event(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolEvent:
+        """The `running` event of a call: the tool's icon and label for its arguments."""
+        tool = self.registry.get(name)
+        detail = json.dumps(arguments, ensure_ascii=False)[:DETAIL_CHARS]
+        if tool is None:
+            return ToolEvent(call_id, name, "running", label=name, detail=detail)
+        label = tool.label(arguments)
+        return ToolEvent(call_id, name, "running", label=label, detail=detail, icon=tool.icon)
+
+    async def _execute(self, name: str, arguments: dict[str, Any], state: _TurnState) -> ToolResult:
+        if state.budget.chars_exhausted:
+            prompts = prompts_for(self._settings().language)
+            return ToolResult.error(
+                prompts.format("tool_budget_exhausted", limit=state.budget.max_chars)
             )
+        return await self.registry.execute(
+            name, arguments, injected={"session_id": state.session.id}
+        )
+
+    @staticmethod
+    def _add_sources(found: Sequence[Source], state: _TurnState, emit: Emit) -> None:
+        """Remember the call's new sources and announce the turn's list when it grew."""
+        known = {source["url"] for source in state.sources}
+        before = len(state.sources)
+        for source in found:
+            if source.url not in known:
+                known.add(source.url)
+                state.sources.append({"title": source.title, "url": source.url})
+        if len(state.sources) > before:
+            emit(SourcesEvent(list(state.sources)))
+
+    async def _run_hooks(self, outcome: ToolOutcome, emit: Emit) -> None:
+        for hook in self._tool_hooks:
+            try:
+                await hook(outcome, emit)
+            except Exception:
+                log.exception("tool hook failed after %s", outcome.name)
+
+    def _tool_message(self, call: ToolCall, result: ToolResult) -> Message:
+        prefix = prompts_for(self._settings().language).format("tool_result_prefix", name=call.name)
+        return {
+            "role": "tool",
+            "tool_call_id": call.id,
+            "name": call.name,
+            "content": f"{prefix}\n{result.text}",
+        }
+
+
+def _finished_event(running: ToolEvent, result: ToolResult) -> ToolEvent:
+    """The `done`/`error` event closing `running`, with a preview of the result."""
+    text = result.text
+    preview = text[:RESULT_PREVIEW_CHARS] + ("…" if len(text) > RESULT_PREVIEW_CHARS else "")
+    return replace(
+        running,
+        status="error" if result.failed else "done",
+        detail="",
+        result=preview,
+    )
 
 
 async def _await(task: asyncio.Task[None]) -> None:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 ToolStatus = Literal["running", "done", "error"]
+# The icon of a tool that declares none (and of calls to tools that do not exist).
+DEFAULT_TOOL_ICON = "🔧"
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class ToolEvent:
     label: str = ""
     detail: str = ""
     result: str | None = None
+    icon: str = DEFAULT_TOOL_ICON
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,12 @@ def to_wire(event: Event) -> dict[str, Any]:
         case SessionEvent(session_id=session_id):
             return {"type": "session_id", "value": session_id}
         case ToolEvent():
-            value: dict[str, Any] = {"id": event.id, "name": event.name, "status": event.status}
+            value: dict[str, Any] = {
+                "id": event.id,
+                "name": event.name,
+                "status": event.status,
+                "icon": event.icon,
+            }
             if event.status == "running":
                 value.update(label=event.label, detail=event.detail)
             else:

@@ -46,11 +46,11 @@ class TerminalChat:
             match event:
                 case SessionEvent(session_id=session_id):
                     self._session_id = session_id
-                case ToolEvent(status="running", label=label):
+                case ToolEvent(status="running", label=label, icon=icon):
                     if wrote_text:
                         self._out.write("\n")
                         wrote_text = False
-                    self._status(f"🔧 {label} …")
+                    self._status(f"{icon} {label} …")
                 case ToolEvent(status=status, label=label):
                     self._status(f"   {label} {'✓' if status == 'done' else '✗'}")
                 case SourcesEvent():

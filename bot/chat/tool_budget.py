@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from bot.tools.result import ToolResult
 
 PAGE_INFO_MARKER = "\n---page-info---\n"
 MAX_TOOL_RESULT_CHARS = 6000
@@ -17,25 +18,24 @@ def is_paged(result: str) -> bool:
     return PAGE_INFO_MARKER in result
 
 
-def trim_tool_result(result: str, limit: int = MAX_TOOL_RESULT_CHARS) -> str:
+def trim_tool_result(result: ToolResult, limit: int = MAX_TOOL_RESULT_CHARS) -> ToolResult:
     """Fit a result to `limit`: paged results are never cut (an oversize one becomes an error)."""
-    if len(result) <= limit:
+    text = result.text
+    if len(text) <= limit:
         return result
-    if is_paged(result):
-        return json.dumps(
-            {
-                "error": f"The paged result exceeded {limit} characters. Call the same tool again "
-                "with a smaller max_chars; nothing was skipped."
-            }
+    if is_paged(text):
+        return ToolResult.error(
+            f"The paged result exceeded {limit} characters. Call the same tool again "
+            "with a smaller max_chars; nothing was skipped."
         )
     room = limit - len(TRIM_MARKER)
-    cut = result[:room]
+    cut = text[:room]
     for separator in ("\n\n", "\n", ". ", "。", " "):
         index = cut.rfind(separator)
         if index >= room * 0.6:
             cut = cut[: index + len(separator)].rstrip()
             break
-    return cut + TRIM_MARKER
+    return replace(result, text=cut + TRIM_MARKER)
 
 
 @dataclass

@@ -21,16 +21,6 @@ _FENCE_RE = re.compile(re.escape(FENCE))
 _LANG_RE = re.compile(r"[A-Za-z0-9_+\-.#]{1,20}")
 _MENTION_RE = re.compile(r"<@!?(\d+)>")
 _CUSTOM_EMOJI_RE = re.compile(r"<a?:(\w+):\d+>")
-_TOOL_ICONS = {
-    "web_search": "🔎",
-    "scrape_url": "🌐",
-    "pdf_to_text": "📄",
-    "search_and_fetch": "🗂️",
-    "read_note": "📝",
-    "write_note": "📝",
-    "read_knowledge": "📚",
-    "save_knowledge": "💾",
-}
 
 
 # --------------------------------------------------------------------------- fences and pages
@@ -174,10 +164,9 @@ def _one_line(text: str, limit: int) -> str:
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
-def tool_line(name: str, label: str, status: str) -> str:
+def tool_line(icon: str, label: str, status: str) -> str:
     """The activity line of one tool call, e.g. `-# 🔎 web_search "kyoto" … ✓`."""
-    icon = _TOOL_ICONS.get(name, "🔧")
-    text = _one_line(label or name, 120)
+    text = _one_line(label, 120)
     mark = {"running": "…", "done": "… ✓", "error": "… ✗"}.get(status, "…")
     return f"-# {icon} {text} {mark}"
 
@@ -256,7 +245,7 @@ def human_size(size: int) -> str:
 
 @dataclass
 class _Tool:
-    name: str
+    icon: str
     label: str
     status: str
 
@@ -294,9 +283,9 @@ class ReplyDraft:
         self._tail += text
         self._seal()
 
-    def tool(self, call_id: str, name: str, label: str, status: str) -> None:
+    def tool(self, call_id: str, icon: str, label: str, status: str) -> None:
         """Record a tool call's state (running → done/error)."""
-        self._tools[call_id] = _Tool(name, label, status)
+        self._tools[call_id] = _Tool(icon, label, status)
 
     def finish(self, *, sources: str = "", error: str = "") -> None:
         """End the reply: tool lines go, the sources block and any error line are appended."""
@@ -317,7 +306,7 @@ class ReplyDraft:
         pages = [page.strip("\n") for page in self._sealed]
         if self._tools and not self._finished:
             status = "\n".join(
-                tool_line(t.name, t.label, t.status)
+                tool_line(t.icon, t.label, t.status)
                 for t in list(self._tools.values())[-MAX_TOOL_LINES:]
             )
             if not current.strip():

@@ -18,17 +18,15 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bot.chat.events import ToolEvent
+from bot.chat.hooks import Emit, ToolOutcome
 from bot.config import Settings
 from bot.errors import LLMError
 from bot.llm.types import Completer
 from bot.store.db import Database
 from bot.store.knowledge import KnowledgeEntry, KnowledgeRepository, KnowledgeSource
-
-if TYPE_CHECKING:
-    from bot.chat.engine import Emit, ToolOutcome
 
 __all__ = [
     "KnowledgeEntry",
@@ -43,6 +41,7 @@ log = logging.getLogger(__name__)
 
 WEB_SEARCH_DIR = "web_search"
 SAVE_KNOWLEDGE_ID = "save_knowledge"
+SAVE_KNOWLEDGE_ICON = "💾"
 MAX_RESULTS = 10
 MAX_SNIPPET_CHARS = 600
 MAX_TITLE_CHARS = 200
@@ -375,7 +374,7 @@ class KnowledgeService:
 
 
 def _search_hits(result: str) -> list[dict[str, str]]:
-    """The hits of a web_search tool result (a JSON list), or [] for errors and other text."""
+    """The hits of a web_search tool result's text (a JSON list), or [] for other text."""
     try:
         parsed = json.loads(result)
     except ValueError:
@@ -394,9 +393,9 @@ class SaveKnowledgeHook:
 
     async def __call__(self, outcome: ToolOutcome, emit: Emit) -> None:
         """Save the search's results; emits running then done/error with the entry's title."""
-        if outcome.name != self._tool_name:
+        if outcome.name != self._tool_name or outcome.result.failed:
             return
-        hits = usable_results(_search_hits(outcome.result))
+        hits = usable_results(_search_hits(outcome.result.text))
         if not hits:
             return
         raw_query = outcome.arguments.get("query")
@@ -410,6 +409,7 @@ class SaveKnowledgeHook:
                 "running",
                 label=label,
                 detail=json.dumps({"query": query}, ensure_ascii=False)[:200],
+                icon=SAVE_KNOWLEDGE_ICON,
             )
         )
         entry = await self._knowledge.save_search(query, hits, session_id=outcome.session_id)
@@ -421,9 +421,17 @@ class SaveKnowledgeHook:
                     "error",
                     label=label,
                     result=HOOK_FAILED[language],
+                    icon=SAVE_KNOWLEDGE_ICON,
                 )
             )
             return
         emit(
-            ToolEvent(SAVE_KNOWLEDGE_ID, SAVE_KNOWLEDGE_ID, "done", label=label, result=entry.title)
+            ToolEvent(
+                SAVE_KNOWLEDGE_ID,
+                SAVE_KNOWLEDGE_ID,
+                "done",
+                label=label,
+                result=entry.title,
+                icon=SAVE_KNOWLEDGE_ICON,
+            )
         )

@@ -6,14 +6,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from bot.config import Settings
 from bot.store.attachments import AttachmentRepository
+from bot.tools import pdf, scrape, search_and_fetch, web_search
+from bot.tools.core import ToolRegistry
 from bot.tools.doc_cache import DocumentCache
 from bot.tools.isolate import IsolatedRunner
 from bot.tools.pdf import PdfToText
-from bot.tools.registry import ToolRegistry
 from bot.tools.safe_http import FetchPolicy, SafeFetcher
 from bot.tools.scrape import ScrapeUrl
 from bot.tools.search_and_fetch import SearchAndFetch
@@ -25,7 +25,6 @@ BUILTIN_TOOL_NAMES = ("web_search", "scrape_url", "pdf_to_text", "search_and_fet
 WEB_SEARCH_TIMEOUT = 30.0
 # A fetch (fetch_timeout, 20 s) plus parsing in the worker (its own deadline) plus slack.
 FETCH_TOOL_TIMEOUT = 90.0
-_LABEL_CHARS = 60
 
 
 @dataclass
@@ -46,44 +45,6 @@ class ToolDeps:
         await self.runner.close()
 
 
-def _short(text: Any, limit: int = _LABEL_CHARS) -> str:
-    value = " ".join(str(text or "").split())
-    return value if len(value) <= limit else value[: limit - 1] + "…"
-
-
-def _short_url(url: Any) -> str:
-    text = str(url or "")
-    parts = urlsplit(text)
-    if parts.scheme in ("http", "https") and parts.hostname:
-        return _short(parts.hostname.removeprefix("www.") + parts.path.rstrip("/"))
-    return _short(text)
-
-
-def describe_web_search(args: dict[str, Any]) -> str:
-    """UI label of a web_search call."""
-    return f'web_search "{_short(args.get("query"))}"'
-
-
-def describe_scrape_url(args: dict[str, Any]) -> str:
-    """UI label of a scrape_url call."""
-    more = " (continued)" if args.get("continue_from") else ""
-    return f"scrape_url {_short_url(args.get('url'))}{more}"
-
-
-def describe_pdf_to_text(args: dict[str, Any]) -> str:
-    """UI label of a pdf_to_text call."""
-    if args.get("continue_from"):
-        return "pdf_to_text (continued)"
-    return f"pdf_to_text {_short_url(args.get('url_or_path'))}"
-
-
-def describe_search_and_fetch(args: dict[str, Any]) -> str:
-    """UI label of a search_and_fetch call."""
-    if args.get("continue_from"):
-        return "search_and_fetch (continued)"
-    return f'search_and_fetch {_short(args.get("file_type"), 8)} "{_short(args.get("query"))}"'
-
-
 def register_builtin_tools(registry: ToolRegistry, deps: ToolDeps) -> None:
     """Register web_search, scrape_url, pdf_to_text and search_and_fetch on `registry`."""
     common: dict[str, Any] = {
@@ -95,19 +56,22 @@ def register_builtin_tools(registry: ToolRegistry, deps: ToolDeps) -> None:
     registry.register(
         WebSearchTool(deps.web_search, deps.settings).web_search,
         timeout=WEB_SEARCH_TIMEOUT,
-        describe=describe_web_search,
+        display=web_search.DISPLAY,
+        sources=web_search.web_search_sources,
     )
     registry.register(
         ScrapeUrl(**common).scrape_url,
         paged=True,
         timeout=FETCH_TOOL_TIMEOUT,
-        describe=describe_scrape_url,
+        display=scrape.DISPLAY,
+        sources=scrape.scrape_url_sources,
     )
     registry.register(
         PdfToText(**common, attachments=deps.attachments).pdf_to_text,
         paged=True,
         timeout=FETCH_TOOL_TIMEOUT,
-        describe=describe_pdf_to_text,
+        display=pdf.DISPLAY,
+        sources=pdf.pdf_to_text_sources,
     )
     registry.register(
         SearchAndFetch(
@@ -115,7 +79,7 @@ def register_builtin_tools(registry: ToolRegistry, deps: ToolDeps) -> None:
         ).search_and_fetch,
         paged=True,
         timeout=FETCH_TOOL_TIMEOUT + WEB_SEARCH_TIMEOUT,
-        describe=describe_search_and_fetch,
+        display=search_and_fetch.DISPLAY,
     )
 
 
@@ -153,13 +117,3 @@ async def open_tool_deps(
 ) -> ToolDeps:
     """Dependencies for the composition root; close them with `await deps.close()`."""
     return build_tool_deps(settings, attachments)
-
-
-def default_registry(deps: ToolDeps | None = None) -> ToolRegistry:
-    """A registry with the four built-in tools; builds its own dependencies when none given."""
-    if deps is None:
-        fixed = Settings()
-        deps = build_tool_deps(lambda: fixed)
-    registry = ToolRegistry()
-    register_builtin_tools(registry, deps)
-    return registry

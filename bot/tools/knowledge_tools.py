@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.errors import ToolError
 from bot.memory.knowledge import KnowledgeEntry, KnowledgeService
-from bot.tools.registry import ToolRegistry, error_result
+from bot.tools.core import ToolDisplay, ToolRegistry
 
 # Header and sources included, a result stays below the engine's 6,000-character cap.
 MAX_BODY_CHARS = 4500
@@ -44,12 +45,13 @@ def register_knowledge_tools(registry: ToolRegistry, knowledge: KnowledgeService
         """
         entry = await knowledge.get(entry_id)
         if entry is None:
-            return error_result(
-                f"No knowledge entry #{entry_id}. Use an id from the accumulated knowledge list."
+            raise ToolError(
+                f"No knowledge entry #{entry_id}. Use an id from the accumulated knowledge list.",
+                as_json=True,
             )
         return render_entry(entry)
 
     def label(arguments: dict[str, Any]) -> str:
         return f"read_knowledge: #{arguments.get('entry_id', '?')}"
 
-    registry.register(read_knowledge, describe=label)
+    registry.register(read_knowledge, display=ToolDisplay("📚", label))

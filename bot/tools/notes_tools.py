@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from bot.chat.events import NotesUpdatedEvent
-from bot.errors import ConflictError, UserFacingError
+from bot.chat.hooks import Emit, ToolOutcome
+from bot.errors import ConflictError, ToolError, UserFacingError
 from bot.memory.notes import NotePage, NotesService
-from bot.tools.registry import ToolRegistry, error_result
-
-if TYPE_CHECKING:
-    from bot.chat.engine import Emit, ToolOutcome
+from bot.tools.core import ToolDisplay, ToolRegistry
 
 log = logging.getLogger(__name__)
 
 # One read stays below the engine's 6,000-character cap on unpaged results, header included.
 READ_CHUNK_CHARS = 5000
 LISTED_TITLES = 30
+NOTE_ICON = "📝"
 
 WriteMode = Literal["append", "replace", "create"]
 WriteListener = Callable[[str | None], None]
@@ -68,7 +67,7 @@ class _NoteTools:
         """
         page = await self._notes.find(title)
         if page is None:
-            return error_result(_not_found(title, await self._notes.list_pages()))
+            raise ToolError(_not_found(title, await self._notes.list_pages()), as_json=True)
         return render_page(page, offset)
 
     async def write_note(
@@ -94,12 +93,13 @@ class _NoteTools:
         try:
             page = await self._write(title, content, mode, section)
         except ConflictError:
-            return error_result(
+            raise ToolError(
                 f"A note page titled {title.strip()!r} already exists. "
-                "Use mode 'append' to add to it or 'replace' to overwrite it."
-            )
+                "Use mode 'append' to add to it or 'replace' to overwrite it.",
+                as_json=True,
+            ) from None
         except UserFacingError as exc:
-            return error_result(str(exc))
+            raise ToolError(str(exc), as_json=True) from None
         if self._on_write is not None:
             try:
                 self._on_write(session_id)
@@ -131,16 +131,21 @@ def _label(action: str, arguments: dict[str, Any]) -> str:
     return f"{action}: {str(arguments.get('title', ''))[:80]}"
 
 
+def _read_label(arguments: dict[str, Any]) -> str:
+    return _label("read_note", arguments)
+
+
+def _write_label(arguments: dict[str, Any]) -> str:
+    return _label(f"write_note ({arguments.get('mode', 'append')})", arguments)
+
+
 def register_notes_tools(
     registry: ToolRegistry, notes: NotesService, on_write: WriteListener | None = None
 ) -> None:
     """Offer read_note and write_note; `on_write(session_id)` runs after every saved write."""
     tools = _NoteTools(notes, on_write)
-    registry.register(tools.read_note, describe=lambda args: _label("read_note", args))
-    registry.register(
-        tools.write_note,
-        describe=lambda args: _label(f"write_note ({args.get('mode', 'append')})", args),
-    )
+    registry.register(tools.read_note, display=ToolDisplay(NOTE_ICON, _read_label))
+    registry.register(tools.write_note, display=ToolDisplay(NOTE_ICON, _write_label))
 
 
 class NotesUpdatedHook:
@@ -151,5 +156,5 @@ class NotesUpdatedHook:
 
     async def __call__(self, outcome: ToolOutcome, emit: Emit) -> None:
         """Tell the front ends to refresh their notes."""
-        if outcome.name == self._tool_name and not outcome.result.startswith('{"error"'):
+        if outcome.name == self._tool_name and not outcome.result.failed:
             emit(NotesUpdatedEvent())

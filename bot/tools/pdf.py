@@ -6,10 +6,13 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from bot.config import Settings
+from bot.errors import ToolError
 from bot.store.attachments import AttachmentRepository
+from bot.tools.core import ToolDisplay, short_url
 from bot.tools.doc_cache import CachedDocument, CacheKey, DocumentCache
 from bot.tools.extract import ExtractionError, PdfPages, looks_like_pdf, pdf_page_texts
 from bot.tools.isolate import IsolatedRunner
@@ -23,7 +26,7 @@ from bot.tools.paging import (
     parse_token,
 )
 from bot.tools.safe_http import FetchError, SafeFetcher, TooLargeError
-from bot.tools.scrape import PAGE_LIMIT, run_isolated
+from bot.tools.scrape import PAGE_LIMIT, fetched_url_sources, run_isolated
 
 log = logging.getLogger(__name__)
 
@@ -230,30 +233,16 @@ class PdfToText:
             try:
                 payload = parse_token(continue_from, "pdf_to_text")
             except InvalidTokenError as exc:
-                return str(exc)
+                raise ToolError(str(exc)) from None
             source = payload["url"]
             cursor = PdfCursor(payload["page_index"], payload["page_char_offset"])
         else:
             source = (url_or_path or "").strip()
             if not source:
-                return MISSING_SOURCE
+                raise ToolError(MISSING_SOURCE)
         if max_chars is None or max_chars <= 0:
             max_chars = settings.fetch_max_chars
-        kind = classify_source(source)
-        if kind == "local":
-            return LOCAL_PATH_REFUSED
-        max_bytes = settings.max_fetch_mb * 1024 * 1024
-        if kind == "attachment":
-            match = _ATTACHMENT_RE.fullmatch(source)
-            if match is None:
-                return ATTACHMENT_NOT_FOUND.format(ref=source[:80])
-            if session_id is None or self._attachments is None:
-                return NO_SESSION
-            key: CacheKey = ("pdf", f"attachment:{session_id}:{match.group(1)}")
-            loader = self._attachment_loader(session_id, match.group(1), max_bytes)
-        else:
-            key = ("pdf", source)
-            loader = self._url_loader(source, max_bytes)
+        key, loader = self._loader(source, session_id, settings.max_fetch_mb * 1024 * 1024)
         try:
             document, _ = await self._cache.get_or_load(key, loader)
             page, _ = await read_pdf_page(
@@ -267,14 +256,31 @@ class PdfToText:
                 token_for=lambda after, _consumed: pdf_token(source, after),
             )
         except TooLargeError:
-            return PDF_TOO_LARGE
+            raise ToolError(PDF_TOO_LARGE) from None
         except (FetchError, InvalidTokenError, NotPdfError) as exc:
-            return str(exc)
+            raise ToolError(str(exc)) from None
         except ExtractionError as exc:
-            return PDF_FAILED.format(source=source, reason=exc)
+            raise ToolError(PDF_FAILED.format(source=source, reason=exc)) from None
         except PageLimitError:
-            return PAGE_LIMIT
+            raise ToolError(PAGE_LIMIT) from None
         return page.text
+
+    def _loader(
+        self, source: str, session_id: str | None, max_bytes: int
+    ) -> tuple[CacheKey, Callable[[], Awaitable[CachedDocument]]]:
+        """The cache key and loader of a source; raises ToolError for sources never read."""
+        kind = classify_source(source)
+        if kind == "local":
+            raise ToolError(LOCAL_PATH_REFUSED)
+        if kind != "attachment":
+            return ("pdf", source), self._url_loader(source, max_bytes)
+        match = _ATTACHMENT_RE.fullmatch(source)
+        if match is None:
+            raise ToolError(ATTACHMENT_NOT_FOUND.format(ref=source[:80]))
+        if session_id is None or self._attachments is None:
+            raise ToolError(NO_SESSION)
+        key: CacheKey = ("pdf", f"attachment:{session_id}:{match.group(1)}")
+        return key, self._attachment_loader(session_id, match.group(1), max_bytes)
 
     def _url_loader(self, url: str, max_bytes: int) -> Callable[[], Awaitable[CachedDocument]]:
         async def load() -> CachedDocument:
@@ -316,3 +322,14 @@ class PdfToText:
             )
 
         return load
+
+
+def describe_pdf_to_text(args: dict[str, Any]) -> str:
+    """UI label of a pdf_to_text call."""
+    if args.get("continue_from"):
+        return "pdf_to_text (continued)"
+    return f"pdf_to_text {short_url(args.get('url_or_path'))}"
+
+
+pdf_to_text_sources = fetched_url_sources("url_or_path")
+DISPLAY = ToolDisplay("📄", describe_pdf_to_text)

@@ -1,322 +1,41 @@
-"""Tools as typed callables: schemas inferred from signatures, errors fed back to the model."""
+"""The tool registry as callers use it, and `default_registry` with the built-in tools."""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import json
-import logging
-import re
-import types
-import typing
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from pydantic import ConfigDict, create_model
-from pydantic import ValidationError as PydanticValidationError
-
-from bot.llm.types import ToolSchema
-
-if TYPE_CHECKING:
-    from bot.tools.builtin import ToolDeps
-
-log = logging.getLogger(__name__)
-
-# Parameters the engine fills in itself; never shown to nor accepted from the model.
-INJECTED_PARAMS = frozenset({"session_id"})
-DEFAULT_TOOL_TIMEOUT = 60.0
-
-ToolHandler = Callable[..., Awaitable[Any] | Any]
-
-_JSON_TYPES: dict[Any, str] = {
-    str: "string",
-    int: "integer",
-    float: "number",
-    bool: "boolean",
-    dict: "object",
-    list: "array",
-}
-
-
-@dataclass
-class Tool:
-    """A tool the model may call."""
-
-    name: str
-    handler: ToolHandler
-    schema: ToolSchema
-    paged: bool = False
-    timeout: float = DEFAULT_TOOL_TIMEOUT
-    injected: frozenset[str] = frozenset()
-    validator: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    source: str = "builtin"
-    describe: Callable[[dict[str, Any]], str] | None = field(default=None, repr=False)
-
-
-def _docstring_parts(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into its description and per-argument text."""
-    description: list[str] = []
-    args: dict[str, str] = {}
-    current: str | None = None
-    arg_indent: int | None = None
-    section = "description"
-    for raw in inspect.cleandoc(doc).splitlines():
-        line = raw.strip()
-        header = re.fullmatch(r"(\w+):", line)
-        if header and raw == line:
-            section = "args" if header.group(1) in ("Args", "Arguments", "Parameters") else "other"
-            continue
-        if section == "description":
-            description.append(line)
-        elif section == "args" and line:
-            indent = len(raw) - len(raw.lstrip())
-            match = re.match(r"^(\w+)(?:\s*\(.*?\))?\s*:\s*(.*)$", line)
-            if match and (arg_indent is None or indent == arg_indent):
-                arg_indent = indent
-                current = match.group(1)
-                args[current] = match.group(2)
-            elif current:
-                args[current] = f"{args[current]} {line}".strip()
-    return " ".join(part for part in description if part).strip(), args
-
-
-def _json_type(annotation: Any) -> dict[str, Any]:
-    """A small JSON schema for a Python annotation (Ollama-compatible)."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
-        if len(members) == 1:
-            return _json_type(members[0])
-        return {"anyOf": [_json_type(member) for member in members]}
-    if origin is typing.Literal:
-        values = list(typing.get_args(annotation))
-        return {"type": _JSON_TYPES.get(type(values[0]), "string"), "enum": values}
-    if origin in (list, tuple, set, frozenset):
-        item_args = typing.get_args(annotation)
-        schema: dict[str, Any] = {"type": "array"}
-        if item_args:
-            schema["items"] = _json_type(item_args[0])
-        return schema
-    if origin is dict:
-        return {"type": "object"}
-    return {"type": _JSON_TYPES.get(annotation, "string")}
-
-
-def _is_optional(annotation: Any) -> bool:
-    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(
-        None
-    ) in typing.get_args(annotation)
-
-
-def schema_from_callable(
-    func: Callable[..., Any], name: str | None = None, description: str | None = None
-) -> tuple[ToolSchema, frozenset[str], Callable[[dict[str, Any]], dict[str, Any]]]:
-    """Infer the function schema, the injected parameters and an argument validator."""
-    signature = inspect.signature(func)
-    hints = typing.get_type_hints(func)
-    doc_description, doc_args = _docstring_parts(inspect.getdoc(func) or "")
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    fields: dict[str, Any] = {}
-    injected: set[str] = set()
-    for param in signature.parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        annotation = hints.get(param.name, str)
-        if param.name in INJECTED_PARAMS:
-            injected.add(param.name)
-            continue
-        prop = _json_type(annotation)
-        if param.name in doc_args:
-            prop["description"] = doc_args[param.name]
-        properties[param.name] = prop
-        if param.default is inspect.Parameter.empty:
-            required.append(param.name)
-            fields[param.name] = (annotation, ...)
-        else:
-            fields[param.name] = (annotation, param.default)
-        if _is_optional(annotation) or param.default is None:
-            fields[param.name] = (annotation | None, param.default)
-    model = create_model(
-        f"{func.__name__}_args",
-        __config__=ConfigDict(extra="ignore", strict=False),
-        **fields,
-    )
-
-    def validate(arguments: dict[str, Any]) -> dict[str, Any]:
-        parsed = model.model_validate(arguments)
-        return {key: getattr(parsed, key) for key in fields}
-
-    schema: ToolSchema = {
-        "type": "function",
-        "function": {
-            "name": name or func.__name__,
-            "description": description or doc_description,
-            "parameters": {"type": "object", "properties": properties, "required": required},
-        },
-    }
-    return schema, frozenset(injected), validate
-
-
-def to_json_text(value: Any) -> str:
-    """A tool's return value as the text handed back to the model."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-# Error texts the seed's tools return instead of raising (seed 000), besides {"error": ...}.
-ERROR_PREFIXES = (
-    '{"error"',
-    "Blocked URL",
-    "Failed to",
-    "Invalid URL",
-    "Invalid continuation token",
-    "PDF exceeds",
-    "Local files cannot",
-    "Attachment not found",
-    "Attachments can only",
+from bot.config import Settings
+from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
+from bot.tools.core import (
+    DEFAULT_TOOL_TIMEOUT,
+    INJECTED_PARAMS,
+    SourceReader,
+    Tool,
+    ToolDisplay,
+    ToolHandler,
+    ToolRegistry,
+    schema_from_callable,
 )
+from bot.tools.result import Source, ToolResult
 
-
-def is_error_result(result: str) -> bool:
-    """Whether a tool's text is an error report rather than content."""
-    return result.lstrip().startswith(ERROR_PREFIXES)
-
-
-def error_result(message: str) -> str:
-    """The JSON error object the model receives when a tool fails."""
-    return json.dumps({"error": message}, ensure_ascii=False)
-
-
-def _parse_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
-    if arguments is None or arguments == "":
-        return {}
-    if isinstance(arguments, str):
-        parsed = json.loads(arguments)
-        if not isinstance(parsed, dict):
-            raise ValueError("arguments must be a JSON object")
-        return parsed
-    return dict(arguments)
-
-
-class ToolRegistry:
-    """Named tools, their schemas for the model, and safe execution."""
-
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        self._tools: dict[str, Tool] = {}
-        for tool in tools:
-            self.add(tool)
-
-    def add(self, tool: Tool) -> None:
-        """Add a tool; a built-in name can never be replaced by another source."""
-        existing = self._tools.get(tool.name)
-        if existing is not None and existing.source == "builtin" and tool.source != "builtin":
-            raise ValueError(f"tool {tool.name!r} would shadow a built-in tool")
-        self._tools[tool.name] = tool
-
-    def register(
-        self,
-        func: ToolHandler,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        paged: bool = False,
-        timeout: float = DEFAULT_TOOL_TIMEOUT,
-        describe: Callable[[dict[str, Any]], str] | None = None,
-    ) -> Tool:
-        """Register a typed callable; its schema comes from its signature and docstring."""
-        schema, injected, validator = schema_from_callable(func, name, description)
-        tool = Tool(
-            name=schema["function"]["name"],
-            handler=func,
-            schema=schema,
-            paged=paged,
-            timeout=timeout,
-            injected=injected,
-            validator=validator,
-            describe=describe,
-        )
-        self.add(tool)
-        return tool
-
-    def remove(self, name: str) -> None:
-        """Forget a tool (e.g. when its MCP server goes away)."""
-        self._tools.pop(name, None)
-
-    def names(self) -> list[str]:
-        """Names of every registered tool."""
-        return list(self._tools)
-
-    def get(self, name: str) -> Tool | None:
-        """The tool called `name`, if registered."""
-        return self._tools.get(name)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._tools
-
-    def __len__(self) -> int:
-        return len(self._tools)
-
-    def copy(self) -> ToolRegistry:
-        """A shallow copy, so a turn can add or hide tools without touching the shared one."""
-        return ToolRegistry(self._tools.values())
-
-    def schemas(self) -> list[ToolSchema]:
-        """Function schemas for every tool, in the format both backends accept."""
-        return [tool.schema for tool in self._tools.values()]
-
-    @property
-    def ollama_tools(self) -> list[ToolSchema]:
-        """Schemas for Ollama's `tools=` argument (built-in and external alike)."""
-        return self.schemas()
-
-    async def execute(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | str | None,
-        injected: Mapping[str, Any] | None = None,
-    ) -> str:
-        """Run a tool; every failure comes back as a JSON error text, never an exception."""
-        tool = self._tools.get(name)
-        if tool is None:
-            return error_result(f"Unknown tool: {name}. Available tools: {', '.join(self._tools)}")
-        try:
-            args = _parse_arguments(arguments)
-        except (ValueError, TypeError) as exc:
-            return error_result(f"Invalid arguments for {name}: {exc}")
-        for key in INJECTED_PARAMS:
-            args.pop(key, None)
-        if tool.validator is not None:
-            try:
-                args = tool.validator(args)
-            except PydanticValidationError as exc:
-                details = "; ".join(
-                    f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-                )
-                return error_result(f"Invalid arguments for {name}: {details}")
-        for key in tool.injected:
-            args[key] = (injected or {}).get(key)
-        try:
-            async with asyncio.timeout(tool.timeout):
-                if inspect.iscoroutinefunction(tool.handler):
-                    result = await tool.handler(**args)
-                else:
-                    result = await asyncio.to_thread(tool.handler, **args)
-                    if inspect.isawaitable(result):
-                        result = await result
-        except TimeoutError:
-            log.warning("tool %s timed out after %.0fs", name, tool.timeout)
-            return error_result(f"Tool {name} timed out after {tool.timeout:g} seconds.")
-        except Exception as exc:
-            log.warning("tool %s failed: %s", name, exc, exc_info=log.isEnabledFor(logging.DEBUG))
-            return error_result(f"{type(exc).__name__}: {exc}")
-        return to_json_text(result)
+__all__ = [
+    "DEFAULT_TOOL_TIMEOUT",
+    "INJECTED_PARAMS",
+    "Source",
+    "SourceReader",
+    "Tool",
+    "ToolDisplay",
+    "ToolHandler",
+    "ToolRegistry",
+    "ToolResult",
+    "default_registry",
+    "schema_from_callable",
+]
 
 
 def default_registry(deps: ToolDeps | None = None) -> ToolRegistry:
     """A registry with the four built-in tools; builds its own dependencies when none given."""
-    from bot.tools.builtin import default_registry as build
-
-    return build(deps)
+    if deps is None:
+        fixed = Settings()
+        deps = build_tool_deps(lambda: fixed)
+    registry = ToolRegistry()
+    register_builtin_tools(registry, deps)
+    return registry

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from bot.config import Settings
+from bot.errors import ToolError
+from bot.tools.core import ToolDisplay, short_url
 from bot.tools.doc_cache import CachedDocument, DocumentCache
 from bot.tools.extract import ExtractionError, decode_text, html_to_text, looks_like_pdf
 from bot.tools.isolate import IsolatedRunner, IsolationError
@@ -17,6 +19,7 @@ from bot.tools.paging import (
     make_token,
     parse_token,
 )
+from bot.tools.result import Source, ToolResult
 from bot.tools.safe_http import FetchedDocument, FetchError, SafeFetcher
 
 log = logging.getLogger(__name__)
@@ -161,23 +164,23 @@ class ScrapeUrl:
             try:
                 payload = parse_token(continue_from, "scrape_url")
             except InvalidTokenError as exc:
-                return str(exc)
+                raise ToolError(str(exc)) from None
             url, offset = payload["url"], payload["offset"]
         else:
             url = (url or "").strip()
             if not url:
-                return INVALID_URL
+                raise ToolError(INVALID_URL)
         if max_chars is None or max_chars <= 0:
             max_chars = settings.scrape_max_chars
         try:
             document, _ = await self._cache.get_or_load(("scrape", url), lambda: self._load(url))
         except (FetchError, ExtractionError) as exc:
-            return str(exc)
+            raise ToolError(str(exc)) from None
         text = document.text or ""
         if not text:
-            return NO_TEXT.format(url=url)
+            raise ToolError(NO_TEXT.format(url=url))
         if offset >= len(text) and offset > 0:
-            return PAST_END
+            raise ToolError(PAST_END)
 
         def next_token(consumed: int) -> str | None:
             end = offset + consumed
@@ -186,7 +189,7 @@ class ScrapeUrl:
         try:
             page = fit_page(text[offset:], max_chars, next_token)
         except PageLimitError:
-            return PAGE_LIMIT
+            raise ToolError(PAGE_LIMIT) from None
         return page.text
 
     async def _load(self, url: str) -> CachedDocument:
@@ -200,3 +203,25 @@ class ScrapeUrl:
             size=len(fetched.body),
             text=text,
         )
+
+
+def describe_scrape_url(args: dict[str, Any]) -> str:
+    """UI label of a scrape_url call."""
+    more = " (continued)" if args.get("continue_from") else ""
+    return f"scrape_url {short_url(args.get('url'))}{more}"
+
+
+def fetched_url_sources(key: str) -> Callable[[dict[str, Any], ToolResult], list[Source]]:
+    """A source reader listing the http(s) URL in argument `key` of a successful fetch."""
+
+    def read(args: dict[str, Any], _result: ToolResult) -> list[Source]:
+        url = args.get(key)
+        if isinstance(url, str) and url.startswith("http"):
+            return [Source(url, url)]
+        return []
+
+    return read
+
+
+scrape_url_sources = fetched_url_sources("url")
+DISPLAY = ToolDisplay("🌐", describe_scrape_url)

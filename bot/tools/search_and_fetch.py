@@ -6,10 +6,13 @@ import logging
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from bot.config import Settings
+from bot.errors import ToolError
 from bot.store.attachments import AttachmentRepository
+from bot.tools.core import ToolDisplay, short_text
 from bot.tools.doc_cache import CachedDocument, CacheKey, DocumentCache
 from bot.tools.extract import ExtractionError, looks_like_pdf
 from bot.tools.isolate import IsolatedRunner
@@ -230,14 +233,14 @@ class SearchAndFetch:
             try:
                 cursor = self._cursor_from_token(continue_from, max(limit, 10))
             except InvalidTokenError as exc:
-                return str(exc)
+                raise ToolError(str(exc)) from None
         else:
             query = " ".join((query or "").split())
             if not query:
-                return EMPTY_QUERY
+                raise ToolError(EMPTY_QUERY)
             file_type = (file_type or "").strip().lower().removeprefix(".")
             if file_type not in ALLOWED_FILE_TYPES:
-                return INVALID_TYPE
+                raise ToolError(INVALID_TYPE)
             wanted = limit if max_results is None or max_results <= 0 else min(max_results, limit)
             results = await self._search.search(
                 search_query(query, file_type), min(MAX_RESULTS_CAP, max(10, wanted * 3))
@@ -249,9 +252,9 @@ class SearchAndFetch:
         try:
             page = await self._read(cursor, max_chars, settings, session_id)
         except InvalidTokenError as exc:
-            return str(exc)
+            raise ToolError(str(exc)) from None
         except PageLimitError:
-            return PAGE_LIMIT
+            raise ToolError(PAGE_LIMIT) from None
         return page.text
 
     @staticmethod
@@ -412,3 +415,14 @@ class SearchAndFetch:
         except Exception as exc:
             document.stored_for.discard(session_id)
             log.warning("could not store fetched file as attachment: %s", type(exc).__name__)
+
+
+def describe_search_and_fetch(args: dict[str, Any]) -> str:
+    """UI label of a search_and_fetch call."""
+    if args.get("continue_from"):
+        return "search_and_fetch (continued)"
+    file_type = short_text(args.get("file_type"), 8)
+    return f'search_and_fetch {file_type} "{short_text(args.get("query"))}"'
+
+
+DISPLAY = ToolDisplay("🗂️", describe_search_and_fetch)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections import OrderedDict
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config import Settings
+from bot.tools.core import ToolDisplay, short_text
+from bot.tools.result import Source, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -178,3 +181,26 @@ class WebSearchTool:
         if max_results is None or max_results <= 0:
             max_results = self._settings().web_search_max_results
         return await self._search.search(query, max_results)
+
+
+def describe_web_search(args: dict[str, Any]) -> str:
+    """UI label of a web_search call."""
+    return f'web_search "{short_text(args.get("query"))}"'
+
+
+def web_search_sources(_args: dict[str, Any], result: ToolResult) -> list[Source]:
+    """The hits of a web_search result (a JSON list of title/href/body objects)."""
+    try:
+        hits = json.loads(result.text)
+    except ValueError:
+        return []
+    if not isinstance(hits, list):
+        return []
+    return [
+        Source(str(hit.get("title", "")), str(hit["href"]))
+        for hit in hits
+        if isinstance(hit, dict) and hit.get("href")
+    ]
+
+
+DISPLAY = ToolDisplay("🔎", describe_web_search)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from bot.chat.engine import TurnResult
+from bot.chat.hooks import TurnResult
+from bot.tools.web_search import web_search_sources
 from tests.admin_api.conftest import TOKEN, Admin, sse_events
 from tests.fakes.llm_server import HttpError, Text, ToolCalls
 
@@ -19,7 +20,7 @@ async def test_turn_with_a_tool_call_streams_the_seed_events_in_order(admin: Adm
         """
         return json.dumps([{"title": "Kyoto weather", "href": "https://weather.example/kyoto"}])
 
-    admin.services.registry.register(web_search)
+    admin.services.registry.register(web_search, sources=web_search_sources)
     admin.llm.script(
         ToolCalls([("web_search", {"query": "kyoto weather"})]),
         Text("# Kyoto weather\nSunny all day."),  # the knowledge summary of the search

@@ -19,7 +19,10 @@ from bot.chat.events import (
     ToolEvent,
 )
 from bot.chat.tool_budget import MAX_TOOL_CONTEXT_CHARS, PAGE_INFO_MARKER
+from bot.errors import ToolError
 from bot.services import ServiceOptions, Services, open_services
+from bot.tools.registry import Source, ToolDisplay, ToolResult
+from bot.tools.web_search import web_search_sources
 from tests.conftest import SettingsFactory
 from tests.fakes.llm_server import Drop, FakeLLMServer, Hang, HttpError, Text, ToolCalls
 
@@ -340,11 +343,62 @@ async def test_sources_event_lists_search_hits(services: Services, llm: FakeLLMS
         """
         return [{"title": "Example", "href": "https://example.com/a", "body": "snippet"}]
 
-    services.registry.register(web_search)
+    services.registry.register(web_search, sources=web_search_sources)
     llm.script(ToolCalls([("web_search", {"query": "q"})]), Text("Found it."))
     events = await run(services, "search q")
     sources = [e for e in events if isinstance(e, SourcesEvent)]
     assert sources and sources[-1].sources == [{"title": "Example", "url": "https://example.com/a"}]
+
+
+async def test_tool_events_carry_the_tools_icon_and_failure_and_sources_accumulate(
+    services: Services, llm: FakeLLMServer
+) -> None:
+    async def fetch_page(url: str) -> str:
+        """Fetch a page.
+
+        Args:
+            url: Address.
+        """
+        if "down" in url:
+            raise ToolError(f"Failed to fetch {url}: HTTP 503")
+        return f"text of {url}"
+
+    def page_sources(args: dict[str, object], result: ToolResult) -> list[Source]:
+        return [Source(f"Page {args['url']}", str(args["url"]))]
+
+    services.registry.register(
+        fetch_page,
+        display=ToolDisplay("🛰️", lambda args: f"fetching {args['url']}"),
+        sources=page_sources,
+    )
+    a, b = "https://a.example/", "https://b.example/"
+    llm.script(
+        ToolCalls([("fetch_page", {"url": a}), ("fetch_page", {"url": "https://down.example/"})]),
+        ToolCalls([("fetch_page", {"url": a}), ("fetch_page", {"url": b}), ("nope", {})]),
+        Text("Done."),
+    )
+    events = await run(services, "read them")
+    tools = [e for e in events if isinstance(e, ToolEvent)]
+    assert [(e.icon, e.label, e.status) for e in tools] == [
+        ("🛰️", f"fetching {a}", "running"),
+        ("🛰️", f"fetching {a}", "done"),
+        ("🛰️", "fetching https://down.example/", "running"),
+        ("🛰️", "fetching https://down.example/", "error"),
+        ("🛰️", f"fetching {a}", "running"),
+        ("🛰️", f"fetching {a}", "done"),
+        ("🛰️", f"fetching {b}", "running"),
+        ("🛰️", f"fetching {b}", "done"),
+        ("🔧", "nope", "running"),
+        ("🔧", "nope", "error"),
+    ]
+    assert tools[3].result == "Failed to fetch https://down.example/: HTTP 503"
+    lists = [e.sources for e in events if isinstance(e, SourcesEvent)]
+    assert lists == [
+        [{"title": f"Page {a}", "url": a}],
+        [{"title": f"Page {a}", "url": a}, {"title": f"Page {b}", "url": b}],
+    ], "a failed call adds none, a repeated source is listed once"
+    contents = [m["content"] for m in llm.chat_requests[1].messages if m["role"] == "tool"]
+    assert contents[1].endswith("\nFailed to fetch https://down.example/: HTTP 503"), "verbatim"
 
 
 async def test_summaries_are_condensed_when_they_outgrow_their_budget(

@@ -13,6 +13,7 @@ from bot.chat.tool_budget import (
     trim_tool_result,
 )
 from bot.llm.redact import Redactor
+from bot.tools.result import ToolResult
 
 
 def test_token_estimate_counts_japanese_per_character() -> None:
@@ -30,18 +31,21 @@ def test_truncate_to_tokens_cuts_at_a_boundary() -> None:
 
 def test_unpaged_result_is_trimmed_at_a_paragraph() -> None:
     text = ("para " * 200 + "\n\n") * 10
-    trimmed = trim_tool_result(text)
+    result = trim_tool_result(ToolResult(text))
+    assert not result.failed
+    trimmed = result.text
     assert len(trimmed) <= MAX_TOOL_RESULT_CHARS
     assert trimmed.endswith("[truncated]")
     assert trimmed.split("\n…")[0].endswith("para")
 
 
 def test_paged_result_is_never_cut() -> None:
-    ok = "x" * 5000 + PAGE_INFO_MARKER + "has_more: true\nnext_token: t"
+    ok = ToolResult("x" * 5000 + PAGE_INFO_MARKER + "has_more: true\nnext_token: t")
     assert trim_tool_result(ok) == ok
-    oversize = "x" * 7000 + PAGE_INFO_MARKER + "has_more: true\nnext_token: t"
-    error = json.loads(trim_tool_result(oversize))["error"]
-    assert "smaller max_chars" in error
+    oversize = ToolResult("x" * 7000 + PAGE_INFO_MARKER + "has_more: true\nnext_token: t")
+    refused = trim_tool_result(oversize)
+    assert refused.failed, "the model gets an error, the front ends show a failure"
+    assert "smaller max_chars" in json.loads(refused.text)["error"]
 
 
 def test_budget_counts_rounds_and_chars() -> None:
@@ -67,18 +71,27 @@ def test_redactor_masks_secrets_but_not_paging_tokens() -> None:
 
 def test_wire_format_matches_the_seed() -> None:
     assert to_wire(SessionEvent("s1")) == {"type": "session_id", "value": "s1"}
-    running = to_wire(ToolEvent("t", "web_search", "running", label="🔎", detail="{}"))
+    running = to_wire(
+        ToolEvent("t", "web_search", "running", label='web_search "q"', detail="{}", icon="🔎")
+    )
     assert running == {
         "type": "tool",
         "value": {
             "id": "t",
             "name": "web_search",
             "status": "running",
-            "label": "🔎",
+            "icon": "🔎",
+            "label": 'web_search "q"',
             "detail": "{}",
         },
     }
     done = to_wire(ToolEvent("t", "web_search", "done", result="ok"))
-    assert done["value"]["id"] == "t" and done["value"]["result"] == "ok"
+    assert done["value"] == {
+        "id": "t",
+        "name": "web_search",
+        "status": "done",
+        "icon": "🔧",
+        "result": "ok",
+    }
     assert to_wire(ChunkEvent("hi")) == {"type": "chunk", "value": "hi"}
     assert to_wire(DoneEvent("hi", 3))["type"] == "done"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.tools.builtin import describe_scrape_url
+from bot.tools import scrape
 from tests.discord.conftest import WAIT, WorldFactory
 from tests.fakes.llm_server import HttpError, Text, ToolCalls
 
@@ -24,7 +24,9 @@ async def test_tool_activity_appears_then_is_gone_with_sources_listed(
         return "Kiyomizu-dera is a temple in eastern Kyoto."
 
     async with world() as w:
-        w.services.registry.register(scrape_url, describe=describe_scrape_url)
+        w.services.registry.register(
+            scrape_url, display=scrape.DISPLAY, sources=scrape.scrape_url_sources
+        )
         url = "https://example.org/kiyomizu"
         w.llm.script(
             ToolCalls([("scrape_url", {"url": url})]),

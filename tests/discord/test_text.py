@@ -93,9 +93,9 @@ def test_short_text_is_one_page_and_blank_text_none() -> None:
 
 def test_reply_draft_streams_tool_lines_then_drops_them() -> None:
     draft = ReplyDraft()
-    draft.tool("1", "web_search", 'web_search "kyoto"', "running")
+    draft.tool("1", "🔎", 'web_search "kyoto"', "running")
     assert draft.pages() == ['-# 🔎 web_search "kyoto" …']
-    draft.tool("1", "web_search", 'web_search "kyoto"', "done")
+    draft.tool("1", "🔎", 'web_search "kyoto"', "done")
     draft.add_text("Kyoto is ")
     assert draft.pages() == ['Kyoto is\n\n-# 🔎 web_search "kyoto" … ✓']
     draft.add_text("old.\n```py\nx = 1")
@@ -124,9 +124,9 @@ def test_reply_draft_seals_full_pages_and_never_changes_them() -> None:
 
 
 def test_tool_line_sources_and_mentions() -> None:
-    assert tool_line("pdf_to_text", "pdf_to_text a.pdf", "error") == "-# 📄 pdf_to_text a.pdf … ✗"
-    assert tool_line("mystery", "", "running") == "-# 🔧 mystery …"
-    assert "`" not in tool_line("x", "a ```b``` c", "done")
+    assert tool_line("📄", "pdf_to_text a.pdf", "error") == "-# 📄 pdf_to_text a.pdf … ✗"
+    assert tool_line("🔧", "mystery", "running") == "-# 🔧 mystery …"
+    assert "`" not in tool_line("🔧", "a ```b``` c", "done")
     block = render_sources(
         [
             {"title": "A [title] with *marks*", "url": "https://a.example/1"},

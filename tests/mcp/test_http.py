@@ -69,8 +69,12 @@ async def test_tools_join_the_registry_namespaced_with_schemas_as_listed(
             # A tool literally named like a built-in cannot shadow it.
             builtin = registry.get("web_search")
             assert builtin is not None and builtin.source == "builtin"
-            assert await registry.execute("web_search", {"query": "q"}) == "builtin search: q"
-            assert await registry.execute("web__web_search", {"query": "q"}) == "mcp search: q"
+            assert (
+                await registry.execute("web_search", {"query": "q"})
+            ).text == "builtin search: q"
+            assert (
+                await registry.execute("web__web_search", {"query": "q"})
+            ).text == "mcp search: q"
         assert not [name for name in services.registry.names() if name.startswith("web__")]
         assert "web_search" in services.registry, "closing the manager leaves built-ins alone"
 
@@ -100,8 +104,8 @@ async def test_allow_list_disabled_and_invalid_servers(
         assert bad.error.startswith("invalid configuration: url must be")
         mcp_names = [n for n in services.registry.names() if "__" in n]
         assert sorted(mcp_names) == ["web__dotted_name", "web__echo"]
-        assert await services.registry.execute("web__dotted_name", {}) == "dotted"
-        refused = json.loads(await services.registry.execute("off__echo", {"text": "x"}))
+        assert (await services.registry.execute("web__dotted_name", {})).text == "dotted"
+        refused = json.loads((await services.registry.execute("off__echo", {"text": "x"})).text)
         assert refused["error"].startswith("Unknown tool: off__echo")
 
 
@@ -117,18 +121,24 @@ async def test_results_errors_and_arguments(
         started_manager(services),
     ):
         execute = services.registry.execute
-        assert await execute("web__echo", {"text": "héllo"}) == "echo: héllo"
-        assert await execute("web__echo", '{"text": "as json text"}') == "echo: as json text"
-        failed = json.loads(await execute("web__fail", {}))
+        assert (await execute("web__echo", {"text": "héllo"})).text == "echo: héllo"
+        assert (await execute("web__echo", '{"text": "as json text"}')).text == "echo: as json text"
+        fail_result = await execute("web__fail", {})
+        assert fail_result.failed, "an is_error result is a failed call"
+        failed = json.loads(fail_result.text)
         assert "the tool failed on purpose" in failed["error"]
-        invalid = json.loads(await execute("web__echo", {}))
+        invalid = json.loads((await execute("web__echo", {})).text)
         assert "text" in invalid["error"], "the server validates the arguments"
-        assert await execute("web__picture", {}) == "a red pixel\n[image omitted: image/png]"
-        assert await execute("web__nothing", {}) == "(no output)"
+        assert (await execute("web__picture", {})).text == "a red pixel\n[image omitted: image/png]"
+        assert (await execute("web__nothing", {})).text == "(no output)"
         # session_id is the engine's, never the model's, and never forwarded to the server.
-        seen = await execute(
-            "web__arguments", {"note": "n", "session_id": "forged"}, injected={"session_id": "s1"}
-        )
+        seen = (
+            await execute(
+                "web__arguments",
+                {"note": "n", "session_id": "forged"},
+                injected={"session_id": "s1"},
+            )
+        ).text
         assert json.loads(seen) == {"note": "n", "session_id": None}
 
 
@@ -145,14 +155,17 @@ async def test_a_slow_tool_is_cut_off_at_its_deadline_and_logged(
         started_manager(services) as manager,
     ):
         started = time.perf_counter()
-        result = await services.registry.execute(
+        slow = await services.registry.execute(
             "web__slow", {"seconds": 60}, injected={"session_id": None}
         )
         elapsed = time.perf_counter() - started
-        assert json.loads(result) == {"error": "MCP tool web__slow timed out after 0.5 s"}
+        assert slow.failed
+        assert json.loads(slow.text) == {"error": "MCP tool web__slow timed out after 0.5 s"}
         assert 0.5 <= elapsed < 5
         # The connection survives the abandoned call.
-        assert await services.registry.execute("web__echo", {"text": "still"}) == "echo: still"
+        assert (
+            await services.registry.execute("web__echo", {"text": "still"})
+        ).text == "echo: still"
         assert server(manager, "web").connects == 1
         (slow_log,) = await services.repos.api_logs.list(ApiLogFilter(errors_only=True))
         assert slow_log.error == "MCP tool web__slow timed out after 0.5 s"
@@ -205,13 +218,13 @@ async def test_server_drop_withdraws_its_tools_and_reconnect_restores_them(
         await http_server.stop()
         down = await wait_server(manager, "web", lambda s: s.state != "connected")
         assert down.tools == [] and "web__echo" not in services.registry
-        gone = json.loads(await services.registry.execute("web__echo", {"text": "x"}))
+        gone = json.loads((await services.registry.execute("web__echo", {"text": "x"})).text)
         assert gone["error"].startswith("Unknown tool: web__echo")
         await wait_server(manager, "web", lambda s: s.state == "down" and s.error is not None)
         await http_server.start()
         back = await wait_server(manager, "web", lambda s: s.state == "connected")
         assert back.connects == 2 and "web__echo" in back.tools
-        assert await services.registry.execute("web__echo", {"text": "back"}) == "echo: back"
+        assert (await services.registry.execute("web__echo", {"text": "back"})).text == "echo: back"
 
 
 async def test_server_that_dies_mid_call_gives_an_error_result(
@@ -231,8 +244,9 @@ async def test_server_that_dies_mid_call_gives_an_error_result(
             await slow_started.wait()
         await http_server.stop()
         async with asyncio.timeout(10):
-            result = json.loads(await call)
-        assert result == {"error": "lost the connection to MCP server web"}
+            result = await call
+        assert result.failed
+        assert json.loads(result.text) == {"error": "lost the connection to MCP server web"}
         await wait_server(manager, "web", lambda s: s.state != "connected" and not s.tools)
 
 
@@ -263,12 +277,12 @@ async def test_names_that_clash_after_sanitising_stay_distinct(
         (x_echo,) = [name for name in web.tools if name.startswith("web__x__echo")]
         (echo,) = web_x.tools
         assert "web__x__echo" in (x_echo, echo)
-        assert await execute(x_echo, {"text": "a"}) == "x-echo: a"
-        assert await execute(echo, {"text": "b"}) == "echo: b"
+        assert (await execute(x_echo, {"text": "a"})).text == "x-echo: a"
+        assert (await execute(echo, {"text": "b"})).text == "echo: b"
         # Within one server: "dotted.name" is processed first and keeps the plain name.
-        assert await execute("web__dotted_name", {}) == "dotted"
+        assert (await execute("web__dotted_name", {})).text == "dotted"
         (other,) = [n for n in web.tools if n.startswith("web__dotted_name_")]
-        assert await execute(other, {}) == "underscored"
+        assert (await execute(other, {})).text == "underscored"
         assert all(len(name) <= 64 for name in web.tools + web_x.tools)
 
 
@@ -284,10 +298,10 @@ async def test_a_changed_tool_list_is_picked_up_while_connected(
         started_manager(services) as manager,
     ):
         assert "web__grown" not in services.registry
-        assert await services.registry.execute("web__grow", {}) == "added"
+        assert (await services.registry.execute("web__grow", {})).text == "added"
         grown = await wait_server(manager, "web", lambda s: "web__grown" in s.tools)
         assert grown.connects == 1, "re-listed on the same connection"
-        assert await services.registry.execute("web__grown", {}) == "grown"
+        assert (await services.registry.execute("web__grown", {})).text == "grown"
 
 
 async def test_a_2025_era_server_is_reached_through_the_initialize_handshake(
@@ -302,4 +316,4 @@ async def test_a_2025_era_server_is_reached_through_the_initialize_handshake(
             old = server(manager, "old")
             assert old.protocol is not None and old.protocol.startswith("2025-")
             assert old.tools == ["old__echo"]
-            assert await services.registry.execute("old__echo", {"text": "hi"}) == "echo: hi"
+            assert (await services.registry.execute("old__echo", {"text": "hi"})).text == "echo: hi"

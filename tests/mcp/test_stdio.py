@@ -39,17 +39,20 @@ async def test_stdio_server_environment_crash_reconnect_and_shutdown(
             first = server(manager, "local")
             assert (first.state, first.transport, first.connects) == ("connected", "stdio", 1)
             assert "local__echo" in first.tools
-            assert await execute("local__env_value", {"name": "DEMO_SETTING"}) == "from config"
-            assert await execute("local__env_value", {"name": "PLAYCHAT_PARENT_ONLY"}) == "<unset>"
+            configured = await execute("local__env_value", {"name": "DEMO_SETTING"})
+            assert configured.text == "from config"
+            parent_only = await execute("local__env_value", {"name": "PLAYCHAT_PARENT_ONLY"})
+            assert parent_only.text == "<unset>"
 
-            crashed = json.loads(await execute("local__crash", {}))
-            assert crashed == {"error": "lost the connection to MCP server local"}
+            crashed = await execute("local__crash", {})
+            assert crashed.failed
+            assert json.loads(crashed.text) == {"error": "lost the connection to MCP server local"}
             back = await wait_server(
                 manager, "local", lambda s: s.connects == 2 and s.state == "connected"
             )
             assert back.tools == first.tools
-            assert await execute("local__echo", {"text": "again"}) == "echo: again"
-            pid = int(await execute("local__pid", {}))
+            assert (await execute("local__echo", {"text": "again"})).text == "echo: again"
+            pid = int((await execute("local__pid", {})).text)
             assert process_alive(pid)
         assert not process_alive(pid), "closing the manager stops the server process"
         assert not [name for name in services.registry.names() if name.startswith("local__")]

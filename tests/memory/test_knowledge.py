@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.chat.engine import ToolOutcome, TurnRequest
+from bot.chat.engine import TurnRequest
 from bot.chat.events import Event, SessionEvent, SourcesEvent, ToolEvent
+from bot.chat.hooks import ToolOutcome
 from bot.config import Settings
 from bot.llm.gateway import LLMGateway
 from bot.memory.knowledge import (
@@ -23,7 +24,8 @@ from bot.memory.knowledge import (
 from bot.services import ServiceOptions, open_services
 from bot.store.db import Database
 from bot.tools.knowledge_tools import register_knowledge_tools
-from bot.tools.registry import ToolRegistry
+from bot.tools.registry import ToolRegistry, ToolResult
+from bot.tools.web_search import web_search_sources
 from tests.conftest import FAST_RETRY, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, HttpError, Text, ToolCalls
 
@@ -227,13 +229,15 @@ async def test_read_knowledge_tool(knowledge: KnowledgeService, llm: FakeLLMServ
     assert entry is not None
     registry = ToolRegistry()
     register_knowledge_tools(registry, knowledge)
-    text = await registry.execute("read_knowledge", {"entry_id": entry.id})
+    result = await registry.execute("read_knowledge", {"entry_id": entry.id})
+    assert not result.failed and registry.get("read_knowledge").icon == "📚"  # type: ignore[union-attr]
+    text = result.text
     assert text.startswith(f"# Kyoto weather (knowledge #{entry.id}")
     assert "- sunny" in text and "https://jma.example/k" in text
     missing = await registry.execute("read_knowledge", {"entry_id": 999})
-    assert missing.startswith('{"error"') and "#999" in missing
+    assert missing.failed and "#999" in json.loads(missing.text)["error"]
     bad = await registry.execute("read_knowledge", {"entry_id": "abc"})
-    assert bad.startswith('{"error"') and "entry_id" in bad
+    assert bad.failed and "entry_id" in json.loads(bad.text)["error"]
 
 
 # --------------------------------------------------------------------------- the hook
@@ -245,10 +249,11 @@ async def test_hook_ignores_other_tools_and_failed_searches(
     hook = SaveKnowledgeHook(knowledge)
     events: list[Event] = []
     for name, result in [
-        ("scrape_url", json.dumps(HITS)),
-        ("web_search", '{"error": "rate limited"}'),
-        ("web_search", "[]"),
-        ("web_search", "not json"),
+        ("scrape_url", ToolResult(json.dumps(HITS))),
+        ("web_search", ToolResult.error("rate limited")),
+        ("web_search", ToolResult(json.dumps(HITS), failed=True)),
+        ("web_search", ToolResult("[]")),
+        ("web_search", ToolResult("not json")),
     ]:
         await hook(ToolOutcome("s", "1", name, {"query": "q"}, result, "q"), events.append)
     assert events == []
@@ -258,11 +263,11 @@ async def test_hook_ignores_other_tools_and_failed_searches(
 async def test_hook_reports_a_failed_save(knowledge: KnowledgeService, llm: FakeLLMServer) -> None:
     llm.script(HttpError(500, "boom"), HttpError(500, "boom"))
     events: list[Event] = []
-    outcome = ToolOutcome("s", "1", "web_search", {"query": "q"}, json.dumps(HITS), "q")
+    outcome = ToolOutcome("s", "1", "web_search", {"query": "q"}, ToolResult(json.dumps(HITS)), "q")
     await SaveKnowledgeHook(knowledge)(outcome, events.append)
-    assert [(e.id, e.status) for e in events if isinstance(e, ToolEvent)] == [
-        (SAVE_KNOWLEDGE_ID, "running"),
-        (SAVE_KNOWLEDGE_ID, "error"),
+    assert [(e.id, e.status, e.icon) for e in events if isinstance(e, ToolEvent)] == [
+        (SAVE_KNOWLEDGE_ID, "running", "💾"),
+        (SAVE_KNOWLEDGE_ID, "error", "💾"),
     ]
 
 
@@ -285,7 +290,7 @@ async def test_web_search_turn_saves_knowledge_and_next_turn_lists_heading(
             searched.append(query)
             return HITS
 
-        services.registry.register(web_search)
+        services.registry.register(web_search, sources=web_search_sources)
 
         llm.script(
             ToolCalls([("web_search", {"query": "kyoto weather"})]),
@@ -301,9 +306,9 @@ async def test_web_search_turn_saves_knowledge_and_next_turn_lists_heading(
         assert [m["role"] for m in final.messages if m["role"] == "tool"] == ["tool"]
 
         saves = [e for e in events if isinstance(e, ToolEvent) and e.id == SAVE_KNOWLEDGE_ID]
-        assert [(e.name, e.status) for e in saves] == [
-            ("save_knowledge", "running"),
-            ("save_knowledge", "done"),
+        assert [(e.name, e.status, e.icon) for e in saves] == [
+            ("save_knowledge", "running", "💾"),
+            ("save_knowledge", "done", "💾"),
         ]
         assert saves[1].result == "Kyoto weather"
         assert any(isinstance(e, SourcesEvent) for e in events)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -264,29 +265,38 @@ async def test_tools_read_write_and_clear_errors(notes: NotesService) -> None:
     assert "session_id" not in write_schema["function"]["parameters"]["properties"]
 
     async def call(name: str, **args: object) -> str:
-        return await registry.execute(name, args, injected={"session_id": "s1"})
+        result = await registry.execute(name, args, injected={"session_id": "s1"})
+        assert not result.failed, result
+        return result.text
 
-    missing = await call("read_note", title="Recipes")
-    assert missing.startswith('{"error"') and "No note page titled 'Recipes'" in missing
+    async def error(name: str, **args: object) -> str:
+        """The message of a failed call (the model receives it as a JSON error object)."""
+        result = await registry.execute(name, args, injected={"session_id": "s1"})
+        assert result.failed, result
+        return str(json.loads(result.text)["error"])
+
+    missing = await error("read_note", title="Recipes")
+    assert "No note page titled 'Recipes'" in missing
     assert "There are no pages yet" in missing
-    assert "mode 'create'" in await call("write_note", title="Recipes", content="x")
+    assert "mode 'create'" in await error("write_note", title="Recipes", content="x")
 
     saved = await call(
         "write_note", title="Recipes", content="Curry", mode="create", section="Food"
     )
     assert saved.startswith("Saved note page 'Recipes'")
     assert writes == ["s1"]
-    exists = await call("write_note", title="recipes", content="y", mode="create")
+    exists = await error("write_note", title="recipes", content="y", mode="create")
     assert "already exists" in exists and "'append'" in exists
     await call("write_note", title="Recipes", content="Ramen")
     assert (await call("read_note", title="recipes")).endswith("Curry\nRamen")
     await call("write_note", title="Recipes", content="Only soba", mode="replace")
     page = await notes.find("Recipes")
     assert page is not None and page.content == "Only soba" and page.section == "Food"
-    bad_mode = await call("write_note", title="Recipes", content="x", mode="delete")
-    assert bad_mode.startswith('{"error"') and "mode" in bad_mode
+    bad_mode = await error("write_note", title="Recipes", content="x", mode="delete")
+    assert "mode" in bad_mode
     assert writes == ["s1", "s1", "s1"], "failed writes do not notify"
-    assert "Existing pages: 'Recipes'" in await call("read_note", title="Nope")
+    assert "Existing pages: 'Recipes'" in await error("read_note", title="Nope")
+    assert {registry.get(name).icon for name in ("read_note", "write_note")} == {"📝"}  # type: ignore[union-attr]
 
 
 async def test_read_note_pages_through_a_long_page(notes: NotesService) -> None:
@@ -294,10 +304,12 @@ async def test_read_note_pages_through_a_long_page(notes: NotesService) -> None:
     register_notes_tools(registry, notes)
     body = "".join(f"line {i:05d}\n" for i in range(1500))
     await notes.create("Long", body)
-    first = await registry.execute("read_note", {"title": "Long"})
+    first = (await registry.execute("read_note", {"title": "Long"})).text
     assert len(first) < 6000
     assert f"offset={READ_CHUNK_CHARS}" in first
-    second = await registry.execute("read_note", {"title": "Long", "offset": READ_CHUNK_CHARS})
+    second = (
+        await registry.execute("read_note", {"title": "Long", "offset": READ_CHUNK_CHARS})
+    ).text
     chunk_one = first.split("\n", 1)[1].rsplit("\n[", 1)[0]
     chunk_two = second.split("\n", 1)[1].rsplit("\n[", 1)[0]
     assert body.startswith(chunk_one + chunk_two)

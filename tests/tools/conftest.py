@@ -3,11 +3,13 @@ fetcher and an attachments store with two sessions (module event loop, one worke
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 
+import pytest
 import pytest_asyncio
 
+from bot.errors import ToolError
 from bot.store.attachments import AttachmentRepository
 from bot.store.db import Database, utcnow
 from bot.tools.isolate import IsolatedRunner
@@ -50,3 +52,10 @@ async def attachments(tmp_path: Path) -> AsyncIterator[AttachmentRepository]:
         yield AttachmentRepository(db)
     finally:
         await db.close()
+
+
+async def failure(call: Awaitable[object]) -> str:
+    """The text the model receives from a tool call that must fail (raise ToolError)."""
+    with pytest.raises(ToolError) as caught:
+        await call
+    return caught.value.text

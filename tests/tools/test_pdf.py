@@ -29,6 +29,7 @@ from bot.tools.pdf import (
 )
 from bot.tools.safe_http import FetchPolicy, SafeFetcher
 from tests.fakes.web_server import FakeWebServer
+from tests.tools.conftest import failure
 from tests.tools.pdfgen import (
     japanese_page_text,
     latin_page_text,
@@ -176,20 +177,20 @@ async def test_size_limit_from_settings(
     big = make_pdf(["x"]) + b"%" + b"0" * (1024 * 1024 + 10)
     web.add_page("/big.pdf", big, content_type="application/pdf")
     current["settings"] = settings_of(max_fetch_mb=1)
-    assert await tool.pdf_to_text(web.url_for("/big.pdf")) == PDF_TOO_LARGE
+    assert await failure(tool.pdf_to_text(web.url_for("/big.pdf"))) == PDF_TOO_LARGE
 
 
 async def test_size_limit_of_the_fetcher(runner: IsolatedRunner, web: FakeWebServer) -> None:
     web.add_oversized("/huge.pdf", 3 * 1024 * 1024, content_type="application/pdf")
     async with SafeFetcher(FetchPolicy.allowing("127.0.0.1/32"), max_bytes=1024 * 1024) as small:
         tool = PdfToText(fetcher=small, runner=runner, cache=DocumentCache(), settings=settings_of)
-        assert await tool.pdf_to_text(web.url_for("/huge.pdf")) == PDF_TOO_LARGE
+        assert await failure(tool.pdf_to_text(web.url_for("/huge.pdf"))) == PDF_TOO_LARGE
 
 
 async def test_not_a_pdf(tool: PdfToText, web: FakeWebServer) -> None:
     web.add_page("/fake.pdf", "<html><body>login first</body></html>")
     url = web.url_for("/fake.pdf")
-    assert await tool.pdf_to_text(url) == f"{url} is not a PDF."
+    assert await failure(tool.pdf_to_text(url)) == f"{url} is not a PDF."
 
 
 async def test_garbage_with_pdf_header_is_a_clean_error(
@@ -197,7 +198,7 @@ async def test_garbage_with_pdf_header_is_a_clean_error(
 ) -> None:
     web.add_page("/bad.pdf", b"%PDF-1.7\n" + bytes(range(256)) * 64, content_type="application/pdf")
     url = web.url_for("/bad.pdf")
-    result = await tool.pdf_to_text(url)
+    result = await failure(tool.pdf_to_text(url))
     assert result.startswith(f"Failed to read the PDF {url}: The PDF could not be read")
 
 
@@ -243,11 +244,10 @@ async def test_session_attachment(
     token = parse_paged_result(results[0])[1]["next_token"]
     assert parse_token(token, "pdf_to_text")["url"] == ref
     # Another session can use neither the reference nor the token.
-    assert await tool.pdf_to_text(ref, session_id="s2") == ATTACHMENT_NOT_FOUND.format(ref=ref)
-    assert await tool.pdf_to_text(continue_from=token, session_id="s2") == (
-        ATTACHMENT_NOT_FOUND.format(ref=ref)
-    )
-    assert await tool.pdf_to_text(ref) == NO_SESSION
+    missing = ATTACHMENT_NOT_FOUND.format(ref=ref)
+    assert await failure(tool.pdf_to_text(ref, session_id="s2")) == missing
+    assert await failure(tool.pdf_to_text(continue_from=token, session_id="s2")) == missing
+    assert await failure(tool.pdf_to_text(ref)) == NO_SESSION
 
 
 async def test_attachment_that_is_not_a_pdf(
@@ -255,7 +255,7 @@ async def test_attachment_that_is_not_a_pdf(
 ) -> None:
     stored = await attachments.add("s1", "notes.txt", "text/plain", b"hello")
     ref = f"attachment:{stored.id}"
-    assert await tool.pdf_to_text(ref, session_id="s1") == f"{ref} is not a PDF."
+    assert await failure(tool.pdf_to_text(ref, session_id="s1")) == f"{ref} is not a PDF."
 
 
 @pytest.mark.parametrize(
@@ -263,16 +263,17 @@ async def test_attachment_that_is_not_a_pdf(
     ["/etc/passwd", "file:///etc/passwd", "C:\\docs\\a.pdf", "../secret.pdf", "doc.pdf", "~/a.pdf"],
 )
 async def test_local_paths_are_refused(tool: PdfToText, path: str) -> None:
-    assert await tool.pdf_to_text(path, session_id="s1") == LOCAL_PATH_REFUSED
+    assert await failure(tool.pdf_to_text(path, session_id="s1")) == LOCAL_PATH_REFUSED
 
 
 async def test_other_schemes_are_blocked(tool: PdfToText) -> None:
-    assert (await tool.pdf_to_text("ftp://example.com/a.pdf")).startswith("Blocked URL: ")
+    blocked = await failure(tool.pdf_to_text("ftp://example.com/a.pdf"))
+    assert blocked.startswith("Blocked URL: ")
 
 
 @pytest.mark.parametrize("source", [None, "", "  "])
 async def test_missing_source(tool: PdfToText, source: str | None) -> None:
-    assert await tool.pdf_to_text(source) == MISSING_SOURCE
+    assert await failure(tool.pdf_to_text(source)) == MISSING_SOURCE
 
 
 @pytest.mark.parametrize(
@@ -287,7 +288,7 @@ async def test_missing_source(tool: PdfToText, source: str | None) -> None:
     ],
 )
 async def test_bad_tokens(tool: PdfToText, web: FakeWebServer, token: str) -> None:
-    assert (await tool.pdf_to_text(continue_from=token)).startswith(PREFIX)
+    assert (await failure(tool.pdf_to_text(continue_from=token))).startswith(PREFIX)
     assert web.requests == []
 
 
@@ -300,5 +301,5 @@ async def test_token_past_the_end_of_the_pdf(tool: PdfToText, web: FakeWebServer
             page_index=page_index,
             page_char_offset=offset,
         )
-        result = await tool.pdf_to_text(continue_from=token)
+        result = await failure(tool.pdf_to_text(continue_from=token))
         assert result.startswith(PREFIX + "it points past the end of the PDF")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.config import Settings
-from bot.tools.builtin import ToolDeps, default_registry
+from bot.tools.builtin import ToolDeps
 from bot.tools.doc_cache import CachedDocument, DocumentCache
 from bot.tools.extract import html_to_text
 from bot.tools.isolate import IsolatedRunner
@@ -19,10 +19,12 @@ from bot.tools.paging import (
     parse_paged_result,
     parse_token,
 )
+from bot.tools.registry import Source, default_registry
 from bot.tools.safe_http import FetchPolicy, SafeFetcher
 from bot.tools.scrape import INVALID_URL, NO_TEXT, PAST_END, ScrapeUrl
 from bot.tools.web_search import WebSearch
 from tests.fakes.web_server import FakeWebServer
+from tests.tools.conftest import failure
 from tests.tools.pdfgen import BOILERPLATE_MARKERS, make_article_page, make_pdf
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -108,7 +110,7 @@ async def test_short_page_has_no_footer(tool: ScrapeUrl, web: FakeWebServer) -> 
 
 @pytest.mark.parametrize("url", ["", "   "])
 async def test_empty_url_is_invalid(tool: ScrapeUrl, url: str) -> None:
-    assert await tool.scrape_url(url) == INVALID_URL
+    assert await failure(tool.scrape_url(url)) == INVALID_URL
 
 
 @pytest.mark.parametrize("max_chars", [0, -5, None])
@@ -145,26 +147,27 @@ async def test_token_url_wins_over_the_argument(tool: ScrapeUrl, web: FakeWebSer
     ["http://169.254.169.254/latest/meta-data", "http://10.0.0.1/", "ftp://example.com/x"],
 )
 async def test_blocked_urls(tool: ScrapeUrl, url: str) -> None:
-    assert (await tool.scrape_url(url)).startswith("Blocked URL: ")
+    assert (await failure(tool.scrape_url(url))).startswith("Blocked URL: ")
 
 
 async def test_strict_policy_blocks_loopback(runner: IsolatedRunner, web: FakeWebServer) -> None:
     web.add_page("/secret", "secret")
     async with SafeFetcher(FetchPolicy.strict()) as strict:
         tool = ScrapeUrl(fetcher=strict, runner=runner, cache=DocumentCache(), settings=settings_of)
-        assert (await tool.scrape_url(web.url_for("/secret"))).startswith("Blocked URL: ")
+        blocked = await failure(tool.scrape_url(web.url_for("/secret")))
+        assert blocked.startswith("Blocked URL: ")
     assert web.requests == []
 
 
 async def test_image_content_type_is_refused(tool: ScrapeUrl, web: FakeWebServer) -> None:
     web.add_page("/img", b"\x89PNG\r\n\x1a\n", content_type="image/png")
-    result = await tool.scrape_url(web.url_for("/img"))
+    result = await failure(tool.scrape_url(web.url_for("/img")))
     assert result.startswith("Failed to fetch ")
     assert "image/png" in result
 
 
 async def test_http_error_is_a_fetch_failure(tool: ScrapeUrl, web: FakeWebServer) -> None:
-    result = await tool.scrape_url(web.url_for("/missing"))
+    result = await failure(tool.scrape_url(web.url_for("/missing")))
     assert result == f"Failed to fetch {web.url_for('/missing')}: HTTP 404"
 
 
@@ -173,8 +176,8 @@ async def test_pdf_and_binary_content_are_pointed_elsewhere(
 ) -> None:
     web.add_page("/doc", make_pdf(["hello"]), content_type="application/pdf")
     web.add_page("/bin", bytes(range(256)) * 4, content_type="application/zip")
-    assert "pdf_to_text" in await tool.scrape_url(web.url_for("/doc"))
-    assert "is not text" in await tool.scrape_url(web.url_for("/bin"))
+    assert "pdf_to_text" in await failure(tool.scrape_url(web.url_for("/doc")))
+    assert "is not text" in await failure(tool.scrape_url(web.url_for("/bin")))
 
 
 async def test_source_served_as_octet_stream_is_read_as_text(
@@ -194,7 +197,7 @@ async def test_source_served_as_octet_stream_is_read_as_text(
     ],
 )
 async def test_bad_tokens(tool: ScrapeUrl, web: FakeWebServer, token: str) -> None:
-    result = await tool.scrape_url("https://example.com/", continue_from=token)
+    result = await failure(tool.scrape_url("https://example.com/", continue_from=token))
     assert result.startswith(PREFIX)
     assert web.requests == []
 
@@ -202,7 +205,7 @@ async def test_bad_tokens(tool: ScrapeUrl, web: FakeWebServer, token: str) -> No
 async def test_token_past_the_end(tool: ScrapeUrl, web: FakeWebServer) -> None:
     web.add_page("/t", "short text", content_type="text/plain")
     token = make_token("scrape_url", url=web.url_for("/t"), offset=999)
-    assert await tool.scrape_url("", continue_from=token) == PAST_END
+    assert await failure(tool.scrape_url("", continue_from=token)) == PAST_END
 
 
 async def test_cache_expires_with_age(tool: ScrapeUrl, web: FakeWebServer, clock: Clock) -> None:
@@ -226,7 +229,7 @@ async def test_hostile_nested_html_is_a_bounded_error(tool: ScrapeUrl, web: Fake
     depth = 200_000
     web.add_page("/nested", b"<html><body>" + b"<div>" * depth + b"x" + b"</div>" * depth)
     started = time.monotonic()
-    result = await tool.scrape_url(web.url_for("/nested"))
+    result = await failure(tool.scrape_url(web.url_for("/nested")))
     assert result.startswith(f"Failed to extract text from {web.url_for('/nested')}: ")
     assert time.monotonic() - started < 20
 
@@ -240,7 +243,7 @@ async def test_parser_deadline_gives_an_error_and_the_tool_keeps_working(
     slow = IsolatedRunner(timeout=0.05)
     try:
         tool = ScrapeUrl(fetcher=fetcher, runner=slow, cache=DocumentCache(), settings=settings_of)
-        result = await tool.scrape_url(web.url_for("/big"))
+        result = await failure(tool.scrape_url(web.url_for("/big")))
         assert result.startswith(f"Failed to extract text from {web.url_for('/big')}: ")
         assert "took longer" in result
         assert await tool.scrape_url(web.url_for("/ok")) == "fine"
@@ -262,12 +265,22 @@ async def test_through_the_registry(
     registry = default_registry(deps)
     assert registry.names() == ["web_search", "scrape_url", "pdf_to_text", "search_and_fetch"]
     tool = registry.get("scrape_url")
-    assert tool is not None and tool.paged and tool.describe is not None
-    assert tool.describe({"url": web.url_for("/r")}) == "scrape_url 127.0.0.1/r"
+    assert tool is not None and tool.paged and tool.icon == "🌐"
+    assert tool.label({"url": web.url_for("/r")}) == "scrape_url 127.0.0.1/r"
     result = await registry.execute(
         "scrape_url", {"url": web.url_for("/r"), "session_id": "forged"}
     )
-    assert result == "registry text"
+    assert result.text == "registry text" and not result.failed
+    assert result.sources == (Source(web.url_for("/r"), web.url_for("/r")),)
+    assert not result.has_more and result.next_token is None
+    missing = await registry.execute("scrape_url", {"url": web.url_for("/gone")})
+    assert missing.failed and missing.sources == ()
+    assert missing.text == f"Failed to fetch {web.url_for('/gone')}: HTTP 404", "verbatim"
+    web.add_page("/paged", "y" * 9000, content_type="text/plain")
+    first = await registry.execute("scrape_url", {"url": web.url_for("/paged")})
+    assert first.has_more and first.next_token is not None
+    assert parse_token(first.next_token, "scrape_url")["offset"] == 4000
+    assert first.text.endswith(f"next_token: {first.next_token}")
     deps.web_search.close()
 
 
@@ -378,4 +391,5 @@ async def test_cache_waiter_loads_itself_when_the_loader_is_cancelled(clock: Clo
 
 async def test_page_without_text(tool: ScrapeUrl, web: FakeWebServer) -> None:
     web.add_page("/blank", "<html><head><title>x</title></head><body><script>x()</script></body>")
-    assert await tool.scrape_url(web.url_for("/blank")) == NO_TEXT.format(url=web.url_for("/blank"))
+    result = await failure(tool.scrape_url(web.url_for("/blank")))
+    assert result == NO_TEXT.format(url=web.url_for("/blank"))

@@ -9,12 +9,13 @@ import pytest
 
 from bot.config import Settings
 from bot.store.attachments import AttachmentRepository
-from bot.tools.builtin import ToolDeps, default_registry
+from bot.tools.builtin import ToolDeps
 from bot.tools.doc_cache import DocumentCache
 from bot.tools.extract import pdf_page_texts
 from bot.tools.isolate import IsolatedRunner
 from bot.tools.paging import MAX_TOOL_RESULT_CHARS, make_token, parse_paged_result, parse_token
 from bot.tools.pdf import full_pdf_text
+from bot.tools.registry import default_registry
 from bot.tools.safe_http import SafeFetcher
 from bot.tools.search_and_fetch import (
     ALLOWED_FILE_TYPES,
@@ -26,6 +27,7 @@ from bot.tools.search_and_fetch import (
 )
 from bot.tools.web_search import WebSearch
 from tests.fakes.web_server import FakeWebServer
+from tests.tools.conftest import failure
 from tests.tools.pdfgen import latin_page_text, make_pdf
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -247,13 +249,13 @@ async def test_no_candidates(tool: SearchAndFetch, search: FakeSearch) -> None:
 
 @pytest.mark.parametrize("query", ["", "   "])
 async def test_empty_query(tool: SearchAndFetch, search: FakeSearch, query: str) -> None:
-    assert await tool.search_and_fetch(query, "pdf") == EMPTY_QUERY
+    assert await failure(tool.search_and_fetch(query, "pdf")) == EMPTY_QUERY
     assert search.queries == []
 
 
 @pytest.mark.parametrize("file_type", ["", "exe", "pdfx", "docx", "p df"])
 async def test_invalid_type(tool: SearchAndFetch, search: FakeSearch, file_type: str) -> None:
-    assert await tool.search_and_fetch("q", file_type) == INVALID_TYPE
+    assert await failure(tool.search_and_fetch("q", file_type)) == INVALID_TYPE
     assert search.queries == []
 
 
@@ -302,7 +304,8 @@ async def test_max_results_default_and_cap(
 async def test_bad_tokens(
     tool: SearchAndFetch, web: FakeWebServer, search: FakeSearch, token: str
 ) -> None:
-    assert (await tool.search_and_fetch("q", "csv", continue_from=token)).startswith(PREFIX)
+    result = await failure(tool.search_and_fetch("q", "csv", continue_from=token))
+    assert result.startswith(PREFIX)
     assert search.queries == [] and web.requests == []
 
 
@@ -343,11 +346,11 @@ async def test_session_id_is_injected_by_the_engine_only(
     tool = registry.get("search_and_fetch")
     assert tool is not None
     assert "session_id" not in tool.schema["function"]["parameters"]["properties"]
-    assert tool.describe is not None
-    assert tool.describe({"query": "sales", "file_type": "csv"}) == 'search_and_fetch csv "sales"'
+    assert tool.icon == "🗂️"
+    assert tool.label({"query": "sales", "file_type": "csv"}) == 'search_and_fetch csv "sales"'
     args = {"query": "sales", "file_type": "csv", "session_id": "s2"}
     result = await registry.execute("search_and_fetch", args, injected={"session_id": "s1"})
-    assert result.startswith("=== Candidate 1 ===")
+    assert result.text.startswith("=== Candidate 1 ===") and not result.failed
     assert [item.source_url for item in await attachments.list_for_session("s1")] == [
         web.url_for("/a.csv")
     ]

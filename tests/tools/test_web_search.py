@@ -12,7 +12,11 @@ import pytest
 from ddgs.exceptions import DDGSException, RatelimitException
 
 from bot.config import Settings
-from bot.tools.builtin import default_registry
+from bot.tools.builtin import ToolDeps, register_builtin_tools
+from bot.tools.doc_cache import DocumentCache
+from bot.tools.isolate import IsolatedRunner
+from bot.tools.registry import Source, ToolRegistry, default_registry
+from bot.tools.safe_http import FetchPolicy, SafeFetcher
 from bot.tools.web_search import WebSearch, WebSearchTool, is_rate_limit, normalize_results
 
 
@@ -223,16 +227,40 @@ async def test_default_registry_works_standalone(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("DDGS_PROXY", f"http://127.0.0.1:{port}")
     registry = default_registry()
     assert registry.names() == ["web_search", "scrape_url", "pdf_to_text", "search_and_fetch"]
-    assert await registry.execute("web_search", {"query": "python"}) == "[]"
+    empty = await registry.execute("web_search", {"query": "python"})
+    assert (empty.text, empty.failed, empty.sources) == ("[]", False, ())
     # Its own fetcher uses the strict policy: loopback is refused before any connection.
     result = await registry.execute("scrape_url", {"url": f"http://127.0.0.1:{port}/"})
-    assert result.startswith("Blocked URL: ")
+    assert result.failed and result.text.startswith("Blocked URL: ")
     tool = registry.get("web_search")
-    assert tool is not None and tool.describe is not None
-    assert tool.describe({"query": "tokyo weather"}) == 'web_search "tokyo weather"'
+    assert tool is not None and tool.icon == "🔎"
+    assert tool.label({"query": "tokyo weather"}) == 'web_search "tokyo weather"'
 
 
 async def test_search_after_close_returns_empty(clock: Clock) -> None:
     searcher = WebSearch(search_fn=Scripted(RESULTS), clock=clock)
     searcher.close()
     assert await searcher.search("q", 5) == []
+
+
+async def test_search_hits_are_the_sources_of_a_call(clock: Clock) -> None:
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    deps = ToolDeps(
+        fetcher=SafeFetcher(FetchPolicy.strict()),
+        settings=lambda: settings,
+        runner=IsolatedRunner(),
+        doc_cache=DocumentCache(),
+        web_search=make(Scripted(RESULTS), clock),
+    )
+    registry = ToolRegistry()
+    register_builtin_tools(registry, deps)
+    try:
+        result = await registry.execute("web_search", {"query": "numbers"})
+    finally:
+        await deps.close()
+    assert not result.failed
+    assert result.sources == (
+        Source("One", "https://one.example/"),
+        Source("Two", "https://two.example/"),
+        Source("Four", "https://four.example/"),
+    ), "hits without an address are no source"

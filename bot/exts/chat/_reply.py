@@ -102,7 +102,7 @@ class ReplyRenderer:
             case ChunkEvent(text=text):
                 self._draft.add_text(text)
             case ToolEvent():
-                self._draft.tool(event.id, event.name, event.label or event.name, event.status)
+                self._draft.tool(event.id, event.icon, event.label or event.name, event.status)
             case SourcesEvent(sources=sources):
                 self._sources = list(sources)
             case DoneEvent():

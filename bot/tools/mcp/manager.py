@@ -25,9 +25,11 @@ from mcp_types import (
 )
 
 from bot.config import SECRET_KEYS, Settings
+from bot.errors import ToolError
 from bot.llm.redact import Redactor
 from bot.llm.types import ToolSchema
 from bot.store.api_logs import ApiLogRepository
+from bot.tools.core import Tool, ToolDisplay, ToolRegistry
 from bot.tools.mcp.client import (
     McpConnection,
     McpTuning,
@@ -41,7 +43,6 @@ from bot.tools.mcp.config import (
     server_prefix,
 )
 from bot.tools.mcp.status import ServerStatus
-from bot.tools.registry import Tool, ToolRegistry, error_result
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +258,7 @@ class McpManager:
             injected=frozenset({"session_id"}),
             validator=None,
             source=f"mcp:{server}",
-            describe=lambda _args: f"{remote.name} ({server})",
+            display=ToolDisplay(label=lambda _args: f"{remote.name} ({server})"),
         )
 
     async def _invoke(
@@ -307,7 +308,7 @@ class McpManager:
             latency_ms=latency_ms,
         )
         if error is not None:
-            return error_result(error)
+            raise ToolError(error, as_json=True)
         return text or "(no output)"
 
     async def _log_call(

@@ -1,0 +1,46 @@
+"""The vocabulary memory and tools use to hook into a turn, without importing the engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bot.chat.events import Event
+from bot.store.messages import StoredMessage
+from bot.tools.result import ToolResult
+
+Emit = Callable[[Event], None]
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """A finished tool call, for hooks such as knowledge saving."""
+
+    session_id: str
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    result: ToolResult
+    user_text: str
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """A completed turn, for background hooks (summaries, tags, word pool)."""
+
+    session_id: str
+    user_message: StoredMessage
+    answer: StoredMessage
+    tool_names: tuple[str, ...] = ()
+
+
+class ToolHook(Protocol):
+    """Runs after a tool result, inside the turn; may emit events (e.g. save_knowledge)."""
+
+    async def __call__(self, outcome: ToolOutcome, emit: Emit) -> None:
+        """React to a tool result."""
+        ...
+
+
+TurnHook = Callable[[TurnResult], Coroutine[Any, Any, None]]
