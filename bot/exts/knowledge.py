@@ -64,7 +64,7 @@ class Knowledge(
         super().__init__()
 
     def _texts(self) -> KnowledgeTexts:
-        return _TEXTS.get(self.deps.settings().language, _TEXTS["en"])
+        return _TEXTS.get(self.deps.services.settings().language, _TEXTS["en"])
 
     @app_commands.command(name="list", description="The latest saved knowledge")
     async def list_entries(self, interaction: discord.Interaction) -> None:

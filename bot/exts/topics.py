@@ -101,12 +101,11 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
 
     async def cog_load(self) -> None:
         """The topic service posts through this cog from now on."""
-        self.deps.services.topics.poster = self
+        self.deps.services.topics.register_poster(self)
 
     async def cog_unload(self) -> None:
         """Stop posting."""
-        if self.deps.services.topics.poster is self:
-            self.deps.services.topics.poster = None
+        self.deps.services.topics.unregister_poster(self)
 
     async def post_topic(self, channel_id: int, text: str) -> int | None:
         """Post an opener (mentions disabled, previews suppressed); its message id."""
@@ -126,7 +125,7 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
         return message.id
 
     def _texts(self) -> TopicTexts:
-        return texts_for(self.deps.settings().language)
+        return texts_for(self.deps.services.settings().language)
 
     def _channel_id(self, interaction: discord.Interaction) -> int:
         if not isinstance(interaction.channel, discord.TextChannel):
@@ -250,7 +249,7 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
                     zone(timezone)
                     changes["timezone"] = timezone.strip()
                 if cron is not None and cron.strip():
-                    current = await self.deps.services.topics.repo.get(
+                    current = await self.deps.services.repos.topics.get(
                         self._channel_id(interaction)
                     )
                     tz = timezone or (current.timezone if current else "UTC")
