@@ -234,16 +234,6 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
 
-INTENT_HELP = """\
-Discord refused the connection: the bot asks for the Message Content intent, which is off.
-Enable it: Discord Developer Portal → your application → Bot → Privileged Gateway Intents →
-MESSAGE CONTENT INTENT, then start PlayChat again.
-"""
-LOGIN_HELP = """\
-Discord rejected DISCORD_TOKEN. Copy the bot token again (Developer Portal → your application
-→ Bot → Reset Token) into .env as DISCORD_TOKEN=... and start PlayChat again.
-"""
-
 
 def build_bot(services: Services, scheduler: TopicScheduler | None = None) -> PlayChatBot:
     """The Discord client with its dependencies (resources opened by the caller)."""
@@ -269,9 +259,10 @@ async def run_discord(
     scheduler: TopicScheduler | None = None,
 ) -> int:
     """Run the Discord client until SIGINT/SIGTERM (or `stop` is set); returns an exit code."""
+    ui = ui_text(services.settings().language)
     token = services.settings().secret("discord_token")
     if not token:
-        print("DISCORD_TOKEN is not set.", file=sys.stderr)
+        print(ui.runner_no_token, file=sys.stderr)
         return EXIT_CONFIG
     stop = stop or asyncio.Event()
     installed = _install_signals(stop)
@@ -282,9 +273,9 @@ async def run_discord(
         for sig in installed:
             loop.remove_signal_handler(sig)
     if outcome == "intents_disabled":
-        print(INTENT_HELP, file=sys.stderr, end="")
+        print(ui.runner_intents_disabled, file=sys.stderr, end="")
         return EXIT_CONFIG
     if outcome == "bad_token":
-        print(LOGIN_HELP, file=sys.stderr, end="")
+        print(ui.runner_bad_token, file=sys.stderr, end="")
         return EXIT_CONFIG
     return EXIT_OK if outcome == "stopped" else EXIT_FAILED

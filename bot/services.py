@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from bot.chat.attachments import AttachmentIntake
 from bot.chat.context import ContextBuilder
 from bot.chat.engine import ChatEngine, TurnResult
 from bot.chat.sessions import ConversationSessions
@@ -124,6 +125,7 @@ class Services:
     mcp: McpTools
     transfer: SessionTransfer
     conversations: ConversationSessions
+    attachment_intake: AttachmentIntake
 
 
 @dataclass
@@ -325,4 +327,5 @@ async def open_services(
                 core.db, repos.sessions, repos.messages, repos.memories, repos.attachments
             ),
             conversations=ConversationSessions(repos.sessions, repos.messages, repos.topics),
+            attachment_intake=AttachmentIntake(repos.attachments, core.runtime),
         )

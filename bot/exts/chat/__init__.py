@@ -11,11 +11,12 @@ import discord
 from discord.ext import commands
 
 from bot.bot import BotDeps
+from bot.chat.attachments import PreparedFiles
 from bot.chat.engine import TurnRequest
 from bot.exts._access import AccessPolicy, Cooldown, Requester
 from bot.exts._common import deps_of
 from bot.exts._text import readable_mentions, strip_bot_mention, thread_name
-from bot.exts.chat._attachments import AttachmentReader, PreparedFiles
+from bot.exts.chat._attachments import AttachmentReader
 from bot.exts.chat._reply import ReplyRenderer
 from bot.exts.chat._streaming import ChannelWindows, StreamCadence
 from bot.prompts.ui_text import UiText, ui_text
@@ -81,7 +82,7 @@ class Chat(commands.Cog):
         self.cooldown = Cooldown(clock=deps.clock)
         self.windows = ChannelWindows(clock=deps.clock)
         self.locks = KeyedLocks()
-        self.files = AttachmentReader(deps.services.repos.attachments, deps.services.settings)
+        self.files = AttachmentReader(deps.services.attachment_intake)
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
