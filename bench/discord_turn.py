@@ -250,7 +250,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 retry=RetryPolicy(attempts=1), builtin_tools=False, warm_start=False
             )
             async with open_services(settings, options) as services:
-                deps = BotDeps(services, services.notes, services.repos.presets)
+                deps = BotDeps(services)
                 bot = PlayChatBot(deps)
                 client = await start_bot(bot, info)
                 try:

@@ -13,6 +13,7 @@ from pydantic import ValidationError as PydanticValidationError
 from admin_api.config import UnsafeBindError, check_settings
 from bot.config import Settings
 from bot.errors import DatabaseVersionError
+from bot.prompts.ui_text import ui_text
 from bot.services import Services, open_services
 from bot.utils.log_setup import configure_logging
 
@@ -42,7 +43,8 @@ async def run_chat(settings: Settings) -> int:
     from bot.chat.terminal import TerminalChat
 
     async with open_services(settings) as services:
-        code = await TerminalChat(services.engine).run()
+        ui = ui_text(services.settings().language)
+        code = await TerminalChat(services.engine, ui=ui).run()
         await services.tasks.drain()
         return code
 

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal
 
 import discord
 from discord import app_commands
@@ -51,94 +51,6 @@ DEFAULT_EXTENSIONS = (
 SHUTDOWN_GRACE = 10.0
 
 RunOutcome = Literal["stopped", "bad_token", "intents_disabled", "failed"]
-
-
-class NotePageLike(Protocol):
-    """What the Discord commands read from a note page."""
-
-    @property
-    def id(self) -> int:
-        """Page id."""
-        ...
-
-    @property
-    def title(self) -> str:
-        """Page title."""
-        ...
-
-    @property
-    def content(self) -> str:
-        """Page body (Markdown)."""
-        ...
-
-    @property
-    def section(self) -> str:
-        """Section label ('' for none)."""
-        ...
-
-
-class NotesApi(Protocol):
-    """The part of NotesService (bot/memory/notes.py) the /note commands use."""
-
-    async def list_pages(self) -> Sequence[NotePageLike]:
-        """Every page by position."""
-        ...
-
-    async def find(self, title_or_id: str) -> NotePageLike | None:
-        """A page by exact title (case-insensitive) or id."""
-        ...
-
-    async def search_titles(self, prefix: str, limit: int = 25) -> Sequence[NotePageLike]:
-        """Pages whose title starts with (or contains) `prefix`, for autocomplete."""
-        ...
-
-    async def create(self, title: str, content: str = "", section: str = "") -> NotePageLike:
-        """A new page."""
-        ...
-
-    async def update(
-        self, page_id: int, *, title: str | None = None, content: str | None = None
-    ) -> NotePageLike:
-        """Change title and/or body."""
-        ...
-
-    async def append(self, page_id: int, text: str) -> NotePageLike:
-        """Add text at the end."""
-        ...
-
-    async def delete(self, page_id: int) -> bool:
-        """Remove a page."""
-        ...
-
-    async def link(self, session_id: str, page_id: int) -> bool:
-        """Attach a page's full text to a session's context; False if already linked."""
-        ...
-
-    async def unlink(self, session_id: str, page_id: int) -> bool:
-        """Detach a page; False if it was not linked."""
-        ...
-
-
-class PresetLike(Protocol):
-    """A selectable model."""
-
-    @property
-    def label(self) -> str:
-        """Shown name."""
-        ...
-
-    @property
-    def value(self) -> str:
-        """Model string."""
-        ...
-
-
-class PresetsApi(Protocol):
-    """The part of ModelPresetRepository the /model commands use."""
-
-    async def list(self) -> Sequence[PresetLike]:
-        """Every preset."""
-        ...
 
 
 class InFlight:
@@ -182,15 +94,9 @@ class BotDeps:
     """Everything the bot and its extensions use, opened by the composition root."""
 
     services: Services
-    notes: NotesApi
-    presets: PresetsApi
     clock: Callable[[], float] = time.monotonic
     turns: InFlight = field(default_factory=InFlight)
     topic_scheduler: TopicScheduler | None = None
-
-    def settings(self) -> Settings:
-        """The settings in effect now (they change at runtime)."""
-        return self.services.settings()
 
 
 def build_intents(settings: Settings) -> discord.Intents:
@@ -226,7 +132,7 @@ class PlayChatTree(app_commands.CommandTree["PlayChatBot"]):
 
     async def interaction_check(self, interaction: discord.Interaction[PlayChatBot], /) -> bool:
         """Refuse (ephemerally) users and places the access lists exclude."""
-        settings = self.client.deps.settings()
+        settings = self.client.deps.services.settings()
         verdict = AccessPolicy.from_settings(settings).check(interaction_requester(interaction))
         # Slash commands in DMs need no DM intent; DISCORD_ALLOW_DMS governs them as well.
         if verdict == "allowed":
@@ -243,7 +149,7 @@ class PlayChatBot(commands.Bot):
     """The PlayChat Discord client; extensions get their dependencies from `self.deps`."""
 
     def __init__(self, deps: BotDeps, *, extensions: Sequence[str] = DEFAULT_EXTENSIONS) -> None:
-        settings = deps.settings()
+        settings = deps.services.settings()
         super().__init__(
             command_prefix="!playchat ",
             help_command=None,
@@ -328,26 +234,10 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
 
-INTENT_HELP = """\
-Discord refused the connection: the bot asks for the Message Content intent, which is off.
-Enable it: Discord Developer Portal → your application → Bot → Privileged Gateway Intents →
-MESSAGE CONTENT INTENT, then start PlayChat again.
-"""
-LOGIN_HELP = """\
-Discord rejected DISCORD_TOKEN. Copy the bot token again (Developer Portal → your application
-→ Bot → Reset Token) into .env as DISCORD_TOKEN=... and start PlayChat again.
-"""
-
 
 def build_bot(services: Services, scheduler: TopicScheduler | None = None) -> PlayChatBot:
     """The Discord client with its dependencies (resources opened by the caller)."""
-    deps = BotDeps(
-        services=services,
-        notes=services.notes,
-        presets=services.repos.presets,
-        topic_scheduler=scheduler,
-    )
-    return PlayChatBot(deps)
+    return PlayChatBot(BotDeps(services=services, topic_scheduler=scheduler))
 
 
 def _install_signals(stop: asyncio.Event) -> list[signal.Signals]:
@@ -369,9 +259,10 @@ async def run_discord(
     scheduler: TopicScheduler | None = None,
 ) -> int:
     """Run the Discord client until SIGINT/SIGTERM (or `stop` is set); returns an exit code."""
+    ui = ui_text(services.settings().language)
     token = services.settings().secret("discord_token")
     if not token:
-        print("DISCORD_TOKEN is not set.", file=sys.stderr)
+        print(ui.runner_no_token, file=sys.stderr)
         return EXIT_CONFIG
     stop = stop or asyncio.Event()
     installed = _install_signals(stop)
@@ -382,9 +273,9 @@ async def run_discord(
         for sig in installed:
             loop.remove_signal_handler(sig)
     if outcome == "intents_disabled":
-        print(INTENT_HELP, file=sys.stderr, end="")
+        print(ui.runner_intents_disabled, file=sys.stderr, end="")
         return EXIT_CONFIG
     if outcome == "bad_token":
-        print(LOGIN_HELP, file=sys.stderr, end="")
+        print(ui.runner_bad_token, file=sys.stderr, end="")
         return EXIT_CONFIG
     return EXIT_OK if outcome == "stopped" else EXIT_FAILED

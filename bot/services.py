@@ -8,9 +8,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from bot.chat.attachments import AttachmentIntake
 from bot.chat.context import ContextBuilder
 from bot.chat.engine import ChatEngine
 from bot.chat.hooks import TurnResult
+from bot.chat.sessions import ConversationSessions
 from bot.chat.summarize import Summarizer
 from bot.config import RuntimeSettings, Settings
 from bot.llm.gateway import BackendFactory, LLMGateway, RetryPolicy, default_backend_factory
@@ -123,6 +125,165 @@ class Services:
     tool_deps: ToolDeps | None
     mcp: McpTools
     transfer: SessionTransfer
+    conversations: ConversationSessions
+    attachment_intake: AttachmentIntake
+
+
+@dataclass
+class _Core:
+    """What everything else is built on: storage, settings, background tasks, LLM, tools."""
+
+    db: Database
+    repos: Repositories
+    runtime: RuntimeSettings
+    tasks: BackgroundTasks
+    gateway: LLMGateway
+    registry: ToolRegistry
+
+
+@dataclass
+class _Memory:
+    """What remembers across turns (opened together, handed on together)."""
+
+    analyzer: JapaneseAnalyzer
+    word_pool: WordPool
+    tagger: Tagger
+    local_kb: LocalKnowledgeBase
+    notes: NotesService
+    knowledge: KnowledgeService
+
+
+async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOptions) -> _Core:
+    """The database and its repositories, the settings in effect, tasks, the LLM gateway."""
+    db = await Database.open(settings.db_path)
+    stack.push_async_callback(db.close)
+    repos = Repositories.over(db)
+    runtime = RuntimeSettings(settings, repos.app_settings)
+    await runtime.load()
+    tasks = BackgroundTasks()
+    stack.push_async_callback(tasks.close)
+    gateway = LLMGateway(
+        runtime, repos.api_logs, retry=opts.retry, backend_factory=opts.backend_factory
+    )
+    stack.push_async_callback(gateway.close)
+    return _Core(db, repos, runtime, tasks, gateway, ToolRegistry())
+
+
+def _open_builtin_tools(
+    stack: AsyncExitStack, core: _Core, opts: ServiceOptions
+) -> ToolDeps | None:
+    """The seed-000 tools, registered (None when the options leave them out)."""
+    if not opts.builtin_tools:
+        return None
+    tool_deps = build_tool_deps(
+        core.runtime,
+        core.repos.attachments,
+        policy=opts.fetch_policy,
+        search_fn=opts.search_fn,
+        parse_timeout=opts.parse_timeout,
+    )
+    stack.push_async_callback(tool_deps.close)
+    register_builtin_tools(core.registry, tool_deps)
+    return tool_deps
+
+
+def _open_memory(stack: AsyncExitStack, core: _Core) -> _Memory:
+    """Word analysis, the word pool, tagging, the local KB, notes and knowledge."""
+    runtime, gateway = core.runtime, core.gateway
+    analyzer = JapaneseAnalyzer()
+    stack.callback(analyzer.close)
+    local_kb = LocalKnowledgeBase(runtime().kb_dir, core.db, gateway, analyzer, runtime)
+    knowledge = KnowledgeService(
+        core.db, gateway, lambda: runtime().kb_dir, runtime, on_files_changed=local_kb.invalidate
+    )
+    return _Memory(
+        analyzer=analyzer,
+        word_pool=WordPool(analyzer),
+        tagger=Tagger(analyzer, core.repos.tags, gateway, lambda: runtime().tagging_mode),
+        local_kb=local_kb,
+        notes=NotesService(core.db),
+        knowledge=knowledge,
+    )
+
+
+async def _open_topics(core: _Core, memory: _Memory) -> TopicService:
+    """Idle chats and periodic posts, with the configured channels loaded."""
+    picker = TopicPicker(memory.word_pool, core.repos.tags)
+    topics = TopicService(core.repos.topics, picker, core.gateway, core.runtime)
+    await topics.load()
+    return topics
+
+
+async def _start_mcp(stack: AsyncExitStack, core: _Core, opts: ServiceOptions) -> McpTools:
+    """The MCP servers of MCP_CONFIG, their tools registered as they connect (else none)."""
+    mcp: McpTools = NoMcp()
+    if core.runtime().mcp_config is not None:
+        from bot.tools.mcp.manager import McpManager
+
+        mcp = McpManager(
+            core.registry,
+            core.runtime,
+            core.repos.api_logs,
+            tuning=opts.mcp_tuning,
+            startup_wait=opts.mcp_startup_wait,
+        )
+    stack.push_async_callback(mcp.close)
+    await mcp.start()
+    return mcp
+
+
+def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summarizer, ChatEngine]:
+    """The context builder, the summariser and the engine that uses both."""
+    repos = core.repos
+    context = ContextBuilder(
+        repos.messages,
+        repos.memories,
+        default_layer_slots(memory.knowledge, memory.notes, memory.local_kb.search),
+    )
+
+    async def tag_summary(summary: Memory) -> None:
+        await memory.tagger.tag_memory(summary.id, summary.summary, session_id=summary.session_id)
+
+    summarizer = Summarizer(
+        core.runtime, core.gateway, repos.messages, repos.memories, on_memory=tag_summary
+    )
+    engine = ChatEngine(
+        settings=core.runtime,
+        gateway=core.gateway,
+        registry=core.registry,
+        sessions=repos.sessions,
+        messages=repos.messages,
+        context=context,
+        tasks=core.tasks,
+    )
+    return context, summarizer, engine
+
+
+def _add_engine_hooks(engine: ChatEngine, memory: _Memory, summarizer: Summarizer) -> None:
+    """What runs around tool calls and after each turn: knowledge, notes, summaries, tags."""
+
+    async def summarize_after_turn(result: TurnResult) -> None:
+        await summarizer.maybe_summarize(result.session_id)
+
+    async def remember_words_and_tags(result: TurnResult) -> None:
+        messages = (result.user_message, result.answer)
+        await memory.word_pool.add_texts([message.content for message in messages])
+        for message in messages:
+            await memory.tagger.tag_message(
+                message.id, message.content, session_id=result.session_id
+            )
+
+    engine.add_tool_hook(SaveKnowledgeHook(memory.knowledge))
+    engine.add_tool_hook(NotesUpdatedHook())
+    engine.add_turn_hook(summarize_after_turn)
+    engine.add_turn_hook(remember_words_and_tags)
+
+
+async def _warm_start(core: _Core, memory: _Memory) -> None:
+    """Rebuild the word pool from recent messages; tag what is not tagged yet (background)."""
+    # Before any turn can add words, so the rebuilt pool is exactly the one before.
+    await memory.word_pool.reseed(await load_recent_texts(core.db))
+    core.tasks.spawn(memory.tagger.backfill(), name="tag-backfill")
 
 
 @asynccontextmanager
@@ -132,112 +293,40 @@ async def open_services(
     """Open the database and everything built on it; close all of it on exit."""
     opts = options or ServiceOptions()
     async with AsyncExitStack() as stack:
-        db = await Database.open(settings.db_path)
-        stack.push_async_callback(db.close)
-        repos = Repositories.over(db)
-        runtime = RuntimeSettings(settings, repos.app_settings)
-        await runtime.load()
-        tasks = BackgroundTasks()
-        stack.push_async_callback(tasks.close)
-        gateway = LLMGateway(
-            runtime, repos.api_logs, retry=opts.retry, backend_factory=opts.backend_factory
-        )
-        stack.push_async_callback(gateway.close)
-        registry = ToolRegistry()
-        tool_deps: ToolDeps | None = None
-        if opts.builtin_tools:
-            tool_deps = build_tool_deps(
-                runtime,
-                repos.attachments,
-                policy=opts.fetch_policy,
-                search_fn=opts.search_fn,
-                parse_timeout=opts.parse_timeout,
-            )
-            stack.push_async_callback(tool_deps.close)
-            register_builtin_tools(registry, tool_deps)
-        analyzer = JapaneseAnalyzer()
-        stack.callback(analyzer.close)
-        word_pool = WordPool(analyzer)
-        tagger = Tagger(analyzer, repos.tags, gateway, lambda: runtime().tagging_mode)
-        local_kb = LocalKnowledgeBase(runtime().kb_dir, db, gateway, analyzer, runtime)
-        topics = TopicService(repos.topics, TopicPicker(word_pool, repos.tags), gateway, runtime)
-        await topics.load()
-        notes = NotesService(db)
-        knowledge = KnowledgeService(
-            db, gateway, lambda: runtime().kb_dir, runtime, on_files_changed=local_kb.invalidate
-        )
-        register_notes_tools(registry, notes)
-        register_knowledge_tools(registry, knowledge)
-        mcp: McpTools = NoMcp()
-        if runtime().mcp_config is not None:
-            from bot.tools.mcp.manager import McpManager
-
-            mcp = McpManager(
-                registry,
-                runtime,
-                repos.api_logs,
-                tuning=opts.mcp_tuning,
-                startup_wait=opts.mcp_startup_wait,
-            )
-        stack.push_async_callback(mcp.close)
-        await mcp.start()
-        context = ContextBuilder(
-            repos.messages, repos.memories, default_layer_slots(knowledge, notes, local_kb.search)
-        )
-
-        async def tag_summary(memory: Memory) -> None:
-            await tagger.tag_memory(memory.id, memory.summary, session_id=memory.session_id)
-
-        summarizer = Summarizer(
-            runtime, gateway, repos.messages, repos.memories, on_memory=tag_summary
-        )
-        engine = ChatEngine(
-            settings=runtime,
-            gateway=gateway,
-            registry=registry,
-            sessions=repos.sessions,
-            messages=repos.messages,
-            context=context,
-            tasks=tasks,
-        )
-
-        async def summarize_after_turn(result: TurnResult) -> None:
-            await summarizer.maybe_summarize(result.session_id)
-
-        async def remember_words_and_tags(result: TurnResult) -> None:
-            messages = (result.user_message, result.answer)
-            await word_pool.add_texts([message.content for message in messages])
-            for message in messages:
-                await tagger.tag_message(message.id, message.content, session_id=result.session_id)
-
-        engine.add_tool_hook(SaveKnowledgeHook(knowledge))
-        engine.add_tool_hook(NotesUpdatedHook())
-        engine.add_turn_hook(summarize_after_turn)
-        engine.add_turn_hook(remember_words_and_tags)
+        core = await _open_core(stack, settings, opts)
+        tool_deps = _open_builtin_tools(stack, core, opts)
+        memory = _open_memory(stack, core)
+        topics = await _open_topics(core, memory)
+        register_notes_tools(core.registry, memory.notes)
+        register_knowledge_tools(core.registry, memory.knowledge)
+        mcp = await _start_mcp(stack, core, opts)
+        context, summarizer, engine = _build_engine(core, memory)
+        _add_engine_hooks(engine, memory, summarizer)
         if opts.warm_start:
-            # Before any turn can add words, so the rebuilt pool is exactly the one before.
-            await word_pool.reseed(await load_recent_texts(db))
-            tasks.spawn(tagger.backfill(), name="tag-backfill")
+            await _warm_start(core, memory)
+        repos = core.repos
         yield Services(
-            settings=runtime,
-            db=db,
+            settings=core.runtime,
+            db=core.db,
             repos=repos,
-            tasks=tasks,
-            gateway=gateway,
-            registry=registry,
+            tasks=core.tasks,
+            gateway=core.gateway,
+            registry=core.registry,
             context=context,
             summarizer=summarizer,
             engine=engine,
-            analyzer=analyzer,
-            word_pool=word_pool,
-            tagger=tagger,
-            local_kb=local_kb,
+            analyzer=memory.analyzer,
+            word_pool=memory.word_pool,
+            tagger=memory.tagger,
+            local_kb=memory.local_kb,
             topics=topics,
-            notes=notes,
-            knowledge=knowledge,
+            notes=memory.notes,
+            knowledge=memory.knowledge,
             tool_deps=tool_deps,
             mcp=mcp,
             transfer=SessionTransfer(
-                db, repos.sessions, repos.messages, repos.memories, repos.attachments
+                core.db, repos.sessions, repos.messages, repos.memories, repos.attachments
             ),
+            conversations=ConversationSessions(repos.sessions, repos.messages, repos.topics),
+            attachment_intake=AttachmentIntake(repos.attachments, core.runtime),
         )

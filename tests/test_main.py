@@ -18,7 +18,8 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
         for key, value in os.environ.items()
         if not key.startswith(("DISCORD_", "LLM_", "ADMIN_", "DB_"))
     }
-    env.update(PYTHONPATH=str(REPO), DB_PATH=str(tmp_path / "chat.db"), LANGUAGE="en", **extra)
+    env.update(PYTHONPATH=str(REPO), DB_PATH=str(tmp_path / "chat.db"), LANGUAGE="en")
+    env.update(extra)
     return env
 
 
@@ -73,3 +74,12 @@ async def test_piped_chat_reports_llm_failure_with_exit_code(
     code, out, err = await _run(["chat"], env, tmp_path, b"hello\n")
     assert code == 1
     assert "error:" in err and out == ""
+
+
+async def test_the_terminal_chat_speaks_the_configured_language(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    env = _env(tmp_path, LLM_API_BASE=llm.url, LLM_MODEL="ollama/test-model", LANGUAGE="ja")
+    code, out, err = await _run(["chat"], env, tmp_path, b"hello\n")
+    assert code == 1 and out == ""
+    assert err.splitlines()[-1].startswith("エラー: ") and "error:" not in err

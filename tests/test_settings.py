@@ -1,14 +1,20 @@
-"""Settings: environment parsing and runtime overrides stored in app_settings."""
+"""Settings: environment parsing, runtime overrides stored in app_settings, languages."""
 
 from __future__ import annotations
 
+import json
 import re
+import tomllib
+from dataclasses import asdict, fields
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from bot.config import RuntimeSettings, Settings, is_ollama_model
 from bot.errors import ValidationError
+from bot.prompts import available_languages, prompts_for
+from bot.prompts.ui_text import UiCatalogueError, UiText, parse_ui_text, ui_text
 from bot.store.app_settings import AppSettingsRepository
 from bot.store.db import Database
 
@@ -56,3 +62,75 @@ def test_every_setting_is_documented_in_env_example() -> None:
         re.findall(r"^#?\s*([A-Z_]+)=", (REPO / ".env.example").read_text("utf-8"), re.M)
     )
     assert {name.upper() for name in Settings.model_fields} == documented
+
+
+# --------------------------------------------------------------------------- languages and texts
+
+PROMPTS_DIR = REPO / "bot" / "prompts"
+_FIELD_RE = re.compile(r"\{(\w*)[^{}]*\}")
+
+
+def _catalogue(language: str) -> dict[str, object]:
+    data = json.loads((PROMPTS_DIR / "ui" / f"{language}.json").read_text("utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_the_language_setting_offers_exactly_the_languages_with_files() -> None:
+    offered = set(get_args(Settings.model_fields["language"].annotation))
+    assert available_languages() == offered == {"en", "ja"}
+    for language in offered:
+        assert (PROMPTS_DIR / f"{language}.json").is_file()
+        assert (PROMPTS_DIR / "ui" / f"{language}.json").is_file()
+
+
+def test_every_ui_catalogue_has_the_same_keys_and_placeholders() -> None:
+    expected = {field.name for field in fields(UiText)}
+    english = _catalogue("en")
+    assert set(english) == expected
+    for language in available_languages():
+        catalogue = _catalogue(language)
+        assert set(catalogue) == expected, language
+        for key, text in catalogue.items():
+            assert isinstance(text, str) and text, (language, key)
+            placeholders = set(_FIELD_RE.findall(text))
+            assert placeholders == set(_FIELD_RE.findall(str(english[key]))), (language, key)
+        loaded = ui_text(language)
+        assert asdict(loaded) == catalogue
+
+
+def test_every_prompt_file_has_the_same_keys_and_placeholders() -> None:
+    english = json.loads((PROMPTS_DIR / "en.json").read_text("utf-8"))
+    for language in available_languages():
+        prompts = json.loads((PROMPTS_DIR / f"{language}.json").read_text("utf-8"))
+        assert set(prompts) == set(english), language
+        for key, text in prompts.items():
+            placeholders = set(_FIELD_RE.findall(text))
+            assert placeholders == set(_FIELD_RE.findall(english[key])), (language, key)
+
+
+def test_a_catalogue_with_missing_unknown_or_non_text_entries_is_refused() -> None:
+    good = _catalogue("en")
+    assert parse_ui_text(dict(good)) == ui_text("en")
+    missing = {key: value for key, value in good.items() if key != "cooldown"}
+    with pytest.raises(UiCatalogueError, match="missing cooldown"):
+        parse_ui_text(missing, "ui/xx.json")
+    with pytest.raises(UiCatalogueError, match="unknown cooldwon"):
+        parse_ui_text({**good, "cooldwon": "typo"}, "ui/xx.json")
+    with pytest.raises(UiCatalogueError, match="not a string: sources"):
+        parse_ui_text({**good, "sources": ["Sources"]}, "ui/xx.json")
+    with pytest.raises(UiCatalogueError, match=r"ui/xx\.json: expected a JSON object"):
+        parse_ui_text(["not", "an", "object"], "ui/xx.json")
+
+
+def test_unknown_languages_fall_back_to_english() -> None:
+    assert ui_text("fr") == ui_text("en")
+    assert ui_text("ja").access_denied != ui_text("en").access_denied
+    assert prompts_for("fr")["system"] == prompts_for("en")["system"]
+
+
+def test_the_language_files_ship_with_the_package() -> None:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["bot"]
+    shipped = {path for pattern in patterns for path in (REPO / "bot").glob(pattern)}
+    assert set(PROMPTS_DIR.rglob("*.json")) <= shipped

@@ -8,6 +8,7 @@ from typing import TextIO
 
 from bot.chat.engine import ChatEngine, TurnRequest
 from bot.chat.events import ChunkEvent, DoneEvent, ErrorEvent, SessionEvent, SourcesEvent, ToolEvent
+from bot.prompts.ui_text import UiText
 
 EXIT_COMMANDS = frozenset({"/exit", "/quit"})
 
@@ -19,12 +20,14 @@ class TerminalChat:
         self,
         engine: ChatEngine,
         *,
+        ui: UiText,
         stdin: TextIO = sys.stdin,
         stdout: TextIO = sys.stdout,
         stderr: TextIO = sys.stderr,
         interactive: bool | None = None,
     ) -> None:
         self._engine = engine
+        self._ui = ui
         self._in = stdin
         self._out = stdout
         self._err = stderr
@@ -66,13 +69,13 @@ class TerminalChat:
                     self.failed_turns += 1
                     if wrote_text:
                         self._out.write("\n")
-                    self._err.write(f"error: {message}\n")
+                    self._err.write(self._ui.terminal_error.format(message=message) + "\n")
                     self._err.flush()
 
     async def run(self) -> int:
         """Chat until end of input or /exit; returns the process exit code."""
         if self._interactive:
-            self._out.write("PlayChat terminal chat — /new starts a new session, /exit quits.\n")
+            self._out.write(self._ui.terminal_banner + "\n")
         while True:
             if self._interactive:
                 self._out.write("\n> ")

@@ -15,7 +15,7 @@ async def require_admin(bot: commands.Bot, deps: BotDeps, interaction: discord.I
     """Raise (a refusal the user sees) unless the user may administer the bot."""
     user = interaction.user
     role_ids = [role.id for role in user.roles] if isinstance(user, discord.Member) else []
-    admin_roles = deps.settings().discord_admin_role_ids
+    admin_roles = deps.services.settings().discord_admin_role_ids
     allowed = is_admin(
         manage_guild=interaction.guild is not None and interaction.permissions.manage_guild,
         role_ids=role_ids,

@@ -46,7 +46,7 @@ def deps_of(bot: commands.Bot) -> BotDeps:
 
 def ui_for(deps: BotDeps) -> UiText:
     """UI texts in the configured language."""
-    return ui_text(deps.settings().language)
+    return ui_text(deps.services.settings().language)
 
 
 async def send(interaction: discord.Interaction, reply: Reply, *, ephemeral: bool) -> None:
@@ -88,7 +88,7 @@ async def session_here(deps: BotDeps, interaction: discord.Interaction) -> Sessi
     channel_id = interaction.channel_id
     session = None
     if channel_id is not None:
-        session = await deps.services.repos.sessions.open_for_channel(channel_id)
+        session = await deps.services.conversations.current(channel_id)
     if session is None:
         raise UserFacingError(ui_for(deps).not_in_conversation)
     return session

@@ -230,16 +230,6 @@ def thread_name(text: str, fallback: str) -> str:
     return plain[: cut if cut > limit // 2 else limit].rstrip() + "…"
 
 
-def human_size(size: int) -> str:
-    """1536 → "1.5 KB"."""
-    value = float(size)
-    for unit in ("B", "KB", "MB"):
-        if value < 1024 or unit == "MB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} MB"  # pragma: no cover
-
-
 # --------------------------------------------------------------------------- one streamed reply
 
 

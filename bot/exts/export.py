@@ -14,9 +14,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.bot import BotDeps
+from bot.chat.attachments import human_size
 from bot.errors import UserFacingError
 from bot.exts._common import Reply, answer, deps_of, session_here, ui_for
-from bot.exts._text import human_size
+from bot.prompts.ui_text import UiText
 from bot.store.messages import StoredMessage
 from bot.store.sessions import Session
 
@@ -25,18 +26,18 @@ MAX_EXPORT_BYTES = 8 * 1024 * 1024
 Format = Literal["markdown", "json"]
 
 
-def render_markdown(session: Session, messages: Sequence[StoredMessage]) -> str:
+def render_markdown(session: Session, messages: Sequence[StoredMessage], ui: UiText) -> str:
     """A readable transcript: title, then each message with its author and time."""
-    lines = [f"# {session.title or 'PlayChat conversation'}", ""]
-    lines.append(f"- session: `{session.id}`")
-    lines.append(f"- created: {session.created_at}")
+    lines = [f"# {session.title or ui.export_untitled}", ""]
+    lines.append(ui.export_session_line.format(id=session.id))
+    lines.append(ui.export_created_line.format(created=session.created_at))
     if session.model:
-        lines.append(f"- model: {session.model}")
+        lines.append(ui.export_model_line.format(model=session.model))
     for message in messages:
         who = message.author_name or message.role
         if message.role == "assistant":
             who = "PlayChat"
-        archived = " (summarised)" if message.archived_at else ""
+        archived = ui.export_summarised if message.archived_at else ""
         lines += ["", f"### {who} — {message.created_at}{archived}", "", message.content]
     return "\n".join(lines) + "\n"
 
@@ -61,7 +62,7 @@ class Export(commands.Cog):
                 exported = await self.transfer.export_session(session.id)
                 text, suffix = exported.model_dump_json(indent=2), "json"
             else:
-                text, suffix = render_markdown(session, messages), "md"
+                text, suffix = render_markdown(session, messages, ui), "md"
             data = text.encode("utf-8")
             if len(data) > MAX_EXPORT_BYTES:
                 raise UserFacingError(ui.export_too_large.format(size=human_size(len(data))))

@@ -16,6 +16,7 @@ from bot.bot import BotDeps
 from bot.errors import UserFacingError
 from bot.exts._admin import require_admin
 from bot.exts._common import Reply, answer, deps_of, ui_for
+from bot.store.sessions import Session
 
 DEFAULT_CHOICE = "default"
 
@@ -28,25 +29,19 @@ class Model(commands.GroupCog, group_name="model", group_description="The chat m
         self.deps = deps
         super().__init__()
 
-    async def _session_id(self, interaction: discord.Interaction) -> str | None:
+    async def _session(self, interaction: discord.Interaction) -> Session | None:
         if interaction.channel_id is None:
             return None
-        repo = self.deps.services.repos.sessions
-        session = await repo.open_for_channel(interaction.channel_id)
-        return None if session is None else session.id
+        return await self.deps.services.conversations.current(interaction.channel_id)
 
     @app_commands.command(name="show", description="Show the model this thread uses")
     async def show(self, interaction: discord.Interaction) -> None:
         """The thread's model and the default."""
 
         async def work() -> Reply:
-            default = self.deps.settings().llm_model
-            model = default
-            if interaction.channel_id is not None:
-                repo = self.deps.services.repos.sessions
-                session = await repo.open_for_channel(interaction.channel_id)
-                if session is not None and session.model:
-                    model = session.model
+            default = self.deps.services.settings().llm_model
+            session = await self._session(interaction)
+            model = session.model if session is not None and session.model else default
             return Reply(ui_for(self.deps).model_show.format(model=model, default=default))
 
         await answer(interaction, work())
@@ -60,19 +55,20 @@ class Model(commands.GroupCog, group_name="model", group_description="The chat m
         async def work() -> Reply:
             ui = ui_for(self.deps)
             wanted = value.strip()
-            session_id = await self._session_id(interaction)
-            if wanted == DEFAULT_CHOICE and session_id is not None:
-                await self.deps.services.repos.sessions.set_model(session_id, None)
-                return Reply(ui.model_set_thread.format(model=self.deps.settings().llm_model))
-            presets = await self.deps.presets.list()
+            services = self.deps.services
+            session = await self._session(interaction)
+            if wanted == DEFAULT_CHOICE and session is not None:
+                await services.conversations.pin_model(session, None)
+                return Reply(ui.model_set_thread.format(model=services.settings().llm_model))
+            presets = await services.repos.presets.list()
             if not presets:
                 raise UserFacingError(ui.model_no_presets)
             if wanted not in {preset.value for preset in presets}:
                 raise UserFacingError(ui.model_unknown.format(value=wanted))
-            if session_id is not None:
-                await self.deps.services.repos.sessions.set_model(session_id, wanted)
+            if session is not None:
+                await services.conversations.pin_model(session, wanted)
                 return Reply(ui.model_set_thread.format(model=wanted))
-            await self.deps.services.settings.update({"llm_model": wanted})
+            await services.settings.update({"llm_model": wanted})
             return Reply(ui.model_set_global.format(model=wanted))
 
         await answer(interaction, work())
@@ -85,7 +81,7 @@ class Model(commands.GroupCog, group_name="model", group_description="The chat m
         typed = current.strip().lower()
         choices = [
             app_commands.Choice(name=f"{p.label} ({p.value})"[:100], value=p.value[:100])
-            for p in await self.deps.presets.list()
+            for p in await self.deps.services.repos.presets.list()
             if typed in p.label.lower() or typed in p.value.lower()
         ]
         if typed in DEFAULT_CHOICE:

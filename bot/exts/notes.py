@@ -9,9 +9,10 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.bot import BotDeps, NotePageLike
+from bot.bot import BotDeps
 from bot.errors import UserFacingError
 from bot.exts._common import Reply, answer, clip, deps_of, session_here, ui_for
+from bot.store.notes import NotePage
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ def _file_name(title: str) -> str:
     return f"{stem}.md"
 
 
-def render_list(pages: list[NotePageLike], empty: str) -> str:
+def render_list(pages: list[NotePage], empty: str) -> str:
     """Titles grouped by section, cut to one message."""
     if not pages:
         return empty
@@ -46,8 +47,8 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
         self.deps = deps
         super().__init__()
 
-    async def _page(self, title: str) -> NotePageLike:
-        page = await self.deps.notes.find(title.strip())
+    async def _page(self, title: str) -> NotePage:
+        page = await self.deps.services.notes.find(title.strip())
         if page is None:
             raise UserFacingError(ui_for(self.deps).note_not_found.format(title=title))
         return page
@@ -57,7 +58,7 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
         """Every note title, by section."""
 
         async def work() -> Reply:
-            pages = list(await self.deps.notes.list_pages())
+            pages = list(await self.deps.services.notes.list_pages())
             return Reply(render_list(pages, ui_for(self.deps).notes_empty))
 
         await answer(interaction, work())
@@ -96,11 +97,12 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
 
         async def work() -> Reply:
             ui = ui_for(self.deps)
-            page = await self.deps.notes.find(title.strip())
+            notes = self.deps.services.notes
+            page = await notes.find(title.strip())
             if page is None:
-                created = await self.deps.notes.create(title.strip(), content, section.strip())
+                created = await notes.create(title.strip(), content, section.strip())
                 return Reply(ui.note_created.format(title=created.title))
-            updated = await self.deps.notes.update(page.id, content=content)
+            updated = await notes.update(page.id, content=content)
             return Reply(ui.note_saved.format(title=updated.title))
 
         await answer(interaction, work())
@@ -112,7 +114,7 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
 
         async def work() -> Reply:
             page = await self._page(title)
-            updated = await self.deps.notes.append(page.id, text)
+            updated = await self.deps.services.notes.append(page.id, text)
             return Reply(ui_for(self.deps).note_appended.format(title=updated.title))
 
         await answer(interaction, work())
@@ -124,7 +126,7 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
 
         async def work() -> Reply:
             page = await self._page(title)
-            await self.deps.notes.delete(page.id)
+            await self.deps.services.notes.delete(page.id)
             return Reply(ui_for(self.deps).note_deleted.format(title=page.title))
 
         await answer(interaction, work())
@@ -140,7 +142,7 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
             ui = ui_for(self.deps)
             session = await session_here(self.deps, interaction)
             page = await self._page(title)
-            added = await self.deps.notes.link(session.id, page.id)
+            added = await self.deps.services.notes.link(session.id, page.id)
             text = ui.note_linked if added else ui.note_already_linked
             return Reply(text.format(title=page.title))
 
@@ -157,7 +159,7 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
             ui = ui_for(self.deps)
             session = await session_here(self.deps, interaction)
             page = await self._page(title)
-            removed = await self.deps.notes.unlink(session.id, page.id)
+            removed = await self.deps.services.notes.unlink(session.id, page.id)
             text = ui.note_unlinked if removed else ui.note_not_linked
             return Reply(text.format(title=page.title))
 
@@ -173,7 +175,7 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         """Note titles starting with what was typed."""
-        pages = await self.deps.notes.search_titles(current.strip(), AUTOCOMPLETE_LIMIT)
+        pages = await self.deps.services.notes.search_titles(current.strip(), AUTOCOMPLETE_LIMIT)
         return [
             app_commands.Choice(name=page.title[:100], value=page.title[:100])
             for page in pages[:AUTOCOMPLETE_LIMIT]

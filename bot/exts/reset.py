@@ -21,17 +21,8 @@ class Reset(commands.Cog):
         """Close the thread's session and open a new one bound to the same thread."""
 
         async def work() -> Reply:
-            repo = self.deps.services.repos.sessions
             old = await session_here(self.deps, interaction)
-            await repo.close(old.id)
-            # Bound right away, so the thread stays a conversation even without a mention.
-            await repo.create(
-                title=old.title,
-                source="discord",
-                model=old.model,
-                discord_channel_id=old.discord_channel_id,
-                discord_guild_id=old.discord_guild_id,
-            )
+            await self.deps.services.conversations.reset(old)
             return Reply(ui_for(self.deps).reset_done)
 
         await answer(interaction, work(), ephemeral=False)

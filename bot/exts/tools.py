@@ -7,7 +7,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.bot import BotDeps
-from bot.exts._common import Reply, answer, clip, deps_of
+from bot.exts._common import Reply, answer, clip, deps_of, ui_for
 
 STATE_ICONS = {"connected": "🟢", "connecting": "🟡", "down": "🔴", "disabled": "⚪"}
 
@@ -25,10 +25,11 @@ def render_tools(deps: BotDeps) -> str:
             builtin.append(f"`{name}`")
         else:
             by_server.setdefault(tool.source.removeprefix("mcp:"), []).append(f"`{name}`")
-    lines = ["**Tools**", ", ".join(builtin) or "-"]
+    ui = ui_for(deps)
+    lines = [f"**{ui.tools_builtin}**", ", ".join(builtin) or "-"]
     statuses = deps.services.mcp.status()
     if statuses or deps.services.mcp.config_error:
-        lines.append("**MCP servers**")
+        lines.append(f"**{ui.tools_mcp}**")
     for status in statuses:
         icon = STATE_ICONS.get(status.state, "•")
         tools = ", ".join(by_server.get(status.name, [])) or "-"

@@ -7,7 +7,6 @@ change the scheduler's jobs are rebuilt from the database at once.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import discord
 from discord import app_commands
@@ -16,7 +15,7 @@ from discord.ext import commands
 from bot.bot import BotDeps
 from bot.errors import UserFacingError
 from bot.exts._admin import require_admin
-from bot.exts._common import Reply, answer, deps_of
+from bot.exts._common import Reply, answer, deps_of, ui_for
 from bot.store.topics import TopicChannel
 from bot.topics.policy import parse_hhmm, zone
 from bot.topics.scheduler import parse_cron
@@ -24,60 +23,7 @@ from bot.topics.scheduler import parse_cron
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class TopicTexts:
-    """The /topic command's texts in one language."""
-
-    enabled: str
-    disabled: str
-    not_configured: str
-    status: str
-    posted: str
-    not_posted: str
-    scheduled: str
-    bad_value: str
-    text_channel_only: str
-
-
-_TEXTS = {
-    "en": TopicTexts(
-        enabled="✅ Topics are on in <#{channel}>: I start a conversation after {idle} quiet "
-        "minutes, {start}–{end} ({tz}), at most {cap} a day.",
-        disabled="⏸️ Topics are off in <#{channel}>.",
-        not_configured="Topics are not set up in this channel. Use /topic enable.",
-        status="**Topics in <#{channel}>**: {state}\nquiet threshold {idle} min, checked every "
-        "{interval} min, active {start}–{end} ({tz}), at most {cap} a day\nschedule: {cron}\n"
-        "now: {reason}",
-        posted="💬 Posted an opener about **{topic}**.",
-        not_posted="Nothing posted: {reason}",
-        scheduled="🗓️ Schedule saved for <#{channel}>.",
-        bad_value="Invalid value: {detail}",
-        text_channel_only="Use this in a text channel (not a thread or DM).",
-    ),
-    "ja": TopicTexts(
-        enabled="✅ <#{channel}> で話題を有効にしました：{idle} 分静かだと会話を始めます（"
-        "{start}〜{end}、{tz}、1 日最大 {cap} 回）。",
-        disabled="⏸️ <#{channel}> の話題をオフにしました。",
-        not_configured="このチャンネルでは話題が設定されていません。"
-        "/topic enable を使ってください。",
-        status="**<#{channel}> の話題**: {state}\n静かになってから {idle} 分、"
-        "{interval} 分ごとに確認、有効時間 {start}〜{end}（{tz}）、1 日最大 {cap} 回\n"
-        "スケジュール: {cron}\n現在: {reason}",
-        posted="💬 **{topic}** についての話題を投稿しました。",
-        not_posted="投稿しませんでした: {reason}",
-        scheduled="🗓️ <#{channel}> のスケジュールを保存しました。",
-        bad_value="不正な値です: {detail}",
-        text_channel_only="テキストチャンネルで使ってください（スレッドや DM ではなく）。",
-    ),
-}
-
-
-def texts_for(language: str) -> TopicTexts:
-    """Texts in `language` (English when unknown)."""
-    return _TEXTS.get(language, _TEXTS["en"])
-
-
-def _format(texts: TopicTexts, template: str, channel: TopicChannel, **extra: object) -> str:
+def _format(template: str, channel: TopicChannel, **extra: object) -> str:
     return template.format(
         channel=channel.channel_id,
         idle=channel.idle_minutes,
@@ -101,12 +47,11 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
 
     async def cog_load(self) -> None:
         """The topic service posts through this cog from now on."""
-        self.deps.services.topics.poster = self
+        self.deps.services.topics.register_poster(self)
 
     async def cog_unload(self) -> None:
         """Stop posting."""
-        if self.deps.services.topics.poster is self:
-            self.deps.services.topics.poster = None
+        self.deps.services.topics.unregister_poster(self)
 
     async def post_topic(self, channel_id: int, text: str) -> int | None:
         """Post an opener (mentions disabled, previews suppressed); its message id."""
@@ -125,12 +70,9 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
         )
         return message.id
 
-    def _texts(self) -> TopicTexts:
-        return texts_for(self.deps.settings().language)
-
     def _channel_id(self, interaction: discord.Interaction) -> int:
         if not isinstance(interaction.channel, discord.TextChannel):
-            raise UserFacingError(self._texts().text_channel_only)
+            raise UserFacingError(ui_for(self.deps).topic_text_channel_only)
         return interaction.channel.id
 
     async def _changed(self) -> None:
@@ -147,7 +89,7 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
         try:
             channel = await self.deps.services.topics.configure(channel_id, changes)
         except ValueError as exc:
-            raise UserFacingError(self._texts().bad_value.format(detail=exc)) from exc
+            raise UserFacingError(ui_for(self.deps).topic_bad_value.format(detail=exc)) from exc
         await self._changed()
         return channel
 
@@ -172,7 +114,7 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
             if max_per_day is not None:
                 changes["max_posts_per_day"] = max_per_day
             channel = await self._configure(interaction, changes)
-            return Reply(_format(self._texts(), self._texts().enabled, channel))
+            return Reply(_format(ui_for(self.deps).topic_enabled, channel))
 
         await answer(interaction, work())
 
@@ -183,7 +125,7 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
 
         async def work() -> Reply:
             channel = await self._configure(interaction, {"enabled": False})
-            return Reply(_format(self._texts(), self._texts().disabled, channel))
+            return Reply(_format(ui_for(self.deps).topic_disabled, channel))
 
         await answer(interaction, work())
 
@@ -193,14 +135,14 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
         await require_admin(self.bot, self.deps, interaction)
 
         async def work() -> Reply:
-            texts = self._texts()
+            ui = ui_for(self.deps)
             channel, decision = await self.deps.services.topics.status(
                 self._channel_id(interaction)
             )
             if channel is None:
-                return Reply(texts.not_configured)
-            state = "on" if channel.enabled else "off"
-            return Reply(_format(texts, texts.status, channel, state=state, reason=decision.reason))
+                return Reply(ui.topic_not_configured)
+            state = ui.topic_state_on if channel.enabled else ui.topic_state_off
+            return Reply(_format(ui.topic_status, channel, state=state, reason=decision.reason))
 
         await answer(interaction, work())
 
@@ -210,11 +152,11 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
         await require_admin(self.bot, self.deps, interaction)
 
         async def work() -> Reply:
-            texts = self._texts()
+            ui = ui_for(self.deps)
             result = await self.deps.services.topics.run_now(self._channel_id(interaction))
             if result.posted:
-                return Reply(texts.posted.format(topic=result.topic))
-            return Reply(texts.not_posted.format(reason=result.reason))
+                return Reply(ui.topic_posted.format(topic=result.topic))
+            return Reply(ui.topic_not_posted.format(reason=result.reason))
 
         await answer(interaction, work())
 
@@ -239,7 +181,7 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
         await require_admin(self.bot, self.deps, interaction)
 
         async def work() -> Reply:
-            texts = self._texts()
+            ui = ui_for(self.deps)
             changes: dict[str, object] = {}
             try:
                 for key, value in (("active_start", active_start), ("active_end", active_end)):
@@ -250,7 +192,7 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
                     zone(timezone)
                     changes["timezone"] = timezone.strip()
                 if cron is not None and cron.strip():
-                    current = await self.deps.services.topics.repo.get(
+                    current = await self.deps.services.repos.topics.get(
                         self._channel_id(interaction)
                     )
                     tz = timezone or (current.timezone if current else "UTC")
@@ -258,11 +200,11 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
                 if cron is not None:
                     changes["cron"] = cron.strip() or None
             except ValueError as exc:
-                raise UserFacingError(texts.bad_value.format(detail=exc)) from exc
+                raise UserFacingError(ui.topic_bad_value.format(detail=exc)) from exc
             if max_per_day is not None:
                 changes["max_posts_per_day"] = max_per_day
             channel = await self._configure(interaction, changes)
-            return Reply(texts.scheduled.format(channel=channel.channel_id))
+            return Reply(ui.topic_scheduled.format(channel=channel.channel_id))
 
         await answer(interaction, work())
 

@@ -1,13 +1,16 @@
-"""Prompt texts per language (ja.json, en.json), loaded once."""
+"""Texts per language: prompts for the model (<language>.json) and UI texts (ui/<language>.json).
+
+A language is available when both of its files exist; adding one means adding those two files
+and its code to the `language` setting.
+"""
 
 from __future__ import annotations
 
 import json
 from functools import cache
 from importlib import resources
-from typing import Literal
 
-Language = Literal["ja", "en"]
+FALLBACK_LANGUAGE = "en"
 
 
 class Prompts:
@@ -25,6 +28,22 @@ class Prompts:
         return self[key].format(**values)
 
 
+def _json_stems(folder: str = "") -> frozenset[str]:
+    root = resources.files("bot.prompts")
+    directory = root.joinpath(folder) if folder else root
+    return frozenset(
+        entry.name.removesuffix(".json")
+        for entry in directory.iterdir()
+        if entry.is_file() and entry.name.endswith(".json")
+    )
+
+
+@cache
+def available_languages() -> frozenset[str]:
+    """Languages with both a prompt file and a UI-text catalogue."""
+    return _json_stems() & _json_stems("ui")
+
+
 @cache
 def _load(language: str) -> dict[str, str]:
     data = resources.files("bot.prompts").joinpath(f"{language}.json").read_text("utf-8")
@@ -33,6 +52,6 @@ def _load(language: str) -> dict[str, str]:
 
 
 def prompts_for(language: str) -> Prompts:
-    """Prompts for `language` ("ja" or "en"); unknown languages get English."""
-    name = language if language in ("ja", "en") else "en"
-    return Prompts(_load(name), _load("en"))
+    """Prompts for `language`; languages without files get English."""
+    name = language if language in available_languages() else FALLBACK_LANGUAGE
+    return Prompts(_load(name), _load(FALLBACK_LANGUAGE))

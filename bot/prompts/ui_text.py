@@ -1,8 +1,23 @@
-"""The bot's own short texts on Discord (notices, refusals, command replies), per language."""
+"""The bot's own texts for people (Discord notices and replies, the terminal), per language.
+
+Each language has one catalogue, bot/prompts/ui/<language>.json, holding exactly the fields of
+`UiText`; a missing, unknown or non-string entry is an error when the catalogue is loaded.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, fields
+from functools import cache
+from importlib import resources
+
+from bot.prompts import FALLBACK_LANGUAGE, available_languages
+
+UI_DIR = "ui"
+
+
+class UiCatalogueError(ValueError):
+    """A UI-text catalogue does not match `UiText`."""
 
 
 @dataclass(frozen=True)
@@ -45,92 +60,61 @@ class UiText:
     model_no_presets: str
     export_done: str
     export_too_large: str
+    export_untitled: str
+    export_session_line: str
+    export_created_line: str
+    export_model_line: str
+    export_summarised: str
     reset_done: str
+    topic_enabled: str
+    topic_disabled: str
+    topic_not_configured: str
+    topic_status: str
+    topic_posted: str
+    topic_not_posted: str
+    topic_scheduled: str
+    topic_bad_value: str
+    topic_text_channel_only: str
+    topic_state_on: str
+    topic_state_off: str
+    knowledge_empty: str
+    knowledge_header: str
+    knowledge_not_found: str
+    knowledge_deleted: str
+    tools_builtin: str
+    tools_mcp: str
+    terminal_banner: str
+    terminal_error: str
+    runner_no_token: str
+    runner_intents_disabled: str
+    runner_bad_token: str
 
 
-_EN = UiText(
-    sources="Sources",
-    error_prefix="⚠️ ",
-    cooldown="⏳ Please wait {seconds} s before sending another message.",
-    empty_mention="👋 Ask me something: mention me with a question, or write in one of my threads.",
-    image_skipped="🖼️ {name} skipped: the current model cannot see images.",
-    image_unreadable="🖼️ {name} could not be read as an image.",
-    too_many_images="🖼️ {name} skipped: at most {limit} images per message.",
-    file_too_large="📎 {name} is too large ({size}; the limit is {limit}).",
-    file_unsupported="📎 {name} skipped: only text, PDF and image files are read.",
-    file_failed="📎 {name} could not be downloaded.",
-    not_in_conversation="Use this command in one of my conversation threads (or a DM with me).",
-    access_denied="You cannot use PlayChat here.",
-    admin_only="Only members with the Manage Server permission or an admin role can do this.",
-    generic_error="Something went wrong. Please try again.",
-    thread_fallback="Chat with {name}",
-    note_saved="Saved note **{title}**.",
-    note_created="Created note **{title}**.",
-    note_appended="Appended to note **{title}**.",
-    note_deleted="Deleted note **{title}**.",
-    note_linked="Linked **{title}**: its full text is now part of this thread's context.",
-    note_already_linked="**{title}** was already linked to this thread.",
-    note_unlinked="Unlinked **{title}** from this thread.",
-    note_not_linked="**{title}** was not linked to this thread.",
-    note_not_found="No note titled {title!r}.",
-    notes_empty="There are no notes yet. Create one with /note write.",
-    note_empty_body="(empty)",
-    memory_empty="This thread has no long-term memory yet.",
-    memory_header="**Long-term memory of this thread** ({count} summaries)",
-    memory_forgotten="Forgot {count} summaries of this thread. The messages are kept.",
-    model_show="This thread uses **{model}**. Default model: **{default}**.",
-    model_set_thread="This thread now uses **{model}**.",
-    model_set_global="The default model is now **{model}**.",
-    model_unknown="{value!r} is not one of the model presets.",
-    model_no_presets="No model presets are configured; add some in the admin page first.",
-    export_done="Export of this thread ({count} messages).",
-    export_too_large="The export is too large to upload ({size}).",
-    reset_done="🧹 Started a fresh conversation in this thread. Earlier messages stay in the "
-    "history but are no longer used.",
-)
+def parse_ui_text(data: object, source: str = "catalogue") -> UiText:
+    """`data` (a parsed catalogue) as UiText: exactly its fields, every value a string."""
+    if not isinstance(data, dict):
+        raise UiCatalogueError(f"{source}: expected a JSON object of texts")
+    expected = {field.name for field in fields(UiText)}
+    problems: list[str] = []
+    if missing := sorted(expected - data.keys()):
+        problems.append(f"missing {', '.join(missing)}")
+    if unknown := sorted(data.keys() - expected):
+        problems.append(f"unknown {', '.join(unknown)}")
+    if not_text := sorted(key for key, value in data.items() if not isinstance(value, str)):
+        problems.append(f"not a string: {', '.join(not_text)}")
+    if problems:
+        raise UiCatalogueError(f"{source}: {'; '.join(problems)}")
+    return UiText(**data)
 
-_JA = UiText(
-    sources="出典",
-    error_prefix="⚠️ ",
-    cooldown="⏳ 続けて送信できません。あと {seconds} 秒お待ちください。",
-    empty_mention="👋 メンションに続けて質問を書くか、私のスレッドで話しかけてください。",
-    image_skipped="🖼️ {name} はスキップしました：現在のモデルは画像を扱えません。",
-    image_unreadable="🖼️ {name} は画像として読み込めませんでした。",
-    too_many_images="🖼️ {name} はスキップしました：画像は 1 メッセージ {limit} 枚までです。",
-    file_too_large="📎 {name} は大きすぎます（{size}、上限 {limit}）。",
-    file_unsupported="📎 {name} はスキップしました：読めるのはテキスト・PDF・画像だけです。",
-    file_failed="📎 {name} をダウンロードできませんでした。",
-    not_in_conversation="このコマンドは私との会話スレッド（または DM）で使ってください。",
-    access_denied="ここでは PlayChat を使えません。",
-    admin_only="この操作はサーバー管理権限か管理者ロールを持つメンバーだけができます。",
-    generic_error="エラーが発生しました。もう一度お試しください。",
-    thread_fallback="{name} との会話",
-    note_saved="ノート **{title}** を保存しました。",
-    note_created="ノート **{title}** を作成しました。",
-    note_appended="ノート **{title}** に追記しました。",
-    note_deleted="ノート **{title}** を削除しました。",
-    note_linked="**{title}** をリンクしました。全文がこのスレッドのコンテキストに入ります。",
-    note_already_linked="**{title}** はすでにこのスレッドにリンクされています。",
-    note_unlinked="**{title}** のリンクを外しました。",
-    note_not_linked="**{title}** はこのスレッドにリンクされていません。",
-    note_not_found="{title!r} というノートはありません。",
-    notes_empty="ノートはまだありません。/note write で作成できます。",
-    note_empty_body="（空）",
-    memory_empty="このスレッドにはまだ長期記憶がありません。",
-    memory_header="**このスレッドの長期記憶**（要約 {count} 件）",
-    memory_forgotten="このスレッドの要約を {count} 件忘れました。メッセージは残っています。",
-    model_show="このスレッドのモデル: **{model}**（既定: **{default}**）",
-    model_set_thread="このスレッドのモデルを **{model}** にしました。",
-    model_set_global="既定のモデルを **{model}** にしました。",
-    model_unknown="{value!r} はモデルプリセットにありません。",
-    model_no_presets="モデルプリセットがありません。管理画面で追加してください。",
-    export_done="このスレッドのエクスポート（{count} 件）",
-    export_too_large="エクスポートが大きすぎてアップロードできません（{size}）。",
-    reset_done="🧹 このスレッドで新しい会話を始めました。以前のメッセージは履歴に残りますが、"
-    "今後は使われません。",
-)
+
+@cache
+def load_ui_text(language: str) -> UiText:
+    """The catalogue of `language`, validated (read once)."""
+    name = f"{language}.json"
+    path = resources.files("bot.prompts").joinpath(UI_DIR, name)
+    return parse_ui_text(json.loads(path.read_text("utf-8")), f"{UI_DIR}/{name}")
 
 
 def ui_text(language: str) -> UiText:
-    """The UI texts for "ja" or "en" (anything else gets English)."""
-    return _JA if language == "ja" else _EN
+    """The UI texts for `language` (English when there is no catalogue for it)."""
+    return load_ui_text(language if language in available_languages() else FALLBACK_LANGUAGE)

@@ -63,8 +63,22 @@ class TopicService:
         self._gateway = gateway
         self._settings = settings
         self._clock = clock
-        self.poster: TopicPoster | None = None
+        self._poster: TopicPoster | None = None
         self._configured: set[int] = set()
+
+    @property
+    def poster(self) -> TopicPoster | None:
+        """The front end openers are posted through (None: not connected)."""
+        return self._poster
+
+    def register_poster(self, poster: TopicPoster) -> None:
+        """Post openers through `poster` from now on."""
+        self._poster = poster
+
+    def unregister_poster(self, poster: TopicPoster) -> None:
+        """Stop posting through `poster` (no effect if another poster replaced it)."""
+        if self._poster is poster:
+            self._poster = None
 
     async def load(self) -> None:
         """Remember which channels are configured (to skip activity writes for the others)."""
@@ -136,7 +150,8 @@ class TopicService:
         return await self._post(channel, "manual")
 
     async def _post(self, channel: TopicChannel, kind: str) -> PostResult:
-        if self.poster is None:
+        poster = self._poster
+        if poster is None:
             return PostResult(False, "the Discord bot is not connected")
         avoid: set[str] = set(await self.repo.recent_topics(channel.channel_id, RECENT_TOPICS))
         choice = await self._picker.pick(avoid)
@@ -151,7 +166,7 @@ class TopicService:
         except LLMError as exc:
             log.warning("topic opener for %s failed: %s", channel.channel_id, exc)
             return PostResult(False, f"the model failed: {exc}")
-        message_id = await self.poster.post_topic(channel.channel_id, text)
+        message_id = await poster.post_topic(channel.channel_id, text)
         if message_id is None:
             return PostResult(False, "the channel is not available")
         await self.repo.add_post(

@@ -92,12 +92,7 @@ def world(
                 values.update(configure(server))
             settings = make_settings(**values)
             async with open_services(settings, service_options) as services:
-                deps = BotDeps(
-                    services=services,
-                    notes=services.notes,
-                    presets=services.repos.presets,
-                )
-                bot = PlayChatBot(deps)
+                bot = PlayChatBot(BotDeps(services=services))
                 async with run_client(bot, server):
                     yield World(server, llm, services, bot)
 

@@ -210,14 +210,14 @@ async def test_slow_commands_are_deferred_and_failures_answered_briefly(
     monkeypatch.setattr(common, "DEFER_AFTER", 0.05)
     async with world() as w:
         release = asyncio.Event()
-        w.bot.deps.notes = _SlowNotes(release)  # type: ignore[assignment]
+        monkeypatch.setattr(w.services, "notes", _SlowNotes(release))
         ix = await w.server.inject_interaction("note list")
         await w.server.wait_for(lambda: ix.callback_type == 5)  # "thinking…" first
         release.set()
         reply = await w.server.wait_for_reply(ix)
         assert "no notes yet" in reply.content and reply.ephemeral
 
-        w.bot.deps.notes = _SlowNotes(None)  # type: ignore[assignment]
+        monkeypatch.setattr(w.services, "notes", _SlowNotes(None))
         ix = await w.server.inject_interaction("note list")
         failed = await w.server.wait_for_reply(ix)
         assert failed.ephemeral and failed.content == "Something went wrong. Please try again."

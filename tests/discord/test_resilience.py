@@ -100,12 +100,7 @@ async def test_after_a_restart_the_thread_continues_from_the_database(
         await w.bot.close()
 
         # A new client process: nothing in memory, only the database.
-        deps = BotDeps(
-            services=w.services,
-            notes=w.services.notes,
-            presets=w.services.repos.presets,
-        )
-        bot = PlayChatBot(deps)
+        bot = PlayChatBot(BotDeps(services=w.services))
         async with run_client(bot, w.server):
             # server.wait_for would trip over the first client's finished task (the fake
             # watches every client it ever ran), so wait for the reply's echo instead.

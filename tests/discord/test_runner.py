@@ -17,6 +17,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from bot.bot import REQUIRED_PERMISSIONS, build_intents, invite_url, run_discord
+from bot.prompts.ui_text import ui_text
 from bot.services import ServiceOptions, open_services
 from tests.conftest import SettingsFactory
 from tests.fakes.discord_server import FakeDiscord
@@ -114,18 +115,35 @@ async def test_run_discord_logs_the_invite_url_and_stops_on_sigterm(
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, "handler removed again"
 
 
+@pytest.mark.parametrize(
+    ("language", "expected"),
+    [("en", "Discord rejected DISCORD_TOKEN"), ("ja", "DISCORD_TOKEN を受け付けませんでした")],
+)
 async def test_a_rejected_token_exits_with_a_clear_message(
     make_settings: SettingsFactory,
     service_options: ServiceOptions,
     capsys: pytest.CaptureFixture[str],
+    language: str,
+    expected: str,
 ) -> None:
     async with FakeDiscord() as server:
-        settings = make_settings(discord_token="not-the-token")
+        settings = make_settings(discord_token="not-the-token", language=language)
         async with open_services(settings, service_options) as services:
             with _pointed_at(server):
                 code = await asyncio.wait_for(run_discord(services), 15)
     assert code == 2
-    assert "Discord rejected DISCORD_TOKEN" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert expected in err and err == ui_text(language).runner_bad_token
+
+
+async def test_without_a_token_the_runner_says_so_in_the_configured_language(
+    make_settings: SettingsFactory,
+    service_options: ServiceOptions,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async with open_services(make_settings(language="ja"), service_options) as services:
+        assert await run_discord(services) == 2
+    assert capsys.readouterr().err == "DISCORD_TOKEN が設定されていません。\n"
 
 
 async def test_python_m_bot_serves_discord_admin_api_and_scheduler_in_one_loop(

@@ -102,3 +102,17 @@ async def test_knowledge_commands_list_read_and_delete(world: WorldFactory) -> N
         )
         assert "🗑️" in (await w.server.wait_for_reply(ix)).content
         assert await w.services.knowledge.get(entry.id) is None
+
+
+async def test_the_topics_extension_registers_as_poster_and_unregisters_on_unload(
+    world: WorldFactory,
+) -> None:
+    async with world() as w:
+        cog = w.bot.get_cog("Topics")
+        assert cog is not None and w.services.topics.poster is cog
+        w.services.topics.unregister_poster(object())  # type: ignore[arg-type]
+        assert w.services.topics.poster is cog, "only the registered poster unregisters"
+        await w.bot.remove_cog("Topics")
+        assert w.services.topics.poster is None
+        result = await w.services.topics.run_now(w.server.channel_id)
+        assert not result.posted and "not connected" in result.reason

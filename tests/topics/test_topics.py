@@ -76,7 +76,7 @@ async def world(
             TopicRepository(services.db), picker, services.gateway, services.settings, clock=clock
         )
         poster = Poster()
-        service.poster = poster
+        service.register_poster(poster)
         clock.now = START - timedelta(hours=5)
         await service.configure(
             CHANNEL,

@@ -11,15 +11,15 @@ import discord
 from discord.ext import commands
 
 from bot.bot import BotDeps
+from bot.chat.attachments import PreparedFiles
 from bot.chat.engine import TurnRequest
 from bot.exts._access import AccessPolicy, Cooldown, Requester
 from bot.exts._common import deps_of
 from bot.exts._text import readable_mentions, strip_bot_mention, thread_name
-from bot.exts.chat._attachments import AttachmentReader, PreparedFiles
+from bot.exts.chat._attachments import AttachmentReader
 from bot.exts.chat._reply import ReplyRenderer
 from bot.exts.chat._streaming import ChannelWindows, StreamCadence
 from bot.prompts.ui_text import UiText, ui_text
-from bot.store.sessions import Session
 from bot.utils.locks import KeyedLocks
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class Chat(commands.Cog):
         self.cooldown = Cooldown(clock=deps.clock)
         self.windows = ChannelWindows(clock=deps.clock)
         self.locks = KeyedLocks()
-        self.files = AttachmentReader(deps.services.repos.attachments, deps.settings)
+        self.files = AttachmentReader(deps.services.attachment_intake)
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
@@ -96,7 +96,7 @@ class Chat(commands.Cog):
         route = await self._route(message, me)
         if route is None:
             return
-        settings = self.deps.settings()
+        settings = self.deps.services.settings()
         verdict = AccessPolicy.from_settings(settings).check(_requester(message, route))
         if verdict != "allowed":
             log.debug("ignoring message %d: %s", message.id, verdict)
@@ -137,8 +137,7 @@ class Chat(commands.Cog):
             # In threads the bot did not open, only messages addressed to it are turns.
             if channel.owner_id != me.id and not _addressed(message, me):
                 return None
-        sessions = self.deps.services.repos.sessions
-        if await sessions.open_for_channel(channel.id) is not None:
+        if await self.deps.services.conversations.current(channel.id) is not None:
             return Route("session", channel.id, parent)
         if message.guild is None:
             return Route("dm", channel.id)
@@ -170,11 +169,18 @@ class Chat(commands.Cog):
             thread = await self._open_thread(message, title)
             channel, channel_id = thread, thread.id
         # Looked up again under the channel lock: a /reset may have happened meanwhile.
-        session = await self._ensure_session(message, channel_id, title)
+        ref = message.reference
+        session = await services.conversations.for_channel(
+            channel_id,
+            title=title,
+            guild_id=message.guild.id if message.guild else None,
+            # A reply to one of our topic openers (or a thread on it) continues that topic.
+            reply_to=ref.message_id if ref is not None else None,
+        )
         files = PreparedFiles()
         if message.attachments:
             files = await self.files.prepare(message.attachments, session.id, ui)
-        settings = self.deps.settings()
+        settings = self.deps.services.settings()
         request = TurnRequest(
             text=files.text_for_model(text),
             session_id=session.id,
@@ -214,33 +220,6 @@ class Chat(commands.Cog):
         if not isinstance(fetched, discord.Thread):
             raise TypeError(f"channel {message.id} is not a thread")
         return fetched
-
-    async def _ensure_session(
-        self, message: discord.Message, channel_id: int, title: str
-    ) -> Session:
-        services = self.deps.services
-        session = await services.repos.sessions.open_for_channel(channel_id)
-        if session is not None:
-            return session
-        # A reply to one of our topic openers (or a thread on it) continues that topic.
-        candidates = [channel_id]
-        if message.reference is not None and message.reference.message_id is not None:
-            candidates.insert(0, message.reference.message_id)
-        post = None
-        for candidate in candidates:
-            post = await services.topics.repo.post_for_message(candidate)
-            if post is not None:
-                break
-        session = await services.repos.sessions.create(
-            title=title,
-            source="discord",
-            discord_channel_id=channel_id,
-            discord_guild_id=message.guild.id if message.guild else None,
-            topic=None if post is None else post.topic,
-        )
-        if post is not None:
-            await services.repos.messages.add(session.id, "assistant", post.content)
-        return session
 
     async def _say(self, message: discord.Message, text: str, *, in_thread: bool = False) -> None:
         """A short notice: in the message's thread if one was opened, else as a reply."""
