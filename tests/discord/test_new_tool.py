@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.chat.terminal import TerminalChat
 from bot.errors import ToolError
+from bot.prompts.ui_text import ui_text
 from bot.services import Services
 from bot.tools.registry import Source, ToolDisplay, ToolRegistry, ToolResult
 from tests.discord.conftest import WAIT, WorldFactory
@@ -108,6 +109,7 @@ async def test_a_new_tool_shows_its_icon_and_failure_in_the_terminal(
     out, err = io.StringIO(), io.StringIO()
     chat = TerminalChat(
         services.engine,
+        ui=ui_text("en"),
         stdin=io.StringIO("Weather tomorrow in Atlantis and Kyoto?\n"),
         stdout=out,
         stderr=err,
