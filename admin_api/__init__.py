@@ -2,11 +2,9 @@
 
 from admin_api.app import AdminServer, create_app, route_table, serve
 from admin_api.config import AdminConfig, UnsafeBindError, check_bind, check_settings
-from admin_api.deps import AdminDeps
 
 __all__ = [
     "AdminConfig",
-    "AdminDeps",
     "AdminServer",
     "UnsafeBindError",
     "check_bind",

@@ -11,7 +11,6 @@ from pydantic import ValidationError as PydanticValidationError
 
 from admin_api.app import serve
 from admin_api.config import UnsafeBindError, admin_config, check_settings
-from admin_api.deps import AdminDeps
 from bot.config import Settings
 from bot.errors import DatabaseVersionError
 from bot.services import open_services
@@ -28,9 +27,7 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> int:
         loop.add_signal_handler(signum, stop.set)
     try:
         async with open_services(settings) as services:
-            async with await serve(
-                services, deps=AdminDeps.from_services(services), config=admin_config(settings)
-            ) as server:
+            async with await serve(services, config=admin_config(settings)) as server:
                 print(f"PlayChat admin API on {server.url}", file=sys.stderr)
                 await stop.wait()
             await services.tasks.drain()

@@ -10,12 +10,11 @@ from pathlib import Path
 from aiohttp import web
 
 from admin_api.config import AdminConfig, check_bind
-from admin_api.context import CONTEXT, AdminContext
-from admin_api.deps import AdminDeps
 from admin_api.middlewares import MIDDLEWARES
 from admin_api.openapi import build_openapi
-from admin_api.routing import AnyRoute, register
+from admin_api.routing import Route, register
 from admin_api.security import Authenticator, LoginThrottle, iso
+from admin_api.state import ADMIN, SERVICES, AdminState
 from admin_api.turns import ChatTurns
 from admin_api.views import (
     auth,
@@ -51,9 +50,9 @@ SECURITY_HEADERS = {
 }
 
 
-def route_table(deps: AdminDeps) -> list[AnyRoute]:
-    """Every API route, for the given optional services."""
-    return [route for view in VIEWS for route in view.routes(deps)]
+def route_table() -> list[Route]:
+    """Every API route."""
+    return [route for view in VIEWS for route in view.routes()]
 
 
 async def _page(request: web.Request) -> web.StreamResponse:
@@ -68,43 +67,34 @@ async def _security_headers(request: web.Request, response: web.StreamResponse) 
         response.headers.setdefault("Cache-Control", "no-cache")
 
 
-def _context(
-    services: Services, config: AdminConfig, deps: AdminDeps, routes: list[AnyRoute]
-) -> AdminContext:
+def _state(services: Services, config: AdminConfig, routes: list[Route]) -> AdminState:
     repos = services.repos
     public = frozenset(route.name for route in routes if route.public) | PAGE_ROUTES
-    return AdminContext(
-        services=services,
-        deps=deps,
+    return AdminState(
         config=config,
         auth=Authenticator(config, repos.admin_sessions),
         throttle=LoginThrottle(config.login_max_failures, config.login_window, config.clock),
-        presets=repos.presets,
-        stats=repos.stats,
-        transfer=services.transfer,
-        turns=ChatTurns(services.engine, repos.sessions, deps.notes),
+        turns=ChatTurns(services.engine, repos.sessions, services.notes),
         public_routes=public,
         openapi=build_openapi(routes),
     )
 
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
-    ctx = app[CONTEXT]
-    purged = await ctx.services.repos.admin_sessions.purge_expired(now=iso(ctx.config.clock()))
+    now = iso(app[ADMIN].config.clock())
+    purged = await app[SERVICES].repos.admin_sessions.purge_expired(now=now)
     log.debug("admin API starting; %d expired login sessions purged", purged)
     yield
     log.debug("admin API stopped")
 
 
-def create_app(
-    services: Services, *, config: AdminConfig | None = None, deps: AdminDeps | None = None
-) -> web.Application:
+def create_app(services: Services, *, config: AdminConfig | None = None) -> web.Application:
     """The admin aiohttp application over `services` (config defaults to the settings')."""
     config = config or AdminConfig.from_settings(services.settings())
-    deps = deps or AdminDeps.from_services(services)
-    routes = route_table(deps)
+    routes = route_table()
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=config.max_import_bytes)
-    app[CONTEXT] = _context(services, config, deps, routes)
+    app[SERVICES] = services
+    app[ADMIN] = _state(services, config, routes)
     register(app, routes)
     app.router.add_get("/", _page, name="admin_page")
     app.router.add_static("/static/", STATIC_DIR, name="admin_static")
@@ -138,13 +128,11 @@ class AdminServer:
         await self.close()
 
 
-async def serve(
-    services: Services, *, config: AdminConfig | None = None, deps: AdminDeps | None = None
-) -> AdminServer:
+async def serve(services: Services, *, config: AdminConfig | None = None) -> AdminServer:
     """Start the admin API on config.host:config.port (port 0 picks a free one)."""
     config = config or AdminConfig.from_settings(services.settings())
     check_bind(config.host, password_set=config.password is not None)
-    app = create_app(services, config=config, deps=deps)
+    app = create_app(services, config=config)
     runner = web.AppRunner(app, shutdown_timeout=config.shutdown_timeout)
     await runner.setup()
     try:

@@ -9,9 +9,9 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from admin_api.config import LOOPBACK_NAMES
-from admin_api.context import CONTEXT, AdminContext
 from admin_api.errors import ApiError, from_user_error
 from admin_api.security import COOKIE_NAME, bearer_of
+from admin_api.state import ADMIN, AdminState
 from bot.errors import UserFacingError
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ def _bind_name(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def host_allowed(ctx: AdminContext, request: web.Request) -> bool:
+def host_allowed(state: AdminState, request: web.Request) -> bool:
     """The Host header names this server: a loopback name (or the bind host) on the port the
     connection arrived on, or an entry of the configured allowed hosts."""
     header = request.headers.get("Host")
@@ -98,12 +98,12 @@ def host_allowed(ctx: AdminContext, request: web.Request) -> bool:
     if port is None:
         port = 443 if request.secure else 80
     local_names = set(LOOPBACK_NAMES)
-    bind = _bind_name(ctx.config.host)
+    bind = _bind_name(state.config.host)
     if bind not in _UNSPECIFIED:
         local_names.add(bind)
     if name in local_names and port == _local_port(request):
         return True
-    for entry in ctx.config.allowed_hosts:
+    for entry in state.config.allowed_hosts:
         entry_name, entry_port = _split_host(entry)
         if entry_name == name and entry_port in (None, port):
             return True
@@ -113,7 +113,7 @@ def host_allowed(ctx: AdminContext, request: web.Request) -> bool:
 @web.middleware
 async def host_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """403 unless the Host header is this server's (defeats DNS rebinding)."""
-    if request.path != HEALTH_PATH and not host_allowed(request.app[CONTEXT], request):
+    if request.path != HEALTH_PATH and not host_allowed(request.app[ADMIN], request):
         raise ApiError(403, "forbidden_host", "The Host header does not name this server.")
     return await handler(request)
 
@@ -155,17 +155,17 @@ async def origin_middleware(request: web.Request, handler: Handler) -> web.Strea
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """401 unless the route is public or the caller has the bearer token or a login cookie."""
-    ctx = request.app[CONTEXT]
-    if request.match_info.route.name in ctx.public_routes:
+    state = request.app[ADMIN]
+    if request.match_info.route.name in state.public_routes:
         return await handler(request)
-    if not ctx.config.auth_configured:
+    if not state.config.auth_configured:
         raise ApiError(
             401,
             "auth_not_configured",
             "The admin API is locked: set ADMIN_PASSWORD (browser login) or ADMIN_TOKEN "
             "(bearer token for scripts) and restart.",
         )
-    principal = await ctx.auth.identify(
+    principal = await state.auth.identify(
         request.headers.get("Authorization"), request.cookies.get(COOKIE_NAME)
     )
     if principal is None:

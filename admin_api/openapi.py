@@ -2,21 +2,39 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Hashable, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
+from pydantic import BaseModel, TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
+from pydantic_core import core_schema
 
-from admin_api.routing import AnyRoute, Empty
-from admin_api.schemas import ErrorOut
+from admin_api.routing import PATH_PARAM, Route
+from admin_api.schemas.common import ErrorOut
 from admin_api.security import COOKIE_NAME
 
 REF_TEMPLATE = "#/components/schemas/{model}"
-_PATH_PARAM = re.compile(r"{(\w+)}")
 
-Mode = Literal["validation", "serialization"]
+Key = tuple[Hashable, JsonSchemaMode]
+
+
+class ApiJsonSchema(GenerateJsonSchema):
+    """Pydantic's schemas, except that a response lists every field as required.
+
+    Responses are rendered with all their fields, defaults included, so a client may rely on
+    each one being there.
+    """
+
+    def field_is_required(
+        self,
+        field: core_schema.ModelField | core_schema.DataclassField | core_schema.TypedDictField,
+        total: bool,
+    ) -> bool:
+        """Every rendered field in serialization mode; pydantic's rule for inputs."""
+        if self.mode == "serialization":
+            return field.get("serialization_exclude_if") is None
+        return super().field_is_required(field, total)
 
 
 def _param_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -32,14 +50,12 @@ def _param_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _parameters(
-    model: type[BaseModel],
-    where: Literal["query", "path"],
-    refs: Mapping[Any, dict[str, Any]],
-    defs: dict[str, Any],
+    model: type[BaseModel] | None, where: Literal["query", "path"], defs: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    if model is Empty:
+    if model is None:
         return []
-    schema = defs[refs[(model, "validation")]["$ref"].rsplit("/", 1)[-1]]
+    schema = model.model_json_schema(ref_template=REF_TEMPLATE)
+    defs.update(schema.pop("$defs", {}))
     required = set(schema.get("required", ()))
     params = []
     for name, prop in schema.get("properties", {}).items():
@@ -55,8 +71,17 @@ def _parameters(
     return params
 
 
-def _responses(route: AnyRoute, refs: Mapping[Any, dict[str, Any]]) -> dict[str, Any]:
-    if route.stream:
+def _doc(documented: Any, fallback: str) -> str:
+    if isinstance(documented, type) and (
+        issubclass(documented, BaseModel) or dataclasses.is_dataclass(documented)
+    ):
+        return documented.__doc__ or fallback
+    return fallback
+
+
+def _responses(route: Route, refs: dict[Key, Any]) -> dict[str, Any]:
+    signature = route.signature
+    if signature.stream is not None:
         # OpenAPI 3.1 reads an event stream's schema as the schema of one event.
         event = {
             "type": "object",
@@ -64,7 +89,7 @@ def _responses(route: AnyRoute, refs: Mapping[Any, dict[str, Any]]) -> dict[str,
                 "data": {
                     "type": "string",
                     "contentMediaType": "application/json",
-                    "contentSchema": refs[(route.response, "serialization")],
+                    "contentSchema": {"$ref": REF_TEMPLATE.format(model=signature.stream.name)},
                 },
                 "event": {"type": "string"},
                 "id": {"type": "string"},
@@ -73,13 +98,15 @@ def _responses(route: AnyRoute, refs: Mapping[Any, dict[str, Any]]) -> dict[str,
             "required": ["data"],
         }
         ok: dict[str, Any] = {
-            "description": route.response.__doc__ or "Server-sent events",
+            "description": signature.stream.description,
             "content": {"text/event-stream": {"schema": event}},
         }
     else:
         ok = {
-            "description": route.response.__doc__ or "OK",
-            "content": {"application/json": {"schema": refs[(route.response, "serialization")]}},
+            "description": _doc(signature.response, "OK"),
+            "content": {
+                "application/json": {"schema": refs[(signature.response, "serialization")]}
+            },
         }
     return {
         str(route.status): ok,
@@ -90,41 +117,65 @@ def _responses(route: AnyRoute, refs: Mapping[Any, dict[str, Any]]) -> dict[str,
     }
 
 
+def _schemas(routes: Sequence[Route]) -> tuple[dict[Key, Any], dict[str, Any]]:
+    """Every body and response schema (by type and mode) and the components they share."""
+    adapters: dict[Key, TypeAdapter[Any]] = {(ErrorOut, "serialization"): TypeAdapter(ErrorOut)}
+    for route in routes:
+        body = route.signature.body
+        if body is not None:
+            adapters.setdefault((body.type, "validation"), body.adapter)
+        if route.response_adapter is not None:
+            key: Key = (route.signature.response, "serialization")
+            adapters.setdefault(key, route.response_adapter)
+    inputs = [(key, mode, adapter) for (key, mode), adapter in adapters.items()]
+    refs, top = TypeAdapter.json_schemas(
+        inputs, ref_template=REF_TEMPLATE, schema_generator=ApiJsonSchema
+    )
+    defs: dict[str, Any] = dict(top.get("$defs", {}))
+    for route in routes:
+        stream = route.signature.stream
+        if stream is not None:
+            defs[stream.name] = stream.schema()
+    return dict(refs), defs
+
+
+def _operation(route: Route, refs: dict[Key, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    signature = route.signature
+    parameters = _parameters(signature.path, "path", defs) + _parameters(
+        signature.query, "query", defs
+    )
+    if signature.query_model is not None:
+        parameters += _parameters(signature.query_model[1], "query", defs)
+    operation: dict[str, Any] = {
+        "operationId": route.name,
+        "summary": route.summary,
+        "tags": [route.tag],
+        "parameters": parameters,
+        "responses": _responses(route, refs),
+    }
+    if route.description:
+        operation["description"] = route.description
+    if signature.body is not None:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": refs[(signature.body.type, "validation")]}},
+        }
+    if route.public:
+        operation["security"] = []
+    declared = {p["name"] for p in parameters if p["in"] == "path"}
+    if set(PATH_PARAM.findall(route.path)) != declared:
+        raise ValueError(f"{route.name}: path {route.path} vs params {sorted(declared)}")
+    return operation
+
+
 def build_openapi(
-    routes: Sequence[AnyRoute], *, title: str = "PlayChat admin API", version: str = "1"
+    routes: Sequence[Route], *, title: str = "PlayChat admin API", version: str = "1"
 ) -> dict[str, Any]:
     """The document for `routes`: paths, parameters, bodies, responses, security."""
-    pairs: list[tuple[type[BaseModel], Mode]] = [(ErrorOut, "serialization")]
-    for route in routes:
-        pairs += [(route.params, "validation"), (route.query, "validation")]
-        if route.takes_body:
-            pairs.append((route.body, "validation"))
-        pairs.append((route.response, "serialization"))
-    unique = list(dict.fromkeys(pairs))
-    refs, top = models_json_schema(unique, ref_template=REF_TEMPLATE)
-    defs: dict[str, Any] = top.get("$defs", {})
+    refs, defs = _schemas(routes)
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
-        operation: dict[str, Any] = {
-            "operationId": route.name,
-            "summary": route.summary,
-            "tags": [route.tag],
-            "parameters": _parameters(route.params, "path", refs, defs)
-            + _parameters(route.query, "query", refs, defs),
-            "responses": _responses(route, refs),
-        }
-        if route.takes_body:
-            operation["requestBody"] = {
-                "required": True,
-                "content": {"application/json": {"schema": refs[(route.body, "validation")]}},
-            }
-        if route.public:
-            operation["security"] = []
-        path_names = set(_PATH_PARAM.findall(route.path))
-        declared = {p["name"] for p in operation["parameters"] if p["in"] == "path"}
-        if path_names != declared:
-            raise ValueError(f"{route.name}: path {route.path} vs params {sorted(declared)}")
-        paths.setdefault(route.path, {})[route.method.lower()] = operation
+        paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, refs, defs)
     return {
         "openapi": "3.1.0",
         "info": {"title": title, "version": version},

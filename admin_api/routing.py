@@ -1,68 +1,201 @@
-"""The route table: each entry registers an endpoint and documents it (OpenAPI) at once.
+"""The route table: one entry registers an endpoint and documents it (OpenAPI) at once.
 
-An endpoint reads and validates its JSON body, query and path parameters with the route's
-pydantic models, calls the view with them (`In`), and renders the view's response model as
-JSON with the route's status. Bodies are read with the route's size limit.
+What an endpoint takes and returns is read from its handler's signature, as tools are:
+
+- a parameter typed `web.Request`, `Services` or `AdminState` is handed in;
+- a parameter named in the path (`{id}`) is a path parameter;
+- `body` is the JSON body (read with the route's size limit);
+- `query`, typed with a pydantic model, takes that model's fields from the query string; any
+  other parameter is one query parameter (its default makes it optional);
+- the return annotation is the JSON response. A handler that builds its own response (cookies,
+  headers, a stream) returns `Annotated[web.StreamResponse, <the documented type>]`, or
+  `Annotated[web.StreamResponse, EventStream(...)]` for server-sent events.
+
+Everything is validated before the handler runs; a failure is a 422 naming where it was.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
+import typing
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
 from aiohttp import web
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, create_model
 from pydantic import ValidationError as PydanticValidationError
 
-from admin_api.context import CONTEXT, AdminContext
 from admin_api.errors import ApiError
-
-B = TypeVar("B", bound=BaseModel)
-Q = TypeVar("Q", bound=BaseModel)
-P = TypeVar("P", bound=BaseModel)
-R = TypeVar("R", bound=BaseModel)
+from admin_api.state import ADMIN, SERVICES, AdminState
+from bot.services import Services
 
 READ_CHUNK = 64 * 1024
+PATH_PARAM = re.compile(r"{(\w+)}")
 
-
-class Empty(BaseModel):
-    """No body, query or path parameters (unknown query parameters are ignored)."""
-
-
-@dataclass(frozen=True)
-class In(Generic[B, Q, P]):
-    """A validated request: the raw request plus its parsed body, query and path models."""
-
-    request: web.Request
-    body: B
-    query: Q
-    path: P
-
-    @property
-    def ctx(self) -> AdminContext:
-        """Everything the admin API was built over."""
-        return self.request.app[CONTEXT]
+Handler = Callable[..., Awaitable[Any]]
+Inject = Callable[[web.Request], Any]
 
 
 @dataclass(frozen=True)
-class Route(Generic[B, Q, P, R]):
-    """One endpoint: how it is reached, what it takes and returns, and who may call it."""
+class EventStream:
+    """A server-sent event response; `schema()` is the JSON schema of one event's `data`."""
+
+    name: str
+    description: str
+    schema: Callable[[], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class BodySpec:
+    """The parameter that takes the JSON body, its type and validator."""
+
+    name: str
+    type: Any
+    adapter: TypeAdapter[Any]
+
+
+def _request(request: web.Request) -> web.Request:
+    return request
+
+
+def _services(request: web.Request) -> Services:
+    return request.app[SERVICES]
+
+
+def _admin(request: web.Request) -> AdminState:
+    return request.app[ADMIN]
+
+
+def _injector(annotation: Any) -> Inject | None:
+    if annotation is web.Request:
+        return _request
+    if annotation is Services:
+        return _services
+    if annotation is AdminState:
+        return _admin
+    return None
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _is_stream_response(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, web.StreamResponse)
+
+
+def _params_model(name: str, params: Mapping[str, tuple[Any, Any]]) -> type[BaseModel] | None:
+    if not params:
+        return None
+    return create_model(name, **params)  # type: ignore[call-overload,no-any-return]
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a handler takes and returns, read from its annotations."""
+
+    injected: tuple[tuple[str, Inject], ...]
+    path: type[BaseModel] | None
+    query: type[BaseModel] | None  # the single query parameters, as one model
+    query_model: tuple[str, type[BaseModel]] | None  # a `query` parameter typed with a model
+    body: BodySpec | None
+    response: Any  # the documented JSON type; None for an event stream
+    stream: EventStream | None
+    raw: bool  # the handler returns its own web.StreamResponse
+
+    @classmethod
+    def of(cls, handler: Handler, path: str) -> Signature:
+        """Read `handler`'s parameters against `path`'s placeholders; TypeError when unclear."""
+        where = f"{handler.__module__}.{handler.__name__}"
+        hints = typing.get_type_hints(handler, include_extras=True)
+        placeholders = set(PATH_PARAM.findall(path))
+        injected: list[tuple[str, Inject]] = []
+        path_params: dict[str, tuple[Any, Any]] = {}
+        query_params: dict[str, tuple[Any, Any]] = {}
+        query_model: tuple[str, type[BaseModel]] | None = None
+        body: BodySpec | None = None
+        for param in inspect.signature(handler).parameters.values():
+            if param.name not in hints:
+                raise TypeError(f"{where}: parameter {param.name!r} has no annotation")
+            annotation = hints[param.name]
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            inject = _injector(annotation)
+            if inject is not None:
+                injected.append((param.name, inject))
+            elif param.name in placeholders:
+                path_params[param.name] = (annotation, ...)
+            elif param.name == "body":
+                body = BodySpec(param.name, annotation, TypeAdapter(annotation))
+            elif param.name == "query" and _is_model(annotation):
+                query_model = (param.name, annotation)
+            elif _is_model(annotation):
+                raise TypeError(f"{where}: a model parameter must be `body` or `query`")
+            else:
+                query_params[param.name] = (annotation, default)
+        if placeholders - set(path_params):
+            missing = sorted(placeholders - set(path_params))
+            raise TypeError(f"{where}: no parameter for path placeholder(s) {missing}")
+        response, stream, raw = cls._returns(where, hints.get("return"))
+        name = "".join(part.title() for part in handler.__name__.split("_"))
+        return cls(
+            injected=tuple(injected),
+            path=_params_model(f"{name}Path", path_params),
+            query=_params_model(f"{name}Query", query_params),
+            query_model=query_model,
+            body=body,
+            response=response,
+            stream=stream,
+            raw=raw,
+        )
+
+    @staticmethod
+    def _returns(where: str, annotation: Any) -> tuple[Any, EventStream | None, bool]:
+        if typing.get_origin(annotation) is Annotated:
+            base, documented, *_ = typing.get_args(annotation)
+            if _is_stream_response(base):
+                if isinstance(documented, EventStream):
+                    return None, documented, True
+                return documented, None, True
+        if annotation is None or _is_stream_response(annotation):
+            raise TypeError(
+                f"{where}: annotate the return with the JSON type it sends "
+                "(Annotated[web.StreamResponse, T] when the handler builds the response)"
+            )
+        return annotation, None, False
+
+
+@dataclass(frozen=True)
+class Route:
+    """One endpoint: how it is reached and who may call it; the rest comes from the handler.
+
+    The summary is the first line of the handler's docstring and the tag its module's name,
+    unless given.
+    """
 
     method: str
     path: str
-    handler: Callable[[In[B, Q, P]], Awaitable[R | web.StreamResponse]]
-    summary: str
-    tag: str
-    body: type[B]
-    query: type[Q]
-    params: type[P]
-    response: type[R]
+    handler: Handler
     status: int = 200
     public: bool = False
-    stream: bool = False  # server-sent events; `response` describes each event's data
     large_body: bool = False  # allowed up to max_import_bytes instead of max_body_bytes
+    summary: str = ""
+    tag: str = ""
+    signature: Signature = field(init=False, repr=False, compare=False)
+    response_adapter: TypeAdapter[Any] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        signature = Signature.of(self.handler, self.path)
+        adapter = None if signature.response is None else TypeAdapter(signature.response)
+        object.__setattr__(self, "signature", signature)
+        object.__setattr__(self, "response_adapter", adapter)
+        if not self.summary:
+            doc = inspect.getdoc(self.handler) or self.name
+            object.__setattr__(self, "summary", doc.splitlines()[0].rstrip("."))
+        if not self.tag:
+            object.__setattr__(self, "tag", self.handler.__module__.rsplit(".", 1)[-1])
 
     @property
     def name(self) -> str:
@@ -70,20 +203,25 @@ class Route(Generic[B, Q, P, R]):
         return self.handler.__name__
 
     @property
+    def description(self) -> str:
+        """The handler's docstring after its first line."""
+        doc = inspect.getdoc(self.handler) or ""
+        return doc.partition("\n")[2].strip()
+
+    @property
     def takes_body(self) -> bool:
         """True when the route reads a JSON body."""
-        return self.body is not Empty
+        return self.signature.body is not None
 
 
-AnyRoute = Route[Any, Any, Any, Any]
-
-
-def render(model: BaseModel, status: int = 200) -> web.Response:
-    """A response model as a JSON response."""
+def render(value: Any, status: int = 200, adapter: TypeAdapter[Any] | None = None) -> web.Response:
+    """A value as a JSON response (through `adapter`, or one for the value's own type)."""
+    if adapter is None and isinstance(value, BaseModel):
+        data = value.model_dump(mode="json")
+    else:
+        data = (adapter or TypeAdapter(type(value))).dump_python(value, mode="json")
     return web.json_response(
-        model.model_dump(mode="json"),
-        status=status,
-        dumps=lambda value: json.dumps(value, ensure_ascii=False),
+        data, status=status, dumps=lambda data: json.dumps(data, ensure_ascii=False)
     )
 
 
@@ -96,11 +234,17 @@ def _describe(exc: PydanticValidationError, where: str) -> str:
     return "; ".join(parts)
 
 
-def _validate(model: type[B], data: Any, where: str) -> B:
+def _validate(adapter: TypeAdapter[Any] | type[BaseModel], data: Any, where: str) -> Any:
     try:
-        return model.model_validate(data)
+        if isinstance(adapter, TypeAdapter):
+            return adapter.validate_python(data)
+        return adapter.model_validate(data)
     except PydanticValidationError as exc:
         raise ApiError(422, "validation_error", _describe(exc, where)) from None
+
+
+def _fields(parsed: BaseModel) -> dict[str, Any]:
+    return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 
 
 def _check_text(values: Mapping[str, str], where: str) -> None:
@@ -139,31 +283,42 @@ async def _json_body(request: web.Request, limit: int) -> Any:
     return data
 
 
-def endpoint(route: AnyRoute) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+async def _arguments(route: Route, request: web.Request) -> dict[str, Any]:
+    signature = route.signature
+    _check_text(request.query, "query string")
+    _check_text(request.match_info, "path")
+    args = {name: inject(request) for name, inject in signature.injected}
+    if signature.path is not None:
+        args |= _fields(_validate(signature.path, dict(request.match_info), "path"))
+    if signature.query is not None:
+        args |= _fields(_validate(signature.query, dict(request.query), "query"))
+    if signature.query_model is not None:
+        name, model = signature.query_model
+        args[name] = _validate(model, dict(request.query), "query")
+    if signature.body is not None:
+        config = request.app[ADMIN].config
+        limit = config.max_import_bytes if route.large_body else config.max_body_bytes
+        data = await _json_body(request, limit)
+        args[signature.body.name] = _validate(signature.body.adapter, data, "body")
+    return args
+
+
+def endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """The aiohttp handler for a route."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        ctx = request.app[CONTEXT]
-        _check_text(request.query, "query string")
-        _check_text(request.match_info, "path")
-        params = _validate(route.params, dict(request.match_info), "path")
-        query = _validate(route.query, dict(request.query), "query")
-        if route.takes_body:
-            config = ctx.config
-            limit = config.max_import_bytes if route.large_body else config.max_body_bytes
-            body = _validate(route.body, await _json_body(request, limit), "body")
-        else:
-            body = Empty()
-        result = await route.handler(In(request, body, query, params))
-        if isinstance(result, web.StreamResponse):
+        result = await route.handler(**await _arguments(route, request))
+        if route.signature.raw:
+            if not isinstance(result, web.StreamResponse):
+                raise TypeError(f"{route.name} returned {type(result).__name__}, not a response")
             return result
-        return render(result, route.status)
+        return render(result, route.status, route.response_adapter)
 
     handle.__name__ = route.name
     return handle
 
 
-def register(app: web.Application, routes: list[AnyRoute]) -> None:
+def register(app: web.Application, routes: list[Route]) -> None:
     """Add every route to the app's router, named after its handler."""
     names = [route.name for route in routes]
     duplicates = {name for name in names if names.count(name) > 1}

@@ -31,7 +31,7 @@ class ChatTurns:
     """Runs engine turns for the admin API's chat stream."""
 
     def __init__(
-        self, engine: ChatEngine, sessions: SessionRepository, notes: NotesService | None
+        self, engine: ChatEngine, sessions: SessionRepository, notes: NotesService
     ) -> None:
         self._engine = engine
         self._sessions = sessions
@@ -44,8 +44,6 @@ class ChatTurns:
         """
         session_id = chat.session_id
         if chat.note_page_ids is not None:
-            if self._notes is None:
-                raise ValidationError("Shared notes are not available on this server.")
             wanted = set(chat.note_page_ids)
             found = {page.id for page in await self._notes.get_many(list(wanted))}
             if wanted - found:

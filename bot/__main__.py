@@ -53,7 +53,6 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
     """Topic scheduler, admin API and Discord client in this loop until SIGINT/SIGTERM."""
     from admin_api import serve
     from admin_api.config import admin_config
-    from admin_api.deps import AdminDeps
     from bot.bot import run_discord
     from bot.topics.scheduler import TopicScheduler
 
@@ -63,8 +62,7 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
     try:
         async with AsyncExitStack() as stack:
             if settings.admin_enabled:
-                deps = AdminDeps.from_services(services, topics_changed=scheduler.rebuild)
-                server = await serve(services, deps=deps, config=admin_config(settings))
+                server = await serve(services, config=admin_config(settings))
                 stack.push_async_callback(server.close)
                 log.info("admin API on %s", server.url)
             return await run_discord(services, stop=stop, scheduler=scheduler)

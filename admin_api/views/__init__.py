@@ -1,1 +1,1 @@
-"""One module per resource; each exposes `routes(deps)`, its part of the route table."""
+"""One module per resource; each exposes `routes()`, its part of the route table."""

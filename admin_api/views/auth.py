@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import Annotated
 
 from aiohttp import web
 
-from admin_api.deps import AdminDeps
 from admin_api.errors import ApiError
-from admin_api.routing import AnyRoute, Empty, In, Route, render
-from admin_api.schemas import LoginIn, LoginOut, OkOut, WhoAmIOut
-from admin_api.security import COOKIE_NAME
+from admin_api.routing import Route, render
+from admin_api.schemas.auth import LoginIn, LoginOut
+from admin_api.schemas.common import OkOut
+from admin_api.security import COOKIE_NAME, Principal
+from admin_api.state import AdminState
 
 log = logging.getLogger(__name__)
 
 
-async def login(call: In[LoginIn, Empty, Empty]) -> web.StreamResponse:
-    """Check the password; on success set an HttpOnly, SameSite=Strict session cookie."""
-    ctx = call.ctx
-    client = call.request.remote or "unknown"
-    wait = ctx.throttle.retry_after(client)
+async def login(
+    request: web.Request, admin: AdminState, body: LoginIn
+) -> Annotated[web.StreamResponse, LoginOut]:
+    """Log in with ADMIN_PASSWORD (sets an HttpOnly, SameSite=Strict session cookie)."""
+    client = request.remote or "unknown"
+    wait = admin.throttle.retry_after(client)
     if wait is not None:
         log.warning("admin login throttled for %s", client)
         raise ApiError(
@@ -29,15 +32,15 @@ async def login(call: In[LoginIn, Empty, Empty]) -> web.StreamResponse:
             "Too many failed logins; try again later.",
             {"Retry-After": str(math.ceil(wait))},
         )
-    if ctx.config.password is None:
+    if admin.config.password is None:
         raise ApiError(
             401, "password_login_disabled", "Password login is off: ADMIN_PASSWORD is not set."
         )
-    if not await ctx.auth.password_ok(call.body.password):
-        ctx.throttle.record_failure(client)
+    if not await admin.auth.password_ok(body.password):
+        admin.throttle.record_failure(client)
         log.warning("failed admin login from %s", client)
         raise ApiError(401, "wrong_password", "Wrong password.")
-    session = await ctx.auth.start_session()
+    session = await admin.auth.start_session()
     response = render(LoginOut(expires_at=session.expires_at))
     response.set_cookie(
         COOKIE_NAME,
@@ -46,65 +49,34 @@ async def login(call: In[LoginIn, Empty, Empty]) -> web.StreamResponse:
         path="/",
         httponly=True,
         samesite="Strict",
-        secure=call.request.secure,
+        secure=request.secure,
     )
     log.info("admin login from %s", client)
     return response
 
 
-async def logout(call: In[Empty, Empty, Empty]) -> web.StreamResponse:
-    """End the login session and clear its cookie."""
-    await call.ctx.auth.end_session(call.request.cookies.get(COOKIE_NAME))
+async def logout(request: web.Request, admin: AdminState) -> Annotated[web.StreamResponse, OkOut]:
+    """Log out: end the login session and clear its cookie."""
+    await admin.auth.end_session(request.cookies.get(COOKIE_NAME))
     response = render(OkOut())
     response.del_cookie(COOKIE_NAME, path="/")
     return response
 
 
-async def whoami(call: In[Empty, Empty, Empty]) -> WhoAmIOut:
+async def whoami(request: web.Request, admin: AdminState) -> Principal:
     """How the caller is authenticated (401 when not)."""
-    principal = await call.ctx.auth.identify(
-        call.request.headers.get("Authorization"), call.request.cookies.get(COOKIE_NAME)
+    principal = await admin.auth.identify(
+        request.headers.get("Authorization"), request.cookies.get(COOKIE_NAME)
     )
     if principal is None:  # pragma: no cover - the auth middleware already refused
         raise ApiError(401, "unauthorized", "Not authenticated.")
-    return WhoAmIOut(method=principal.method)
+    return principal
 
 
-def routes(deps: AdminDeps) -> list[AnyRoute]:
+def routes() -> list[Route]:
     """Auth routes."""
     return [
-        Route(
-            method="POST",
-            path="/api/auth/login",
-            handler=login,
-            summary="Log in with ADMIN_PASSWORD (sets the session cookie)",
-            tag="auth",
-            body=LoginIn,
-            query=Empty,
-            params=Empty,
-            response=LoginOut,
-            public=True,
-        ),
-        Route(
-            method="POST",
-            path="/api/auth/logout",
-            handler=logout,
-            summary="Log out",
-            tag="auth",
-            body=Empty,
-            query=Empty,
-            params=Empty,
-            response=OkOut,
-        ),
-        Route(
-            method="GET",
-            path="/api/auth/session",
-            handler=whoami,
-            summary="How the caller is authenticated",
-            tag="auth",
-            body=Empty,
-            query=Empty,
-            params=Empty,
-            response=WhoAmIOut,
-        ),
+        Route("POST", "/api/auth/login", login, public=True),
+        Route("POST", "/api/auth/logout", logout),
+        Route("GET", "/api/auth/session", whoami),
     ]

@@ -5,23 +5,24 @@ from __future__ import annotations
 import json
 import logging
 from contextlib import aclosing
+from typing import Annotated
 
 from aiohttp import web
 
-from admin_api.deps import AdminDeps
-from admin_api.routing import AnyRoute, Empty, In, Route
-from admin_api.schemas import ChatEventOut, ChatIn
+from admin_api.routing import EventStream, Route
+from admin_api.schemas.chat import ChatIn, chat_event_schema
+from admin_api.state import AdminState
 from admin_api.turns import ChatInput
 from bot.chat.events import to_wire
 
 log = logging.getLogger(__name__)
 
-TAG = "chat"
 SSE_HEADERS = {
     "Content-Type": "text/event-stream; charset=utf-8",
     "Cache-Control": "no-cache",
     "X-Accel-Buffering": "no",
 }
+CHAT_EVENTS = EventStream("ChatEvent", "Server-sent events of one chat turn", chat_event_schema)
 
 
 def sse_frame(payload: dict[str, object]) -> bytes:
@@ -29,18 +30,20 @@ def sse_frame(payload: dict[str, object]) -> bytes:
     return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
 
 
-async def chat_stream(call: In[ChatIn, Empty, Empty]) -> web.StreamResponse:
-    """Run a turn; stream session_id, tool, notes_updated, sources, chunk, done or error.
+async def chat_stream(
+    request: web.Request, admin: AdminState, body: ChatIn
+) -> Annotated[web.StreamResponse, CHAT_EVENTS]:
+    """Run a chat turn; answer as server-sent events.
 
-    A client that goes away does not stop the turn: the engine finishes and stores it.
+    Streams session_id, tool, notes_updated, sources, chunk, done or error. A client that goes
+    away does not stop the turn: the engine finishes and stores it.
     """
-    body = call.body
-    events = await call.ctx.turns.start(
+    events = await admin.turns.start(
         ChatInput(body.message, body.session_id, body.model, body.note_page_ids)
     )
     response = web.StreamResponse(headers=SSE_HEADERS)
     async with aclosing(events):
-        await response.prepare(call.request)
+        await response.prepare(request)
         async for event in events:
             try:
                 await response.write(sse_frame(to_wire(event)))
@@ -51,19 +54,6 @@ async def chat_stream(call: In[ChatIn, Empty, Empty]) -> web.StreamResponse:
     return response
 
 
-def routes(deps: AdminDeps) -> list[AnyRoute]:
+def routes() -> list[Route]:
     """Chat routes."""
-    return [
-        Route(
-            method="POST",
-            path="/api/chat/stream",
-            handler=chat_stream,
-            summary="Run a chat turn; answer as server-sent events",
-            tag=TAG,
-            body=ChatIn,
-            query=Empty,
-            params=Empty,
-            response=ChatEventOut,
-            stream=True,
-        )
-    ]
+    return [Route("POST", "/api/chat/stream", chat_stream)]

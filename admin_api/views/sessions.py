@@ -2,67 +2,65 @@
 
 from __future__ import annotations
 
-from aiohttp import web
+from typing import Annotated
 
-from admin_api.deps import AdminDeps
+from aiohttp import web
+from pydantic import Field
+
 from admin_api.errors import not_found
-from admin_api.routing import AnyRoute, Empty, In, Route, render
-from admin_api.schemas import (
-    DeletedOut,
-    ImportOut,
-    ImportQuery,
-    MessageListOut,
-    MessageOut,
-    SessionListOut,
-    SessionListQuery,
-    SessionOut,
-    SessionPath,
-)
+from admin_api.routing import Route, render
+from admin_api.schemas.common import DeletedOut, Limit, Page, SessionId
+from admin_api.schemas.sessions import ImportOut, MessageListOut
+from bot.services import Services
+from bot.store.sessions import Session
 from bot.store.transfer import SessionExport
 
-TAG = "sessions"
+Before = Annotated[str, Field(max_length=64)]
 
 
-async def list_sessions(call: In[Empty, SessionListQuery, Empty]) -> SessionListOut:
-    """Sessions, most recently active first."""
-    query = call.query
-    rows = await call.ctx.services.repos.sessions.list(limit=query.limit, before=query.before)
-    items = [SessionOut.model_validate(row, from_attributes=True) for row in rows]
-    next_cursor = items[-1].updated_at if len(items) == query.limit else None
-    return SessionListOut(items=items, next_cursor=next_cursor)
+async def list_sessions(
+    services: Services, limit: Limit = 50, before: Before | None = None
+) -> Page[Session, str]:
+    """List sessions, most recently active first.
+
+    Pass `next_cursor` back as `before`.
+    """
+    rows = await services.repos.sessions.list(limit=limit, before=before)
+    return Page.of(rows, limit, rows[-1].updated_at if rows else None)
 
 
-async def get_session(call: In[Empty, Empty, SessionPath]) -> SessionOut:
+async def get_session(services: Services, session_id: SessionId) -> Session:
     """One session."""
-    session = await call.ctx.services.repos.sessions.get(call.path.session_id)
+    session = await services.repos.sessions.get(session_id)
     if session is None:
-        raise not_found(f"Session {call.path.session_id!r}")
-    return SessionOut.model_validate(session, from_attributes=True)
+        raise not_found(f"Session {session_id!r}")
+    return session
 
 
-async def delete_session(call: In[Empty, Empty, SessionPath]) -> DeletedOut:
+async def delete_session(services: Services, session_id: SessionId) -> DeletedOut:
     """Delete a session with its messages, summaries and attachments."""
-    if not await call.ctx.services.repos.sessions.delete(call.path.session_id):
-        raise not_found(f"Session {call.path.session_id!r}")
+    if not await services.repos.sessions.delete(session_id):
+        raise not_found(f"Session {session_id!r}")
     return DeletedOut(deleted=1)
 
 
-async def session_messages(call: In[Empty, Empty, SessionPath]) -> MessageListOut:
-    """Every message, archived (summarised) ones included, in conversation order."""
-    session_id = call.path.session_id
-    repos = call.ctx.services.repos
+async def session_messages(services: Services, session_id: SessionId) -> MessageListOut:
+    """A session's messages, archived included, in conversation order.
+
+    Archived ones carry archived_at and the summary (memory) that replaced them.
+    """
+    repos = services.repos
     if await repos.sessions.get(session_id) is None:
         raise not_found(f"Session {session_id!r}")
-    rows = await repos.messages.all_for_session(session_id)
-    return MessageListOut(
-        session_id=session_id,
-        messages=[MessageOut.model_validate(row, from_attributes=True) for row in rows],
-    )
+    messages = await repos.messages.all_for_session(session_id)
+    return MessageListOut(session_id=session_id, messages=messages)
 
 
-async def export_session(call: In[Empty, Empty, SessionPath]) -> web.StreamResponse:
-    """The session as a JSON document (offered as a download)."""
-    exported = await call.ctx.transfer.export_session(call.path.session_id)
+async def export_session(
+    services: Services, session_id: SessionId
+) -> Annotated[web.StreamResponse, SessionExport]:
+    """Export a session as JSON (offered as a download)."""
+    exported = await services.transfer.export_session(session_id)
     response = render(exported)
     response.headers["Content-Disposition"] = (
         f'attachment; filename="playchat-session-{exported.session.id}.json"'
@@ -70,81 +68,23 @@ async def export_session(call: In[Empty, Empty, SessionPath]) -> web.StreamRespo
     return response
 
 
-async def import_session(call: In[SessionExport, ImportQuery, Empty]) -> ImportOut:
-    """Store an exported session; an existing id is a 409 unless `as_new=true`."""
-    session_id = await call.ctx.transfer.import_session(call.body, as_new=call.query.as_new)
-    return ImportOut(session_id=session_id)
+async def import_session(
+    services: Services, body: SessionExport, as_new: bool = False
+) -> ImportOut:
+    """Import an exported session.
+
+    An existing id is a 409 unless `as_new=true` (which imports a copy under a fresh id).
+    """
+    return ImportOut(session_id=await services.transfer.import_session(body, as_new=as_new))
 
 
-def routes(deps: AdminDeps) -> list[AnyRoute]:
+def routes() -> list[Route]:
     """Session routes."""
     return [
-        Route(
-            method="GET",
-            path="/api/sessions",
-            handler=list_sessions,
-            summary="List sessions",
-            tag=TAG,
-            body=Empty,
-            query=SessionListQuery,
-            params=Empty,
-            response=SessionListOut,
-        ),
-        Route(
-            method="POST",
-            path="/api/sessions/import",
-            handler=import_session,
-            summary="Import an exported session",
-            tag=TAG,
-            body=SessionExport,
-            query=ImportQuery,
-            params=Empty,
-            response=ImportOut,
-            status=201,
-            large_body=True,
-        ),
-        Route(
-            method="GET",
-            path="/api/sessions/{session_id}",
-            handler=get_session,
-            summary="One session",
-            tag=TAG,
-            body=Empty,
-            query=Empty,
-            params=SessionPath,
-            response=SessionOut,
-        ),
-        Route(
-            method="DELETE",
-            path="/api/sessions/{session_id}",
-            handler=delete_session,
-            summary="Delete a session and everything in it",
-            tag=TAG,
-            body=Empty,
-            query=Empty,
-            params=SessionPath,
-            response=DeletedOut,
-        ),
-        Route(
-            method="GET",
-            path="/api/sessions/{session_id}/messages",
-            handler=session_messages,
-            summary="A session's messages, archived included",
-            tag=TAG,
-            body=Empty,
-            query=Empty,
-            params=SessionPath,
-            response=MessageListOut,
-        ),
-        Route(
-            method="GET",
-            path="/api/sessions/{session_id}/export",
-            handler=export_session,
-            summary="Export a session as JSON",
-            tag=TAG,
-            body=Empty,
-            query=Empty,
-            params=SessionPath,
-            response=SessionExport,
-        ),
+        Route("GET", "/api/sessions", list_sessions),
+        Route("POST", "/api/sessions/import", import_session, status=201, large_body=True),
+        Route("GET", "/api/sessions/{session_id}", get_session),
+        Route("DELETE", "/api/sessions/{session_id}", delete_session),
+        Route("GET", "/api/sessions/{session_id}/messages", session_messages),
+        Route("GET", "/api/sessions/{session_id}/export", export_session),
     ]

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from admin_api.deps import AdminDeps
-from admin_api.routing import AnyRoute, Empty, In, Route
-from admin_api.schemas import SettingsOut, SettingsUpdateIn
+from admin_api.routing import Route
+from admin_api.schemas.settings import SettingsOut, SettingsUpdateIn
 from bot.config import RUNTIME_KEYS, SECRET_KEYS, RuntimeSettings
+from bot.services import Services
 
-TAG = "settings"
 MASK_PREFIXES = ("…", "••••", "...")
 
 
@@ -33,43 +32,25 @@ def _view(settings: RuntimeSettings) -> SettingsOut:
     )
 
 
-async def get_settings(call: In[Empty, Empty, Empty]) -> SettingsOut:
-    """Every runtime-editable setting; secrets as {set, last4}."""
-    return _view(call.ctx.services.settings)
+async def get_settings(services: Services) -> SettingsOut:
+    """Runtime settings (secrets masked as {set, last4})."""
+    return _view(services.settings)
 
 
-async def put_settings(call: In[SettingsUpdateIn, Empty, Empty]) -> SettingsOut:
-    """Validate and apply changes at once (the running bot reads settings per call)."""
-    settings = call.ctx.services.settings
-    changes = secret_changes(call.body.values)
+async def put_settings(services: Services, body: SettingsUpdateIn) -> SettingsOut:
+    """Change runtime settings.
+
+    Changes are validated and applied at once (the running bot reads settings per call).
+    """
+    changes = secret_changes(body.values)
     if changes:
-        await settings.update(changes)
-    return _view(settings)
+        await services.settings.update(changes)
+    return _view(services.settings)
 
 
-def routes(deps: AdminDeps) -> list[AnyRoute]:
+def routes() -> list[Route]:
     """Settings routes."""
     return [
-        Route(
-            method="GET",
-            path="/api/settings",
-            handler=get_settings,
-            summary="Runtime settings (secrets masked)",
-            tag=TAG,
-            body=Empty,
-            query=Empty,
-            params=Empty,
-            response=SettingsOut,
-        ),
-        Route(
-            method="PUT",
-            path="/api/settings",
-            handler=put_settings,
-            summary="Change runtime settings",
-            tag=TAG,
-            body=SettingsUpdateIn,
-            query=Empty,
-            params=Empty,
-            response=SettingsOut,
-        ),
+        Route("GET", "/api/settings", get_settings),
+        Route("PUT", "/api/settings", put_settings),
     ]

@@ -2,76 +2,33 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-from pydantic import BaseModel
-
-from admin_api.deps import AdminDeps
-from admin_api.routing import AnyRoute, Empty, In, Route
-
-TAG = "tools"
+from admin_api.routing import Route
+from admin_api.schemas.tools import ToolOut, ToolsOut
+from bot.services import Services
 
 
-class ToolOut(BaseModel):
-    """One tool offered to the model."""
+async def list_tools(services: Services) -> ToolsOut:
+    """Tools the model can use and MCP server states.
 
-    name: str
-    description: str
-    source: str
-
-
-class McpServerOut(BaseModel):
-    """One configured MCP server."""
-
-    name: str
-    transport: str
-    target: str
-    state: str
-    error: str | None
-    tools: list[str]
-    connects: int
-    protocol: str | None
-
-
-class ToolsOut(BaseModel):
-    """Tools and MCP servers."""
-
-    tools: list[ToolOut]
-    mcp_servers: list[McpServerOut]
-    mcp_config_error: str | None
-
-
-async def list_tools(call: In[Empty, Empty, Empty]) -> ToolsOut:
-    """Built-in and MCP tools, and every configured MCP server with its state."""
-    services = call.ctx.services
+    Built-in and MCP tools, and every configured MCP server with its state.
+    """
+    registry = services.registry
     tools = [
         ToolOut(
             name=name,
             description=str(tool.schema.get("function", {}).get("description", "")),
             source=tool.source,
         )
-        for name in services.registry.names()
-        if (tool := services.registry.get(name)) is not None
+        for name in registry.names()
+        if (tool := registry.get(name)) is not None
     ]
     return ToolsOut(
         tools=tools,
-        mcp_servers=[McpServerOut(**dataclasses.asdict(s)) for s in services.mcp.status()],
+        mcp_servers=list(services.mcp.status()),
         mcp_config_error=services.mcp.config_error,
     )
 
 
-def routes(deps: AdminDeps) -> list[AnyRoute]:
+def routes() -> list[Route]:
     """The tools route."""
-    return [
-        Route(
-            method="GET",
-            path="/api/tools",
-            handler=list_tools,
-            summary="Tools the model can use and MCP server states",
-            tag=TAG,
-            body=Empty,
-            query=Empty,
-            params=Empty,
-            response=ToolsOut,
-        )
-    ]
+    return [Route("GET", "/api/tools", list_tools)]

@@ -44,9 +44,10 @@ class TopicScheduler:
         return self._scheduler
 
     async def start(self) -> None:
-        """Build the jobs from the database and start ticking."""
+        """Build the jobs from the database, start ticking, and rebuild on every change."""
         await self._service.load()
         await self.rebuild()
+        self._service.add_change_listener(self.rebuild)
         if not self._scheduler.running:
             self._scheduler.start()
 
@@ -86,5 +87,6 @@ class TopicScheduler:
 
     def shutdown(self) -> None:
         """Stop the scheduler without waiting for running jobs."""
+        self._service.remove_change_listener(self.rebuild)
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 LANGUAGE_NAMES = {"ja": "Japanese (日本語)", "en": "English"}
 MAX_OPENER_CHARS = 400
 RECENT_TOPICS = 10
+
+ChangeListener = Callable[[], Awaitable[object]]
 
 
 class TopicPoster(Protocol):
@@ -65,6 +67,25 @@ class TopicService:
         self._clock = clock
         self._poster: TopicPoster | None = None
         self._configured: set[int] = set()
+        self._change_listeners: list[ChangeListener] = []
+
+    def add_change_listener(self, listener: ChangeListener) -> None:
+        """Call `listener` after every change to a channel's topic settings."""
+        if listener not in self._change_listeners:
+            self._change_listeners.append(listener)
+
+    def remove_change_listener(self, listener: ChangeListener) -> None:
+        """Stop calling `listener` (unknown listeners are ignored)."""
+        if listener in self._change_listeners:
+            self._change_listeners.remove(listener)
+
+    async def _settings_changed(self) -> None:
+        for listener in list(self._change_listeners):
+            try:
+                await listener()
+            except Exception:
+                # The change is stored already; a failed listener must not make it look refused.
+                log.exception("topic change listener %r failed", listener)
 
     @property
     def poster(self) -> TopicPoster | None:
@@ -99,6 +120,7 @@ class TopicService:
             zone(str(changes["timezone"]))
         channel = await self.repo.upsert(channel_id, changes, now=_utc(self.now()))
         self._configured.add(channel_id)
+        await self._settings_changed()
         return channel
 
     async def _posts_today(self, channel: TopicChannel, now: datetime) -> int:

@@ -20,7 +20,7 @@ def concrete(path: str) -> str:
 
 
 async def test_every_route_but_health_and_login_refuses_without_auth(admin: Admin) -> None:
-    routes = route_table(admin.deps)
+    routes = route_table()
     assert len(routes) >= 40
     spec = (await admin.get("/api/openapi.json")).json
     documented = {(m.upper(), p) for p, ops in spec["paths"].items() for m in ops}
@@ -101,7 +101,7 @@ async def test_login_session_survives_a_restart(start_admin: StartAdmin) -> None
     )
     cookie = ok.cookies[COOKIE_NAME].value
     await first.server.close()
-    second_server = await serve(first.services, config=first.config, deps=first.deps)
+    second_server = await serve(first.services, config=first.config)
     try:
         async with first.http.get(
             second_server.url + "/api/auth/session", cookies={COOKIE_NAME: cookie}

@@ -5,6 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 
+import jsonschema
+
+from admin_api.schemas.chat import chat_event_schema
+from bot.chat.events import (
+    ChunkEvent,
+    DoneEvent,
+    ErrorEvent,
+    NotesUpdatedEvent,
+    SessionEvent,
+    SourcesEvent,
+    ToolEvent,
+    to_wire,
+)
 from bot.chat.hooks import TurnResult
 from bot.tools.web_search import web_search_sources
 from tests.admin_api.conftest import TOKEN, Admin, sse_events
@@ -152,3 +165,29 @@ async def test_note_pages_linked_before_a_new_session_turn(admin: Admin) -> None
     session_id = sse_events(reply.text)[0]["value"]
     linked = await admin.get(f"/api/sessions/{session_id}/notes")
     assert linked.json == {"session_id": session_id, "page_ids": [page_id]}
+
+
+def test_the_event_schema_is_derived_from_the_engine_events() -> None:
+    validator = jsonschema.Draft202012Validator(chat_event_schema())
+    every_kind = [
+        SessionEvent("s1", created=True),
+        ToolEvent("t1", "web_search", "running", label="Searching", detail="kyoto"),
+        ToolEvent("t1", "web_search", "done", result="3 results"),
+        ToolEvent("t2", "web_search", "error", result=None),
+        NotesUpdatedEvent(),
+        SourcesEvent([{"title": "Example", "url": "https://example.com/"}]),
+        ChunkEvent("Hel"),
+        DoneEvent("Hello", message_id=7),
+        ErrorEvent("The model is not available."),
+    ]
+    for event in every_kind:
+        validator.validate(to_wire(event))
+    for wrong in (
+        {"type": "chunk"},
+        {"type": "chunk", "value": 3},
+        {"type": "done", "message_id": "7"},
+        {"type": "tool", "value": {"id": "t", "name": "n", "status": "running", "result": "x"}},
+        {"type": "tool", "value": {"id": "t", "name": "n", "status": "done"}},
+        {"type": "whatever", "value": "x"},
+    ):
+        assert not validator.is_valid(wrong), wrong

@@ -50,7 +50,7 @@ async def test_malformed_bodies_and_parameters(admin: Admin) -> None:
 async def test_unexpected_failure_is_a_generic_500(
     admin: Admin, caplog: pytest.LogCaptureFixture
 ) -> None:
-    app = create_app(admin.services, config=admin.config, deps=admin.deps)
+    app = create_app(admin.services, config=admin.config)
 
     async def boom(request: web.Request) -> web.Response:
         raise RuntimeError("internal detail /var/db password=hunter2")

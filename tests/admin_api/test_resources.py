@@ -160,7 +160,8 @@ async def test_topic_schedules_and_run_now(start_admin: StartAdmin) -> None:
     async def rebuild() -> None:
         rebuilt.append(1)
 
-    admin = await start_admin(topics_changed=rebuild)
+    admin = await start_admin()
+    admin.services.topics.add_change_listener(rebuild)  # what a running TopicScheduler does
     assert (await admin.get("/api/topics")).json == {"channels": []}
     assert (await admin.get("/api/topics/42")).status == 404
 

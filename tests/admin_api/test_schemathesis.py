@@ -13,7 +13,7 @@ import schemathesis
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error, response_schema_conformance
 
-from admin_api.context import CONTEXT
+from admin_api.state import SERVICES
 from tests.admin_api.conftest import TOKEN, Admin
 from tests.fakes.llm_server import Text
 
@@ -77,7 +77,7 @@ async def test_schemathesis_run_does_catch_a_server_error(
     async def broken() -> None:
         raise RuntimeError("stats are broken")
 
-    monkeypatch.setattr(admin.server.runner.app[CONTEXT].stats, "collect", broken)
+    monkeypatch.setattr(admin.server.runner.app[SERVICES].repos.stats, "collect", broken)
     spec = (await admin.get("/api/openapi.json")).json
     spec["paths"] = {"/api/system/stats": spec["paths"]["/api/system/stats"]}
     statuses, failures = await asyncio.to_thread(fuzz, spec, admin.url)

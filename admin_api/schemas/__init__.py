@@ -1,0 +1,1 @@
+"""Request and response shapes the store's own dataclasses do not already give, per resource."""

@@ -1,0 +1,20 @@
+"""Sessions: the message list envelope and the import result (rows are the store's)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from bot.store.messages import StoredMessage
+
+
+class MessageListOut(BaseModel):
+    """Every message of a session, archived ones included, in conversation order."""
+
+    session_id: str
+    messages: list[StoredMessage]
+
+
+class ImportOut(BaseModel):
+    """The imported session's id."""
+
+    session_id: str

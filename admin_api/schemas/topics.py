@@ -1,0 +1,99 @@
+"""Topic schedules: the change body and envelopes (rows are `bot.store.topics`' dataclasses)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from apscheduler.triggers.cron import CronTrigger
+from pydantic import AfterValidator, BaseModel, Field, model_validator
+
+from admin_api.schemas.common import Body
+from bot.store.topics import TopicChannel, TopicPost
+from bot.store.transfer import SQLITE_INT_MAX
+from bot.topics.policy import parse_hhmm, zone
+
+ChannelId = Annotated[int, Field(ge=1, le=SQLITE_INT_MAX)]
+
+
+def _hhmm(value: str) -> str:
+    try:
+        parse_hhmm(value)
+    except ValueError:
+        raise ValueError("must be a time HH:MM") from None
+    return value
+
+
+def _time_zone(value: str) -> str:
+    zone(value)
+    return value
+
+
+def _crontab(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            CronTrigger.from_crontab(value)
+        except ValueError:
+            raise ValueError("must be a 5-field crontab expression") from None
+    return value
+
+
+HHMM = Annotated[str, Field(pattern=r"^\d{1,2}:\d{2}$"), AfterValidator(_hhmm)]
+TimeZone = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_time_zone)]
+Crontab = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_crontab)]
+NOT_NULL_TOPIC_FIELDS = (
+    "enabled",
+    "idle_minutes",
+    "check_interval_minutes",
+    "active_start",
+    "active_end",
+    "timezone",
+    "max_posts_per_day",
+    "persona",
+)
+
+
+class TopicListOut(BaseModel):
+    """Every configured channel."""
+
+    channels: list[TopicChannel]
+
+
+class TopicStatusOut(BaseModel):
+    """A channel's schedule, what an idle check would decide now, and its latest posts."""
+
+    channel: TopicChannel
+    would_post: bool
+    reason: str
+    recent_posts: list[TopicPost]
+
+
+class TopicUpdateIn(Body):
+    """Changes to a channel's schedule; omitted fields stay as they are (null clears cron,
+    language and guild_id)."""
+
+    guild_id: Annotated[int, Field(ge=0, le=SQLITE_INT_MAX)] | None = None
+    enabled: bool | None = None
+    idle_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] | None = None
+    check_interval_minutes: Annotated[int, Field(ge=1, le=24 * 60)] | None = None
+    active_start: HHMM | None = None
+    active_end: HHMM | None = None
+    timezone: TimeZone | None = None
+    max_posts_per_day: Annotated[int, Field(ge=0, le=100)] | None = None
+    cron: Crontab | None = None
+    language: Literal["ja", "en"] | None = None
+    persona: Annotated[str, Field(max_length=2000)] | None = None
+
+    @model_validator(mode="after")
+    def _no_null_for_required(self) -> TopicUpdateIn:
+        nulls = [
+            name
+            for name in NOT_NULL_TOPIC_FIELDS
+            if name in self.model_fields_set and getattr(self, name) is None
+        ]
+        if nulls:
+            raise ValueError(f"cannot be null: {', '.join(nulls)}")
+        return self
+
+    def changes(self) -> dict[str, object]:
+        """Only the fields the client sent."""
+        return self.model_dump(exclude_unset=True)

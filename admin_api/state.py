@@ -1,0 +1,29 @@
+"""What the admin app keeps under its AppKeys: the shared `Services`, and admin-only state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from admin_api.config import AdminConfig
+from admin_api.security import Authenticator, LoginThrottle
+from admin_api.turns import ChatTurns
+from bot.services import Services
+
+
+@dataclass(frozen=True)
+class AdminState:
+    """What only the admin API has: its config, login machinery, chat turns, route facts."""
+
+    config: AdminConfig
+    auth: Authenticator
+    throttle: LoginThrottle
+    turns: ChatTurns
+    public_routes: frozenset[str] = frozenset()
+    openapi: dict[str, Any] = field(default_factory=dict)
+
+
+SERVICES = web.AppKey("services", Services)
+ADMIN = web.AppKey("admin", AdminState)
