@@ -65,7 +65,7 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
                 server = await serve(services, config=admin_config(settings))
                 stack.push_async_callback(server.close)
                 log.info("admin API on %s", server.url)
-            return await run_discord(services, stop=stop, scheduler=scheduler)
+            return await run_discord(services, stop=stop)
     finally:
         scheduler.shutdown()
 

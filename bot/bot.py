@@ -20,7 +20,6 @@ from bot.config import Settings
 from bot.exts._access import AccessPolicy, Requester
 from bot.prompts.ui_text import ui_text
 from bot.services import Services
-from bot.topics.scheduler import TopicScheduler
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +95,6 @@ class BotDeps:
     services: Services
     clock: Callable[[], float] = time.monotonic
     turns: InFlight = field(default_factory=InFlight)
-    topic_scheduler: TopicScheduler | None = None
 
 
 def build_intents(settings: Settings) -> discord.Intents:
@@ -235,9 +233,9 @@ EXIT_FAILED = 1
 EXIT_CONFIG = 2
 
 
-def build_bot(services: Services, scheduler: TopicScheduler | None = None) -> PlayChatBot:
+def build_bot(services: Services) -> PlayChatBot:
     """The Discord client with its dependencies (resources opened by the caller)."""
-    return PlayChatBot(BotDeps(services=services, topic_scheduler=scheduler))
+    return PlayChatBot(BotDeps(services=services))
 
 
 def _install_signals(stop: asyncio.Event) -> list[signal.Signals]:
@@ -256,7 +254,6 @@ async def run_discord(
     services: Services,
     *,
     stop: asyncio.Event | None = None,
-    scheduler: TopicScheduler | None = None,
 ) -> int:
     """Run the Discord client until SIGINT/SIGTERM (or `stop` is set); returns an exit code."""
     ui = ui_text(services.settings().language)
@@ -267,7 +264,7 @@ async def run_discord(
     stop = stop or asyncio.Event()
     installed = _install_signals(stop)
     try:
-        outcome = await run_until_stopped(build_bot(services, scheduler), token, stop)
+        outcome = await run_until_stopped(build_bot(services), token, stop)
     finally:
         loop = asyncio.get_running_loop()
         for sig in installed:

@@ -75,11 +75,6 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
             raise UserFacingError(ui_for(self.deps).topic_text_channel_only)
         return interaction.channel.id
 
-    async def _changed(self) -> None:
-        scheduler = self.deps.topic_scheduler
-        if scheduler is not None:
-            await scheduler.rebuild()
-
     async def _configure(
         self, interaction: discord.Interaction, changes: dict[str, object]
     ) -> TopicChannel:
@@ -90,7 +85,6 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
             channel = await self.deps.services.topics.configure(channel_id, changes)
         except ValueError as exc:
             raise UserFacingError(ui_for(self.deps).topic_bad_value.format(detail=exc)) from exc
-        await self._changed()
         return channel
 
     @app_commands.command(name="enable", description="Start conversations here when it is quiet")
