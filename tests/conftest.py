@@ -7,7 +7,8 @@ import os
 # LiteLLM must never fetch its price list (no internet here); set before anything imports it.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
-from collections.abc import AsyncIterator, Callable
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,28 @@ import pytest
 from bot.config import Settings
 from bot.llm.gateway import RetryPolicy
 from bot.services import ServiceOptions, Services, open_services
+from bot.utils.log_setup import CHATTY_LOGGERS, NOISY_LOGGERS
 from tests.fakes.llm_server import FakeLLMServer
 
 FAST_RETRY = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.01)
 
 SettingsFactory = Callable[..., Settings]
+
+
+@pytest.fixture(autouse=True)
+def _entry_point_logging_is_undone() -> Iterator[None]:
+    """An entry point run in-process (configure_logging) leaves no handler or level behind:
+    a root handler would keep writing to that test's captured, later closed, stderr."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    levels = {name: logging.getLogger(name).level for name in (*NOISY_LOGGERS, *CHATTY_LOGGERS)}
+    yield
+    for handler in root.handlers[:]:
+        if handler not in handlers:
+            root.removeHandler(handler)
+    root.setLevel(level)
+    for name, saved in levels.items():
+        logging.getLogger(name).setLevel(saved)
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from typing import Protocol
 from bot.chat.tokens import estimate_tokens, message_tokens, truncate_to_tokens
 from bot.config import Settings
 from bot.llm.types import Message, ToolSchema
-from bot.prompts import prompts_for
-from bot.store.memories import MemoryRepository
+from bot.prompts import Prompts, prompts_for
+from bot.store.memories import Memory, MemoryRepository
 from bot.store.messages import MessageRepository, StoredMessage
 
 # How much of the window the answer may need; the rest is shared by the prompt.
@@ -70,7 +70,7 @@ def _speaker_content(message: StoredMessage) -> str:
 
 
 class ContextBuilder:
-    """Builds the message list of one turn in the seed's layer order, under a token budget."""
+    """Builds one turn's messages (system, memory layers, summaries, conversation) in a budget."""
 
     def __init__(
         self,
@@ -81,10 +81,6 @@ class ContextBuilder:
         self._messages = messages
         self._memories = memories
         self._layers = list(layers)
-
-    def add_layer(self, slot: LayerSlot) -> None:
-        """Plug in another memory layer (placed after the existing ones)."""
-        self._layers.append(slot)
 
     async def build(
         self,
@@ -98,33 +94,68 @@ class ContextBuilder:
         prompts = prompts_for(settings.language)
         window = settings.llm_context_tokens
         reserve = max(MIN_ANSWER_RESERVE, int(window * ANSWER_RESERVE_SHARE))
-        system_parts = [prompts["system"]]
-        if settings.system_prompt_extra:
-            system_parts.append(settings.system_prompt_extra)
-        if tools:
-            system_parts.append(prompts["tool_system"])
-        if self._layers:
-            system_parts.append(prompts["layers_intro"])
-        system_text = "\n\n".join(system_parts)
+        system_text = self._system_text(settings, prompts, has_tools=bool(tools))
         tool_tokens = estimate_tokens(json.dumps(list(tools), ensure_ascii=False)) if tools else 0
         budget = max(256, window - reserve - tool_tokens)
         remaining = budget - estimate_tokens(system_text)
 
         layer_budgets = [max(0, int(budget * slot.share)) for slot in self._layers]
         layer_texts, recent, memories = await asyncio.gather(
-            asyncio.gather(
-                *(
-                    slot.layer.render(request, layer_budget)
-                    for slot, layer_budget in zip(self._layers, layer_budgets, strict=True)
-                )
-            ),
+            self._render_layers(request, layer_budgets),
             self._messages.recent_live(request.session_id, RECENT_MESSAGE_LIMIT),
             self._memories.live(request.session_id, MEMORY_LIMIT),
         )
 
         messages: list[Message] = [{"role": "system", "content": system_text}]
         used: dict[str, int] = {}
-        for slot, text, layer_budget in zip(self._layers, layer_texts, layer_budgets, strict=True):
+        remaining = self._fit_layers(layer_texts, layer_budgets, remaining, messages, used)
+        memory_budget = min(int(budget * MEMORY_SHARE), max(0, remaining))
+        memory_text, spent = _fit_memories(memories, prompts["memory_header"], memory_budget)
+        if memory_text is not None:
+            messages.append({"role": "system", "content": memory_text})
+            used["memory"] = spent
+            remaining -= spent
+
+        chosen, dropped = _fit_conversation(recent, request.user_message_id, remaining)
+        if images and chosen and chosen[-1]["role"] == "user":
+            chosen[-1]["images"] = list(images)
+        messages.extend(chosen)
+        used["conversation"] = sum(message_tokens(item) for item in chosen)
+        total = sum(message_tokens(item) for item in messages) + tool_tokens
+        return BuiltContext(messages, total, budget, used, dropped)
+
+    async def _render_layers(
+        self, request: ContextRequest, budgets: Sequence[int]
+    ) -> list[str | None]:
+        """Every layer's text for this turn, rendered concurrently."""
+        return await asyncio.gather(
+            *(
+                slot.layer.render(request, budget)
+                for slot, budget in zip(self._layers, budgets, strict=True)
+            )
+        )
+
+    def _system_text(self, settings: Settings, prompts: Prompts, *, has_tools: bool) -> str:
+        """The system prompt with the operator's extra text and the tool and layer intros."""
+        parts = [prompts["system"]]
+        if settings.system_prompt_extra:
+            parts.append(settings.system_prompt_extra)
+        if has_tools:
+            parts.append(prompts["tool_system"])
+        if self._layers:
+            parts.append(prompts["layers_intro"])
+        return "\n\n".join(parts)
+
+    def _fit_layers(
+        self,
+        texts: Sequence[str | None],
+        budgets: Sequence[int],
+        remaining: int,
+        messages: list[Message],
+        used: dict[str, int],
+    ) -> int:
+        """Append each layer's text cut to its budget; returns the tokens left afterwards."""
+        for slot, text, layer_budget in zip(self._layers, texts, budgets, strict=True):
             if not text:
                 continue
             fitted = truncate_to_tokens(text, min(layer_budget, max(0, remaining)))
@@ -134,48 +165,48 @@ class ContextBuilder:
             messages.append({"role": "system", "content": fitted})
             used[slot.layer.name] = cost
             remaining -= cost
+        return remaining
 
-        if memories:
-            memory_budget = min(int(budget * MEMORY_SHARE), max(0, remaining))
-            kept: list[str] = []
-            spent = estimate_tokens(prompts["memory_header"])
-            for memory in reversed(memories):
-                cost = estimate_tokens(memory.summary) + 2
-                if spent + cost > memory_budget:
-                    break
-                kept.append(memory.summary)
-                spent += cost
-            if kept:
-                body = "\n\n".join(reversed(kept))
-                messages.append(
-                    {"role": "system", "content": f"{prompts['memory_header']}\n{body}"}
-                )
-                used["memory"] = spent
-                remaining -= spent
 
-        conversation = [
-            message
-            for message in recent
-            if message.id <= request.user_message_id
-            or (message.reply_to is not None and message.reply_to <= request.user_message_id)
-        ]
-        chosen: list[Message] = []
-        dropped = 0
-        for index, stored in enumerate(reversed(conversation)):
-            item: Message = {"role": stored.role, "content": _speaker_content(stored)}
+def _fit_memories(memories: Sequence[Memory], header: str, budget: int) -> tuple[str | None, int]:
+    """The newest summaries that fit `budget` under `header`, oldest first, and their cost."""
+    kept: list[str] = []
+    spent = estimate_tokens(header)
+    for memory in reversed(memories):
+        cost = estimate_tokens(memory.summary) + 2
+        if spent + cost > budget:
+            break
+        kept.append(memory.summary)
+        spent += cost
+    if not kept:
+        return None, 0
+    body = "\n\n".join(reversed(kept))
+    return f"{header}\n{body}", spent
+
+
+def _fit_conversation(
+    recent: Sequence[StoredMessage], user_message_id: int, remaining: int
+) -> tuple[list[Message], int]:
+    """The newest messages up to this turn's that fit `remaining`, oldest first, and how many
+    older ones were left out. The newest message is always kept, cut if it must be."""
+    conversation = [
+        message
+        for message in recent
+        if message.id <= user_message_id
+        or (message.reply_to is not None and message.reply_to <= user_message_id)
+    ]
+    chosen: list[Message] = []
+    dropped = 0
+    for index, stored in enumerate(reversed(conversation)):
+        item: Message = {"role": stored.role, "content": _speaker_content(stored)}
+        cost = message_tokens(item)
+        if index > 0 and cost > remaining:
+            dropped = len(conversation) - index
+            break
+        if index == 0 and cost > remaining:
+            item["content"] = truncate_to_tokens(item["content"], max(64, remaining))
             cost = message_tokens(item)
-            if index > 0 and cost > remaining:
-                dropped = len(conversation) - index
-                break
-            if index == 0 and cost > remaining:
-                item["content"] = truncate_to_tokens(item["content"], max(64, remaining))
-                cost = message_tokens(item)
-            chosen.append(item)
-            remaining -= cost
-        chosen.reverse()
-        if images and chosen and chosen[-1]["role"] == "user":
-            chosen[-1]["images"] = list(images)
-        messages.extend(chosen)
-        used["conversation"] = sum(message_tokens(item) for item in chosen)
-        total = sum(message_tokens(item) for item in messages) + tool_tokens
-        return BuiltContext(messages, total, budget, used, dropped)
+        chosen.append(item)
+        remaining -= cost
+    chosen.reverse()
+    return chosen, dropped

@@ -1,6 +1,6 @@
 """Knowledge from web searches: summarised by the LLM, kept in SQLite and as Markdown files.
 
-After a web_search, SaveKnowledgeHook (a ToolHook, inside the turn, shown as the seed's
+After a web_search, SaveKnowledgeHook (a ToolHook, inside the turn, shown to users as a
 `save_knowledge` tool event) asks the LLM for a structured summary — a `# title` line and
 bullet points — and stores it as a knowledge_entries row with its knowledge_sources and as
 knowledge_base/web_search/<yyyymmdd-hhmmss>-<slug>.md, which the local KB (layer 3) indexes.
@@ -341,10 +341,6 @@ class KnowledgeService:
         except FileNotFoundError:
             return False
         return True
-
-    def file_path(self, entry: KnowledgeEntry) -> Path | None:
-        """Absolute path of an entry's Markdown file, if it has one inside kb_dir/web_search."""
-        return None if entry.md_path is None else self._owned_file(entry.md_path)
 
     async def latest(self, limit: int) -> list[KnowledgeEntry]:
         """The newest `limit` entries, newest first."""

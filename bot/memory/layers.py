@@ -1,4 +1,5 @@
-"""Context layers 1, 2, 2.5 and 3 of seed 002, each fitted to its own token budget.
+"""The memory layers of the prompt, each fitted to its own token budget: saved-knowledge
+headings (layer 1), note titles (2), linked note bodies (2.5) and local knowledge-base files (3).
 
 Every layer is one system message that starts with a bracketed header line saying what it is
 and when to use a tool instead. Items are dropped whole from the end (or shortened, for the
@@ -318,7 +319,7 @@ def default_layer_slots(
     notes: NotesService | None,
     local_kb_search: KBSearch | None = None,
 ) -> list[LayerSlot]:
-    """Layers 1, 2, 2.5, 3 in the seed's order with their budget shares (absent ones skipped)."""
+    """Layers 1, 2, 2.5, 3 in that order with their budget shares (absent ones skipped)."""
     slots: list[LayerSlot] = []
     if knowledge is not None:
         slots.append(LayerSlot(KnowledgeHeadingsLayer(knowledge), KNOWLEDGE_SHARE))

@@ -122,6 +122,65 @@ class _Doc:
         return KBDocRow(self.path, self.title, self.content_hash, self.vector, self.model)
 
 
+@dataclass
+class _SyncPlan:
+    """What a sync keeps, stores and still has to embed."""
+
+    docs: list[_Doc] = field(default_factory=list)
+    upserts: list[_Doc] = field(default_factory=list)
+    pending: list[_Doc] = field(default_factory=list)
+    added: int = 0
+    updated: int = 0
+
+    @classmethod
+    def of(
+        cls,
+        snapshot: Snapshot,
+        contents: dict[str, tuple[str, str]],
+        rows: dict[str, KBDocRow],
+        key: str,
+    ) -> _SyncPlan:
+        """Compare the files on disk with the stored rows, in path order."""
+        reusable = {
+            row.content_hash: row.embedding
+            for row in rows.values()
+            if row.embedding is not None and row.embed_model == key
+        }
+        plan = cls()
+        for path in sorted(snapshot):
+            content, digest = contents[path]
+            if not content.strip():
+                continue
+            mtime_ns, size = snapshot[path]
+            doc = _Doc(path, title_of(content, path), content, digest, mtime_ns, size)
+            plan.add(doc, rows.get(path), reusable, key)
+        return plan
+
+    def add(
+        self, doc: _Doc, row: KBDocRow | None, reusable: dict[str, list[float]], key: str
+    ) -> None:
+        """Keep `doc`, reusing a stored vector of the same text and model when there is one."""
+        self.docs.append(doc)
+        digest = doc.content_hash
+        if row is None:
+            self.added += 1
+        elif row.content_hash != digest:
+            self.updated += 1
+        if row is not None and row.content_hash == digest and row.embedding is not None:
+            doc.set_vector(row.embedding, row.embed_model)
+            if row.embed_model == key:
+                return
+        elif digest in reusable:
+            doc.set_vector(reusable[digest], key)
+            self.upserts.append(doc)
+            return
+        # Changed, new, or embedded with another model: the stored vector must go.
+        self.pending.append(doc)
+        if row is None or row.content_hash != digest:
+            doc.set_vector(None, None)
+            self.upserts.append(doc)
+
+
 class LocalKnowledgeBase:
     """Markdown files under kb_dir (web_search/ included), cached in local_knowledge_docs."""
 
@@ -236,77 +295,20 @@ class LocalKnowledgeBase:
         self._syncs += 1
         key = self._model_key()
         rows = {row.path: row for row in await self._repo.all()}
-        known = {doc.path: doc for doc in self._docs}
-        to_read = [
-            path
-            for path, stamp in snapshot.items()
-            if path not in known or (known[path].mtime_ns, known[path].size) != stamp
-        ]
-        read = await asyncio.to_thread(read_files, self._kb_dir, to_read) if to_read else {}
-        reusable = {
-            row.content_hash: row.embedding
-            for row in rows.values()
-            if row.embedding is not None and row.embed_model == key
-        }
-        docs: list[_Doc] = []
-        upserts: list[_Doc] = []
-        pending: list[_Doc] = []
-        added = updated = 0
-        for path in sorted(snapshot):
-            mtime_ns, size = snapshot[path]
-            if path in read:
-                content, digest = read[path]
-            elif path in known and path not in to_read:
-                content, digest = known[path].content, known[path].content_hash
-            else:
-                snapshot.pop(path)  # vanished between the scan and the read: look again later
-                continue
-            if not content.strip():
-                continue
-            doc = _Doc(path, title_of(content, path), content, digest, mtime_ns, size)
-            docs.append(doc)
-            row = rows.get(path)
-            if row is None:
-                added += 1
-            elif row.content_hash != digest:
-                updated += 1
-            if row is not None and row.content_hash == digest and row.embedding is not None:
-                doc.set_vector(row.embedding, row.embed_model)
-                if row.embed_model == key:
-                    continue
-            elif digest in reusable:
-                doc.set_vector(reusable[digest], key)
-                upserts.append(doc)
-                continue
-            # Changed, new, or embedded with another model: the stored vector must go.
-            pending.append(doc)
-            if row is None or row.content_hash != digest:
-                doc.set_vector(None, None)
-                upserts.append(doc)
-
-        embedded = calls = 0
-        failed = False
-        if pending and self._embedding_usable():
-            try:
-                calls = await self._embed_docs(pending)
-                embedded = len(pending)
-                self._embedding_ok()
-                queued = {id(doc) for doc in upserts}
-                upserts.extend(doc for doc in pending if id(doc) not in queued)
-            except Exception as exc:  # any backend failure means: no vectors for now
-                self._embedding_failed(exc)
-                failed = True
-        paths = {doc.path for doc in docs}
+        contents = await self._contents(snapshot)
+        plan = _SyncPlan.of(snapshot, contents, rows, key)
+        embedded, calls, failed = await self._embed_pending(plan)
+        paths = {doc.path for doc in plan.docs}
         removed = [path for path in rows if path not in paths]
-        await self._repo.apply([doc.row() for doc in upserts], removed)
+        await self._repo.apply([doc.row() for doc in plan.upserts], removed)
 
-        self._docs = docs
+        self._docs = plan.docs
         self._snapshot = snapshot
         self._bm25 = None
         report = SyncReport(
-            files=len(docs),
-            added=added,
-            updated=updated,
+            files=len(plan.docs),
+            added=plan.added,
+            updated=plan.updated,
             removed=len(removed),
             embedded=embedded,
             embed_calls=calls,
@@ -314,6 +316,40 @@ class LocalKnowledgeBase:
         )
         log.info("local knowledge base synced: %s", report)
         return report
+
+    async def _contents(self, snapshot: Snapshot) -> dict[str, tuple[str, str]]:
+        """(text, sha256) of each file in `snapshot`: new and changed ones are read from disk,
+        the rest come from memory. Files that vanished before being read leave `snapshot`."""
+        known = {doc.path: doc for doc in self._docs}
+        to_read = [
+            path
+            for path, stamp in snapshot.items()
+            if path not in known or (known[path].mtime_ns, known[path].size) != stamp
+        ]
+        read = await asyncio.to_thread(read_files, self._kb_dir, to_read) if to_read else {}
+        for path in to_read:
+            if path not in read:
+                snapshot.pop(path)  # vanished between the scan and the read: look again later
+        unchanged = {
+            path: (doc.content, doc.content_hash)
+            for path, doc in known.items()
+            if path in snapshot and path not in read
+        }
+        return unchanged | read
+
+    async def _embed_pending(self, plan: _SyncPlan) -> tuple[int, int, bool]:
+        """Embed the plan's pending documents; returns (embedded, calls, failed)."""
+        if not plan.pending or not self._embedding_usable():
+            return 0, 0, False
+        try:
+            calls = await self._embed_docs(plan.pending)
+        except Exception as exc:  # any backend failure means: no vectors for now
+            self._embedding_failed(exc)
+            return 0, 0, True
+        self._embedding_ok()
+        queued = {id(doc) for doc in plan.upserts}
+        plan.upserts.extend(doc for doc in plan.pending if id(doc) not in queued)
+        return len(plan.pending), calls, False
 
     async def search(self, query: str) -> list[KBHit]:
         """Up to local_kb_top_k files relevant to `query`: cosine ≥ local_kb_min_score, or BM25

@@ -154,12 +154,3 @@ class MessageRepository:
             f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
         )
         return conversation_order([_message(row) for row in rows])
-
-    async def latest_texts(self, limit: int) -> list[str]:
-        """Contents of the newest messages across all sessions, oldest first."""
-        rows = await self._db.fetchall(
-            "SELECT content FROM messages WHERE role IN ('user', 'assistant') "
-            "ORDER BY id DESC LIMIT ?",
-            (limit,),
-        )
-        return [row["content"] for row in reversed(rows)]

@@ -13,7 +13,8 @@ log = logging.getLogger(__name__)
 # Each entry is one migration; its 1-based position is the user_version it leaves behind.
 # Never edit a migration that has shipped: append a new one.
 MIGRATIONS: tuple[str, ...] = (
-    # 1: the tables of seed 002 plus what the features need.
+    # 1: sessions, messages and their summaries, tags, knowledge, notes, settings, presets,
+    # API logs, attachments, topic channels and posts, admin sessions.
     """
     CREATE TABLE sessions (
         id TEXT PRIMARY KEY,

@@ -115,19 +115,6 @@ class SessionRepository:
             (model, utcnow(), session_id),
         )
 
-    async def set_title(self, session_id: str, title: str) -> None:
-        """Rename a session."""
-        await self._db.execute(
-            "UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
-            (title, utcnow(), session_id),
-        )
-
-    async def touch(self, session_id: str) -> None:
-        """Record activity on a session."""
-        await self._db.execute(
-            "UPDATE sessions SET updated_at = ? WHERE id = ?", (utcnow(), session_id)
-        )
-
     async def list(self, *, limit: int = 50, before: str | None = None) -> list[Session]:
         """Sessions, most recently active first; `before` pages by updated_at."""
         if before is None:

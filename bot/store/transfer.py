@@ -226,91 +226,20 @@ class SessionTransfer:
             raise ConflictError("The import clashes with data already stored.") from exc
 
     async def _import(self, data: SessionExport, *, as_new: bool) -> str:
-        info = data.session
-        session_id = uuid.uuid4().hex if as_new else info.id
+        session_id = uuid.uuid4().hex if as_new else data.session.id
         attachment_ids = {
             a.id: (secrets.token_hex(8) if as_new else a.id) for a in data.attachments
         }
         async with self._db.transaction() as conn:
             if not as_new:
                 await _refuse_existing(conn, data)
-            await conn.execute(
-                "INSERT INTO sessions (id, title, model, source, discord_channel_id, "
-                "discord_guild_id, topic, closed_at, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    info.title,
-                    info.model,
-                    info.source,
-                    None if as_new else info.discord_channel_id,
-                    None if as_new else info.discord_guild_id,
-                    info.topic,
-                    info.closed_at,
-                    info.created_at,
-                    info.updated_at,
-                ),
+            await _insert_session(conn, session_id, data.session, as_new=as_new)
+            memory_map = await _insert_memories(conn, session_id, data.memories)
+            renamed = attachment_ids if as_new else {}
+            await _insert_messages(
+                conn, session_id, data.messages, memory_map, renamed, as_new=as_new
             )
-            memory_map: dict[int, int] = {}
-            for memory in sorted(data.memories, key=lambda m: m.id):
-                cursor = await conn.execute(
-                    "INSERT INTO memories (session_id, summary, level, created_at) "
-                    "VALUES (?, ?, ?, ?)",
-                    (session_id, memory.summary, memory.level, memory.created_at),
-                )
-                memory_map[memory.id] = cursor.lastrowid or 0
-            for memory in data.memories:
-                if memory.condensed_into is not None:
-                    await conn.execute(
-                        "UPDATE memories SET condensed_into = ? WHERE id = ?",
-                        (memory_map[memory.condensed_into], memory_map[memory.id]),
-                    )
-            message_map: dict[int, int] = {}
-            for message in sorted(data.messages, key=lambda m: m.id):
-                content = message.content
-                if as_new:
-                    for old, new in attachment_ids.items():
-                        content = content.replace(f"attachment:{old}", f"attachment:{new}")
-                cursor = await conn.execute(
-                    "INSERT INTO messages (session_id, role, content, author_id, author_name, "
-                    "discord_message_id, reply_to, archived_at, memory_id, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        session_id,
-                        message.role,
-                        content,
-                        message.author_id,
-                        message.author_name,
-                        None if as_new else message.discord_message_id,
-                        None if message.reply_to is None else message_map.get(message.reply_to),
-                        message.archived_at,
-                        None if message.memory_id is None else memory_map[message.memory_id],
-                        message.created_at,
-                    ),
-                )
-                message_map[message.id] = cursor.lastrowid or 0
-            for message in data.messages:
-                # A reply stored before its question (odd, but valid) is linked afterwards.
-                if message.reply_to is not None and message.reply_to > message.id:
-                    await conn.execute(
-                        "UPDATE messages SET reply_to = ? WHERE id = ?",
-                        (message_map[message.reply_to], message_map[message.id]),
-                    )
-            for attachment in data.attachments:
-                await conn.execute(
-                    "INSERT INTO attachments (id, session_id, filename, content_type, size, "
-                    "data, source_url, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        attachment_ids[attachment.id],
-                        session_id,
-                        attachment.filename,
-                        attachment.content_type,
-                        attachment.size,
-                        attachment.data(),
-                        attachment.source_url,
-                        attachment.created_at,
-                    ),
-                )
+            await _insert_attachments(conn, session_id, data.attachments, attachment_ids)
         log.info(
             "imported session %s (%d messages, %d memories, %d attachments)",
             session_id,
@@ -319,6 +248,119 @@ class SessionTransfer:
             len(data.attachments),
         )
         return session_id
+
+
+async def _insert_session(
+    conn: aiosqlite.Connection, session_id: str, info: ExportedSession, *, as_new: bool
+) -> None:
+    """The session row; a copy (`as_new`) is detached from its Discord channel."""
+    await conn.execute(
+        "INSERT INTO sessions (id, title, model, source, discord_channel_id, "
+        "discord_guild_id, topic, closed_at, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            session_id,
+            info.title,
+            info.model,
+            info.source,
+            None if as_new else info.discord_channel_id,
+            None if as_new else info.discord_guild_id,
+            info.topic,
+            info.closed_at,
+            info.created_at,
+            info.updated_at,
+        ),
+    )
+
+
+async def _insert_memories(
+    conn: aiosqlite.Connection, session_id: str, memories: list[ExportedMemory]
+) -> dict[int, int]:
+    """Insert the summaries in id order, then link condensed ones; returns old id → new id."""
+    memory_map: dict[int, int] = {}
+    for memory in sorted(memories, key=lambda m: m.id):
+        cursor = await conn.execute(
+            "INSERT INTO memories (session_id, summary, level, created_at) VALUES (?, ?, ?, ?)",
+            (session_id, memory.summary, memory.level, memory.created_at),
+        )
+        memory_map[memory.id] = cursor.lastrowid or 0
+    for memory in memories:
+        if memory.condensed_into is not None:
+            await conn.execute(
+                "UPDATE memories SET condensed_into = ? WHERE id = ?",
+                (memory_map[memory.condensed_into], memory_map[memory.id]),
+            )
+    return memory_map
+
+
+def _rename_attachments(content: str, renamed: dict[str, str]) -> str:
+    """`content` with every `attachment:<old>` reference pointing at the new id."""
+    for old, new in renamed.items():
+        content = content.replace(f"attachment:{old}", f"attachment:{new}")
+    return content
+
+
+async def _insert_messages(
+    conn: aiosqlite.Connection,
+    session_id: str,
+    messages: list[ExportedMessage],
+    memory_map: dict[int, int],
+    renamed: dict[str, str],
+    *,
+    as_new: bool,
+) -> None:
+    """Insert the messages in id order with references renumbered, then link late replies."""
+    message_map: dict[int, int] = {}
+    for message in sorted(messages, key=lambda m: m.id):
+        cursor = await conn.execute(
+            "INSERT INTO messages (session_id, role, content, author_id, author_name, "
+            "discord_message_id, reply_to, archived_at, memory_id, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                message.role,
+                _rename_attachments(message.content, renamed),
+                message.author_id,
+                message.author_name,
+                None if as_new else message.discord_message_id,
+                None if message.reply_to is None else message_map.get(message.reply_to),
+                message.archived_at,
+                None if message.memory_id is None else memory_map[message.memory_id],
+                message.created_at,
+            ),
+        )
+        message_map[message.id] = cursor.lastrowid or 0
+    for message in messages:
+        # A reply stored before its question (odd, but valid) is linked afterwards.
+        if message.reply_to is not None and message.reply_to > message.id:
+            await conn.execute(
+                "UPDATE messages SET reply_to = ? WHERE id = ?",
+                (message_map[message.reply_to], message_map[message.id]),
+            )
+
+
+async def _insert_attachments(
+    conn: aiosqlite.Connection,
+    session_id: str,
+    attachments: list[ExportedAttachment],
+    attachment_ids: dict[str, str],
+) -> None:
+    """Insert the attached files under their (possibly fresh) ids."""
+    for attachment in attachments:
+        await conn.execute(
+            "INSERT INTO attachments (id, session_id, filename, content_type, size, "
+            "data, source_url, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                attachment_ids[attachment.id],
+                session_id,
+                attachment.filename,
+                attachment.content_type,
+                attachment.size,
+                attachment.data(),
+                attachment.source_url,
+                attachment.created_at,
+            ),
+        )
 
 
 async def _any_exists(conn: aiosqlite.Connection, sql: str, values: list[Any]) -> bool:

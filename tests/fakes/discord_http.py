@@ -72,8 +72,8 @@ def snowflake(raw: Any) -> int:
     """An id from a path or body, or a 50035 error."""
     try:
         return int(raw)
-    except (TypeError, ValueError):
-        raise form_error("id", "NUMBER_TYPE_COERCE", f"Value {raw!r} is not snowflake.") from None
+    except (TypeError, ValueError) as exc:
+        raise form_error("id", "NUMBER_TYPE_COERCE", f"Value {raw!r} is not snowflake.") from exc
 
 
 def body_of(request: web.Request) -> JSON:
@@ -268,5 +268,5 @@ class HttpLayer:
             return None
         try:
             return json.loads(raw)
-        except ValueError:
-            raise DiscordError(400, 50109, "The request body contains invalid JSON.") from None
+        except ValueError as exc:
+            raise DiscordError(400, 50109, "The request body contains invalid JSON.") from exc

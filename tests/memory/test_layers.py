@@ -1,4 +1,4 @@
-"""Context layers 1, 2, 2.5, 3: content, seed order, and every render within its token budget."""
+"""Context layers 1, 2, 2.5, 3: content, layer order, and every render within its token budget."""
 
 from __future__ import annotations
 
@@ -236,7 +236,7 @@ async def test_japanese_headers(db: Database, session_id: str, tmp_path: Path) -
     assert text is not None and text.startswith("[共有ノート") and "- 買い物: 牛乳と卵" in text
 
 
-def test_default_slots_follow_seed_order_and_leave_room() -> None:
+def test_default_slots_follow_layer_order_and_leave_room() -> None:
     slots = default_layer_slots(NotesOnly(), NotesOnly(), _no_search)  # type: ignore[arg-type]
     assert [slot.layer.name for slot in slots] == [
         "knowledge",
@@ -262,7 +262,7 @@ async def _no_search(query: str) -> list[Hit]:
 # --------------------------------------------------------------------------- through the engine
 
 
-async def test_layers_reach_the_model_in_seed_order(
+async def test_layers_reach_the_model_in_layer_order(
     make_settings: SettingsFactory,
     service_options: ServiceOptions,
     llm: FakeLLMServer,

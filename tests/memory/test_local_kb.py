@@ -14,6 +14,7 @@ import pytest
 from bot.config import Settings
 from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway, RetryPolicy
+from bot.memory import local_kb
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.local_kb import EMBED_MAX_CHARS, LocalKnowledgeBase
 from bot.store.db import Database
@@ -243,6 +244,31 @@ async def test_deleted_file_removes_its_row(
     assert await kb.search("猫のごはん") == []
     assert "cats.md" not in await rows(db)
     assert len(await rows(db)) == 4
+
+
+async def test_a_file_gone_between_scan_and_read_is_looked_at_again_when_it_returns(
+    kb: LocalKnowledgeBase, kb_dir: Path, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ghost = kb_dir / "ghost.md"
+    text = "# 幽霊\n\n沖縄の怪談"
+    ghost.write_text(text, encoding="utf-8")
+    stamp = ghost.stat().st_mtime_ns
+    scan = local_kb.scan_dir
+
+    def scan_then_lose(root: Path) -> dict[str, tuple[int, int]]:
+        snapshot = scan(root)
+        ghost.unlink(missing_ok=True)
+        return snapshot
+
+    monkeypatch.setattr(local_kb, "scan_dir", scan_then_lose)
+    report = await kb.sync()
+    assert report.files == len(FILES) and "ghost.md" not in await rows(db)
+
+    monkeypatch.setattr(local_kb, "scan_dir", scan)
+    ghost.write_text(text, encoding="utf-8")
+    os.utime(ghost, ns=(stamp, stamp))
+    await kb.search("沖縄")
+    assert "ghost.md" in await rows(db), "same stamp as before, yet not taken as known"
 
 
 async def test_renamed_file_reuses_its_vector(

@@ -13,7 +13,7 @@ from bot.store.messages import MessageRepository
 from bot.store.migrations import SCHEMA_VERSION
 from bot.store.sessions import SessionRepository
 
-SEED_TABLES = {
+CORE_TABLES = {
     "sessions",
     "messages",
     "message_tags",
@@ -35,7 +35,7 @@ async def test_migrates_an_empty_file_to_the_current_version(tmp_path: Path) -> 
     try:
         assert await db.scalar("PRAGMA user_version") == SCHEMA_VERSION
         tables = {row[0] for row in await db.fetchall("SELECT name FROM sqlite_master")}
-        assert tables >= SEED_TABLES
+        assert tables >= CORE_TABLES
         assert await db.scalar("PRAGMA journal_mode") == "wal"
         assert await db.scalar("PRAGMA foreign_keys") == 1
     finally:
