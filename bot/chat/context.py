@@ -32,6 +32,8 @@ class ContextRequest:
     user_text: str
     user_message_id: int
     settings: Settings
+    # Real tokens per estimated token for this turn's model (see LLMGateway.token_factor).
+    token_factor: float = 1.0
 
 
 class ContextLayer(Protocol):

@@ -177,7 +177,13 @@ class ChatEngine:
         model = request.model or state.session.model or settings.llm_model
         try:
             context = await self.context.build(
-                ContextRequest(state.session.id, request.text, state.user_message.id, settings),
+                ContextRequest(
+                    state.session.id,
+                    request.text,
+                    state.user_message.id,
+                    settings,
+                    token_factor=self._gateway.token_factor(model),
+                ),
                 tools=self.registry.schemas(),
                 images=request.images,
             )

@@ -94,6 +94,10 @@ class LLMGateway:
             self._backends[cache_key] = backend
         return backend
 
+    def token_factor(self, model: str) -> float:
+        """Real prompt tokens per estimated token for `model` (1.0 until calibrated)."""
+        return 1.0
+
     def _redactor(self) -> Redactor:
         settings = self._settings()
         return Redactor(
