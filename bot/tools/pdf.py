@@ -187,6 +187,20 @@ def classify_source(source: str) -> str:
     return "local" if not urlsplit(source).scheme else "other"
 
 
+def _start(url_or_path: str | None, continue_from: str | None) -> tuple[str, PdfCursor]:
+    """The source and position a call starts at: from its token, or the first page of a source."""
+    if continue_from:
+        try:
+            payload = parse_token(continue_from, "pdf_to_text")
+        except InvalidTokenError as exc:
+            raise ToolError(str(exc)) from None
+        return payload["url"], PdfCursor(payload["page_index"], payload["page_char_offset"])
+    source = (url_or_path or "").strip()
+    if not source:
+        raise ToolError(MISSING_SOURCE)
+    return source, PdfCursor(0, 0)
+
+
 class PdfToText:
     """The `pdf_to_text` tool: remote PDFs and this session's attachments."""
 
@@ -228,18 +242,7 @@ class PdfToText:
                 PDF; the PDF and position are taken from it.
         """
         settings = self._settings()
-        cursor = PdfCursor(0, 0)
-        if continue_from:
-            try:
-                payload = parse_token(continue_from, "pdf_to_text")
-            except InvalidTokenError as exc:
-                raise ToolError(str(exc)) from None
-            source = payload["url"]
-            cursor = PdfCursor(payload["page_index"], payload["page_char_offset"])
-        else:
-            source = (url_or_path or "").strip()
-            if not source:
-                raise ToolError(MISSING_SOURCE)
+        source, cursor = _start(url_or_path, continue_from)
         if max_chars is None or max_chars <= 0:
             max_chars = settings.fetch_max_chars
         key, loader = self._loader(source, session_id, settings.max_fetch_mb * 1024 * 1024)

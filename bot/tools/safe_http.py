@@ -220,6 +220,25 @@ class FetchedDocument:
     body: bytes
 
 
+def _url_problem(raw: object) -> tuple[str | None, URL | None]:
+    """Why `raw` is not a fetchable http(s) URL with a host (reason, None), or (None, url)."""
+    if not isinstance(raw, str) or not raw.strip():
+        return "not a URL", None
+    if len(raw) > MAX_URL_LENGTH:
+        return f"longer than {MAX_URL_LENGTH} characters", None
+    try:
+        url = URL(raw.strip())
+    except (ValueError, TypeError, UnicodeError):
+        return "not a valid URL", None
+    if url.scheme not in ("http", "https"):
+        return "only http and https URLs can be fetched", None
+    if not url.absolute or not url.raw_host:
+        return "the URL has no host", None
+    if url.raw_user is not None or url.raw_password is not None:
+        return "URLs with credentials are not allowed", None
+    return None, url
+
+
 class SafeFetcher:
     """Fetches public http(s) URLs under a destination policy, a size cap and a deadline."""
 
@@ -300,36 +319,27 @@ class SafeFetcher:
         shown = text if len(text) <= 200 else text[:200] + "…"
         via = f"redirect from {redirected_from}: " if redirected_from else ""
 
-        def blocked(reason: str) -> BlockedURLError:
-            return BlockedURLError(f"Blocked URL: {shown} ({via}{reason}).")
+        reason, url = _url_problem(raw)
+        if reason is None and url is not None:
+            reason = self._host_problem(url.raw_host or "")
+        if reason is not None or url is None:
+            raise BlockedURLError(f"Blocked URL: {shown} ({via}{reason or 'not a URL'}).")
+        return url.with_fragment(None)
 
-        if not isinstance(raw, str) or not raw.strip():
-            raise blocked("not a URL")
-        if len(raw) > MAX_URL_LENGTH:
-            raise blocked(f"longer than {MAX_URL_LENGTH} characters")
-        try:
-            url = URL(raw.strip())
-        except (ValueError, TypeError, UnicodeError):
-            raise blocked("not a valid URL") from None
-        if url.scheme not in ("http", "https"):
-            raise blocked("only http and https URLs can be fetched")
-        host = url.raw_host
-        if not url.absolute or not host:
-            raise blocked("the URL has no host")
-        if url.raw_user is not None or url.raw_password is not None:
-            raise blocked("URLs with credentials are not allowed")
+    def _host_problem(self, host: str) -> str | None:
+        """Why a URL's host may not be fetched, or None."""
         try:
             literal = parse_host_literal(host)
         except ValueError:
-            raise blocked("not a valid host") from None
+            return "not a valid host"
         if literal is None:
             if not _HOSTNAME.fullmatch(host.removesuffix(".")):
-                raise blocked("not a valid host")
+                return "not a valid host"
             if _is_local_name(host):
-                raise blocked("local host names are not allowed")
+                return "local host names are not allowed"
         elif not self._policy.is_allowed(literal):
-            raise blocked(f"{literal} is not a public address")
-        return url.with_fragment(None)
+            return f"{literal} is not a public address"
+        return None
 
     def _session_or_new(self) -> aiohttp.ClientSession:
         if self._session is None:
