@@ -12,6 +12,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import ValidationError
+from bot.store.spaces import DEFAULT_LOCAL_NAME, LOCAL_NAME_PATTERN, local_space
 
 if TYPE_CHECKING:
     from bot.store.app_settings import AppSettingsRepository
@@ -79,6 +80,7 @@ class Settings(BaseSettings):
     db_path: Path = Path("data/playchat.db")
     kb_dir: Path = Path("knowledge_base")
     language: Literal["ja", "en"] = "ja"
+    local_space: Annotated[str, Field(pattern=LOCAL_NAME_PATTERN)] = DEFAULT_LOCAL_NAME
 
     memory_summarize_threshold: int = 20
     memory_summary_token_budget: int = 1500
@@ -137,6 +139,11 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @property
+    def local_space_id(self) -> str:
+        """The space id of the terminal chat and the admin API's chat (`local:<name>`)."""
+        return local_space(self.local_space)
 
     @property
     def uses_ollama(self) -> bool:

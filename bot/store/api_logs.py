@@ -15,6 +15,7 @@ class ApiLog:
 
     id: int
     session_id: str | None
+    space_id: str | None
     model: str
     purpose: str
     request_json: str
@@ -32,6 +33,7 @@ class ApiLogFilter:
     """Which log rows a listing or a bulk delete applies to."""
 
     session_id: str | None = None
+    space_id: str | None = None
     model: str | None = None
     errors_only: bool = False
     since: str | None = None
@@ -44,6 +46,9 @@ class ApiLogFilter:
         if self.session_id is not None:
             clauses.append("session_id = ?")
             params.append(self.session_id)
+        if self.space_id is not None:
+            clauses.append("space_id = ?")
+            params.append(self.space_id)
         if self.model is not None:
             clauses.append("model = ?")
             params.append(self.model)
@@ -59,7 +64,7 @@ class ApiLogFilter:
 
 
 _COLUMNS = (
-    "id, session_id, model, purpose, request_json, response_text, error, latency_ms, "
+    "id, session_id, space_id, model, purpose, request_json, response_text, error, latency_ms, "
     "prompt_tokens, completion_tokens, cost, created_at"
 )
 
@@ -88,10 +93,15 @@ class ApiLogRepository:
         completion_tokens: int | None = None,
         cost: float | None = None,
     ) -> int:
-        """Insert one log row (callers pass already-redacted text)."""
+        """Insert one log row (callers pass already-redacted text).
+
+        The row's space is its session's (NULL for calls outside a conversation).
+        """
         return await self._db.execute(
-            f"INSERT INTO api_logs ({_COLUMNS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO api_logs ({_COLUMNS}) VALUES (NULL, ?, "
+            "(SELECT space_id FROM sessions WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
+                session_id,
                 session_id,
                 model,
                 purpose,

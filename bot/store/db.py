@@ -13,6 +13,7 @@ from typing import Any
 
 import aiosqlite
 
+from bot.store.migration_spaces import MigrationContext
 from bot.store.migrations import migrate
 
 log = logging.getLogger(__name__)
@@ -51,14 +52,18 @@ class Database:
         self._write_lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: Path | str) -> Database:
-        """Open (creating if needed) and migrate the database at `path`."""
+    async def open(cls, path: Path | str, *, local_space: str | None = None) -> Database:
+        """Open (creating if needed) and migrate the database at `path`.
+
+        `local_space` is where a migration puts rows whose space cannot be told otherwise.
+        """
         db_path = Path(path)
         if str(db_path) != ":memory:":
             db_path.parent.mkdir(parents=True, exist_ok=True)
         writer = await _connect(str(db_path))
         try:
-            await migrate(writer)
+            context = MigrationContext() if local_space is None else MigrationContext(local_space)
+            await migrate(writer, context)
             reader = await _connect(str(db_path))
         except BaseException:
             await writer.close()

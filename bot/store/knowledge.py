@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.store.db import Database, utcnow
+from bot.store.space_records import ensure_space_row
+from bot.store.spaces import SpaceScope, in_space
 
 # Larger than any real id, so "before_id=None" pages from the newest entry.
 _NO_UPPER_BOUND = 2**62
@@ -25,6 +27,7 @@ class KnowledgeEntry:
     """A summarised web search: heading, Markdown body, sources and its Markdown file."""
 
     id: int
+    space_id: str
     query: str
     title: str
     summary: str
@@ -34,17 +37,18 @@ class KnowledgeEntry:
     sources: list[KnowledgeSource]
 
 
-_COLUMNS = "id, query, title, summary, session_id, md_path, created_at"
+_COLUMNS = "id, space_id, query, title, summary, session_id, md_path, created_at"
 
 
 class KnowledgeRepository:
-    """Reads and writes knowledge entries with their sources."""
+    """Reads and writes the knowledge entries of a space with their sources."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
 
     async def add(
         self,
+        space: str,
         *,
         query: str,
         title: str,
@@ -56,11 +60,13 @@ class KnowledgeRepository:
         """Insert an entry and its sources in one transaction (an unknown session → NULL)."""
         now = utcnow()
         async with self._db.transaction() as conn:
+            await ensure_space_row(conn, space)
             # The session may have been deleted meanwhile; keep the knowledge anyway.
             cursor = await conn.execute(
-                "INSERT INTO knowledge_entries (query, title, summary, session_id, md_path, "
-                "created_at) VALUES (?, ?, ?, (SELECT id FROM sessions WHERE id = ?), ?, ?)",
-                (query, title, summary, session_id, md_path, now),
+                "INSERT INTO knowledge_entries (space_id, query, title, summary, session_id, "
+                "md_path, created_at) VALUES (?, ?, ?, ?, "
+                "(SELECT id FROM sessions WHERE space_id = ? AND id = ?), ?, ?)",
+                (space, query, title, summary, space, session_id, md_path, now),
             )
             entry_id = int(cursor.lastrowid or 0)
             await conn.executemany(
@@ -69,50 +75,103 @@ class KnowledgeRepository:
             )
             rows = list(
                 await conn.execute_fetchall(
-                    "SELECT session_id FROM knowledge_entries WHERE id = ?", (entry_id,)
+                    "SELECT session_id FROM knowledge_entries WHERE space_id = ? AND id = ?",
+                    (space, entry_id),
                 )
             )
         stored_session = rows[0][0] if rows else None
         return KnowledgeEntry(
-            entry_id, query, title, summary, stored_session, md_path, now, list(sources)
+            entry_id, space, query, title, summary, stored_session, md_path, now, list(sources)
         )
 
-    async def get(self, entry_id: int) -> KnowledgeEntry | None:
-        """One entry with its sources."""
+    async def get(self, scope: SpaceScope, entry_id: int) -> KnowledgeEntry | None:
+        """One entry of `scope` (ALL_SPACES: the operator's view) with its sources."""
+        where, params = in_space(scope)
         rows = await self._db.fetchall(
-            f"SELECT {_COLUMNS} FROM knowledge_entries WHERE id = ?", (entry_id,)
+            f"SELECT {_COLUMNS} FROM knowledge_entries WHERE {where} AND id = ?",
+            (*params, entry_id),
         )
         entries = await self._with_sources(rows)
         return entries[0] if entries else None
 
-    async def recent_for_query(self, query: str, since: str) -> KnowledgeEntry | None:
-        """The newest entry for exactly this query (case-insensitive) created after `since`."""
+    async def recent_for_query(self, space: str, query: str, since: str) -> KnowledgeEntry | None:
+        """The space's newest entry for exactly this query (case-insensitive) after `since`."""
         rows = await self._db.fetchall(
-            f"SELECT {_COLUMNS} FROM knowledge_entries WHERE created_at > ? "
+            f"SELECT {_COLUMNS} FROM knowledge_entries WHERE space_id = ? AND created_at > ? "
             "AND lower(query) = lower(?) ORDER BY id DESC LIMIT 1",
-            (since, query),
+            (space, since, query),
         )
         entries = await self._with_sources(rows)
         return entries[0] if entries else None
 
-    async def page(self, *, limit: int, before_id: int | None) -> list[KnowledgeEntry]:
-        """Entries newest first, `limit` at most, with ids below `before_id`."""
+    async def page(
+        self, scope: SpaceScope, *, limit: int, before_id: int | None
+    ) -> list[KnowledgeEntry]:
+        """Entries of `scope` newest first, `limit` at most, with ids below `before_id`."""
+        where, params = in_space(scope)
         rows = await self._db.fetchall(
-            f"SELECT {_COLUMNS} FROM knowledge_entries WHERE id < ? ORDER BY id DESC LIMIT ?",
-            (before_id if before_id is not None else _NO_UPPER_BOUND, max(0, limit)),
+            f"SELECT {_COLUMNS} FROM knowledge_entries WHERE {where} AND id < ? "
+            "ORDER BY id DESC LIMIT ?",
+            (*params, before_id if before_id is not None else _NO_UPPER_BOUND, max(0, limit)),
         )
         return await self._with_sources(rows)
 
-    async def delete(self, entry_id: int) -> KnowledgeEntry | None:
-        """Delete an entry (its sources cascade); returns what was deleted."""
-        entry = await self.get(entry_id)
+    async def delete(self, scope: SpaceScope, entry_id: int) -> KnowledgeEntry | None:
+        """Delete an entry of `scope` (its sources cascade); returns what was deleted."""
+        entry = await self.get(scope, entry_id)
         if entry is None:
             return None
         async with self._db.transaction() as conn:
-            cursor = await conn.execute("DELETE FROM knowledge_entries WHERE id = ?", (entry_id,))
+            cursor = await conn.execute(
+                "DELETE FROM knowledge_entries WHERE space_id = ? AND id = ?",
+                (entry.space_id, entry_id),
+            )
             if cursor.rowcount == 0:
                 return None
         return entry
+
+    async def move(
+        self, space: str, entry_id: int, to_space: str, md_path: str | None
+    ) -> KnowledgeEntry | None:
+        """Give an entry to `to_space` with its file's new path; None when it is not in `space`.
+
+        Its session link is dropped: the conversation stays in the old space.
+        """
+        async with self._db.transaction() as conn:
+            await ensure_space_row(conn, to_space)
+            cursor = await conn.execute(
+                "UPDATE knowledge_entries SET space_id = ?, session_id = NULL, md_path = ? "
+                "WHERE space_id = ? AND id = ?",
+                (to_space, md_path, space, entry_id),
+            )
+            if cursor.rowcount == 0:
+                return None
+        return await self.get(to_space, entry_id)
+
+    async def set_md_path(self, space: str, entry_id: int, md_path: str | None) -> None:
+        """Record where the entry's Markdown file is now."""
+        await self._db.execute(
+            "UPDATE knowledge_entries SET md_path = ? WHERE space_id = ? AND id = ?",
+            (md_path, space, entry_id),
+        )
+
+    async def md_paths(self, space: str) -> list[str]:
+        """The Markdown file paths of the space's entries."""
+        rows = await self._db.fetchall(
+            "SELECT md_path FROM knowledge_entries WHERE space_id = ? AND md_path IS NOT NULL",
+            (space,),
+        )
+        return [str(row["md_path"]) for row in rows]
+
+    async def files_to_relocate_all_spaces(self, prefix: str) -> list[tuple[str, int, str]]:
+        """(space, id, md_path) of entries in any space whose file lies directly in `prefix`/
+        (saved before spaces existed); the start-up relocation moves them."""
+        rows = await self._db.fetchall(
+            "SELECT space_id, id, md_path FROM knowledge_entries WHERE md_path LIKE ? "
+            "AND md_path NOT LIKE ? ORDER BY id",
+            (f"{prefix}/%", f"{prefix}/%/%"),
+        )
+        return [(str(row["space_id"]), int(row["id"]), str(row["md_path"])) for row in rows]
 
     async def _with_sources(self, rows: Sequence[sqlite3.Row]) -> list[KnowledgeEntry]:
         if not rows:
@@ -130,6 +189,7 @@ class KnowledgeRepository:
         return [
             KnowledgeEntry(
                 id=row["id"],
+                space_id=row["space_id"],
                 query=row["query"],
                 title=row["title"],
                 summary=row["summary"],

@@ -14,6 +14,7 @@ class StoredMessage:
     """One message of a session."""
 
     id: int
+    space_id: str
     session_id: str
     role: str
     content: str
@@ -32,14 +33,15 @@ class StoredMessage:
 
 
 _COLUMNS = (
-    "id, session_id, role, content, author_id, author_name, discord_message_id, reply_to, "
-    "archived_at, memory_id, created_at"
+    "id, space_id, session_id, role, content, author_id, author_name, discord_message_id, "
+    "reply_to, archived_at, memory_id, created_at"
 )
 
 
 def _message(row: sqlite3.Row) -> StoredMessage:
     return StoredMessage(
         id=row["id"],
+        space_id=row["space_id"],
         session_id=row["session_id"],
         role=row["role"],
         content=row["content"],
@@ -59,13 +61,14 @@ def conversation_order(messages: Sequence[StoredMessage]) -> list[StoredMessage]
 
 
 class MessageRepository:
-    """Stores and reads messages."""
+    """Stores and reads the messages of a space's sessions."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
 
     async def add(
         self,
+        space: str,
         session_id: str,
         role: str,
         content: str,
@@ -76,13 +79,18 @@ class MessageRepository:
         reply_to: int | None = None,
         created_at: str | None = None,
     ) -> StoredMessage:
-        """Insert a message (and touch its session) in one transaction."""
+        """Insert a message (and touch its session) in one transaction.
+
+        The session must be in `space` (a foreign key refuses anything else).
+        """
         now = created_at or utcnow()
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
-                "INSERT INTO messages (session_id, role, content, author_id, author_name, "
-                "discord_message_id, reply_to, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO messages (space_id, session_id, role, content, author_id, "
+                "author_name, discord_message_id, reply_to, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
+                    space,
                     session_id,
                     role,
                     content,
@@ -93,9 +101,13 @@ class MessageRepository:
                     now,
                 ),
             )
-            await conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+            await conn.execute(
+                "UPDATE sessions SET updated_at = ? WHERE space_id = ? AND id = ?",
+                (now, space, session_id),
+            )
         return StoredMessage(
             id=cursor.lastrowid or 0,
+            space_id=space,
             session_id=session_id,
             role=role,
             content=content,
@@ -108,49 +120,52 @@ class MessageRepository:
             created_at=now,
         )
 
-    async def get(self, message_id: int) -> StoredMessage | None:
-        """One message by id."""
+    async def get(self, space: str, message_id: int) -> StoredMessage | None:
+        """One message of the space by id."""
         row = await self._db.fetchone(
-            f"SELECT {_COLUMNS} FROM messages WHERE id = ?", (message_id,)
+            f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND id = ?", (space, message_id)
         )
         return None if row is None else _message(row)
 
-    async def by_discord_id(self, discord_message_id: int) -> StoredMessage | None:
+    async def by_discord_id(self, space: str, discord_message_id: int) -> StoredMessage | None:
         """The message stored for a Discord message id, if any (deduplication on resume)."""
         row = await self._db.fetchone(
-            f"SELECT {_COLUMNS} FROM messages WHERE discord_message_id = ?", (discord_message_id,)
+            f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND discord_message_id = ?",
+            (space, discord_message_id),
         )
         return None if row is None else _message(row)
 
-    async def recent_live(self, session_id: str, limit: int) -> list[StoredMessage]:
+    async def recent_live(self, space: str, session_id: str, limit: int) -> list[StoredMessage]:
         """The newest `limit` unarchived messages, in conversation order."""
         rows = await self._db.fetchall(
-            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND archived_at IS NULL "
-            "ORDER BY id DESC LIMIT ?",
-            (session_id, limit),
+            f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND session_id = ? "
+            "AND archived_at IS NULL ORDER BY id DESC LIMIT ?",
+            (space, session_id, limit),
         )
         return conversation_order([_message(row) for row in rows])
 
-    async def count_live(self, session_id: str) -> int:
+    async def count_live(self, space: str, session_id: str) -> int:
         """How many unarchived messages the session has."""
         value = await self._db.scalar(
-            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND archived_at IS NULL",
-            (session_id,),
+            "SELECT COUNT(*) FROM messages WHERE space_id = ? AND session_id = ? "
+            "AND archived_at IS NULL",
+            (space, session_id),
         )
         return int(value or 0)
 
-    async def oldest_live(self, session_id: str, limit: int) -> list[StoredMessage]:
+    async def oldest_live(self, space: str, session_id: str, limit: int) -> list[StoredMessage]:
         """The oldest `limit` unarchived messages, in conversation order."""
         rows = await self._db.fetchall(
-            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND archived_at IS NULL "
-            "ORDER BY id LIMIT ?",
-            (session_id, limit * 2),
+            f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND session_id = ? "
+            "AND archived_at IS NULL ORDER BY id LIMIT ?",
+            (space, session_id, limit * 2),
         )
         return conversation_order([_message(row) for row in rows])[:limit]
 
-    async def all_for_session(self, session_id: str) -> list[StoredMessage]:
+    async def all_for_session(self, space: str, session_id: str) -> list[StoredMessage]:
         """Every message of a session, archived ones included, in conversation order."""
         rows = await self._db.fetchall(
-            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+            f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND session_id = ? ORDER BY id",
+            (space, session_id),
         )
         return conversation_order([_message(row) for row in rows])

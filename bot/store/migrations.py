@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import aiosqlite
 
 from bot.errors import DatabaseVersionError
+from bot.store.migration_spaces import MigrationContext, migrate_to_spaces
 
 log = logging.getLogger(__name__)
 
+# A migration is an SQL script or, when SQL alone cannot do it, a Python step.
+PythonMigration = Callable[[aiosqlite.Connection, MigrationContext], Awaitable[None]]
+Migration = str | PythonMigration
+
 # Each entry is one migration; its 1-based position is the user_version it leaves behind.
 # Never edit a migration that has shipped: append a new one.
-MIGRATIONS: tuple[str, ...] = (
+MIGRATIONS: tuple[Migration, ...] = (
     # 1: sessions, messages and their summaries, tags, knowledge, notes, settings, presets,
     # API logs, attachments, topic channels and posts, admin sessions.
     """
@@ -207,6 +213,8 @@ MIGRATIONS: tuple[str, ...] = (
         expires_at TEXT NOT NULL
     );
     """,
+    # 2: spaces — `space_id` on every community row, the `spaces` table, the word pool.
+    migrate_to_spaces,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -223,23 +231,60 @@ async def current_version(conn: aiosqlite.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-async def migrate(conn: aiosqlite.Connection) -> int:
-    """Apply pending migrations in order; refuse a database newer than this code."""
+async def _apply(
+    conn: aiosqlite.Connection, migration: Migration, context: MigrationContext
+) -> None:
+    if isinstance(migration, str):
+        for statement in _statements(migration):
+            await conn.execute(statement)
+    else:
+        await migration(conn, context)
+
+
+async def _foreign_key_problems(conn: aiosqlite.Connection) -> list[str]:
+    rows = await conn.execute_fetchall("PRAGMA foreign_key_check")
+    return [f"{row[0]} row {row[1]} → {row[2]}" for row in rows]
+
+
+async def migrate(
+    conn: aiosqlite.Connection,
+    context: MigrationContext | None = None,
+    *,
+    target: int | None = None,
+) -> int:
+    """Apply pending migrations in order (up to `target`); refuse a database newer than this.
+
+    Foreign keys are off while migrating, so tables can be rebuilt (create, copy, drop,
+    rename) without cascades; every migration must leave them consistent, checked before its
+    commit.
+    """
+    context = context or MigrationContext()
+    goal = SCHEMA_VERSION if target is None else min(target, SCHEMA_VERSION)
     version = await current_version(conn)
     if version > SCHEMA_VERSION:
         raise DatabaseVersionError(
             f"The database is at schema version {version}, newer than this PlayChat "
             f"({SCHEMA_VERSION}). Upgrade PlayChat or point DB_PATH at another file."
         )
-    for number in range(version + 1, SCHEMA_VERSION + 1):
-        await conn.execute("BEGIN IMMEDIATE")
-        try:
-            for statement in _statements(MIGRATIONS[number - 1]):
-                await conn.execute(statement)
-            await conn.execute(f"PRAGMA user_version = {number}")
-        except BaseException:
-            await conn.execute("ROLLBACK")
-            raise
-        await conn.execute("COMMIT")
-        log.info("database migrated to schema version %d", number)
-    return SCHEMA_VERSION
+    if version >= goal:
+        return version
+    await conn.execute("PRAGMA foreign_keys=OFF")
+    try:
+        for number in range(version + 1, goal + 1):
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                await _apply(conn, MIGRATIONS[number - 1], context)
+                problems = await _foreign_key_problems(conn)
+                if problems:
+                    raise RuntimeError(
+                        f"migration {number} broke foreign keys: {', '.join(problems[:5])}"
+                    )
+                await conn.execute(f"PRAGMA user_version = {number}")
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+            await conn.execute("COMMIT")
+            log.info("database migrated to schema version %d", number)
+    finally:
+        await conn.execute("PRAGMA foreign_keys=ON")
+    return goal

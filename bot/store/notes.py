@@ -17,6 +17,7 @@ import aiosqlite
 
 from bot.errors import ConflictError, NotFoundError, ValidationError
 from bot.store.db import Database, utcnow
+from bot.store.space_records import ensure_space_row
 
 # (page id, section) in position order.
 Slot = tuple[int, str]
@@ -24,9 +25,10 @@ Slot = tuple[int, str]
 
 @dataclass(frozen=True)
 class NotePage:
-    """One page (one tab) of the shared notes."""
+    """One page (one tab) of a space's shared notes."""
 
     id: int
+    space_id: str
     title: str
     content: str
     position: int
@@ -47,12 +49,13 @@ class NoteOutline:
     length: int
 
 
-_COLUMNS = "id, title, content, position, section, created_at, updated_at"
+_COLUMNS = "id, space_id, title, content, position, section, created_at, updated_at"
 
 
 def _page(row: sqlite3.Row) -> NotePage:
     return NotePage(
         id=row["id"],
+        space_id=row["space_id"],
         title=row["title"],
         content=row["content"],
         position=row["position"],
@@ -102,40 +105,49 @@ def _fold(title: str) -> str:
 
 
 class NoteRepository:
-    """Reads and writes note_pages and session_note_pages."""
+    """Reads and writes the note_pages and session_note_pages of a space.
+
+    Order, sections and title uniqueness are per space; a link joins a page and a session of
+    the same space only (a foreign key on (space_id, id) refuses anything else).
+    """
 
     def __init__(self, db: Database) -> None:
         self._db = db
 
     # ------------------------------------------------------------------ reads
 
-    async def all(self) -> list[NotePage]:
-        """Every page in position order."""
-        rows = await self._db.fetchall(f"SELECT {_COLUMNS} FROM note_pages ORDER BY position, id")
+    async def all(self, space: str) -> list[NotePage]:
+        """Every page of the space in position order."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM note_pages WHERE space_id = ? ORDER BY position, id", (space,)
+        )
         return [_page(row) for row in rows]
 
-    async def get(self, page_id: int) -> NotePage | None:
-        """One page by id."""
-        row = await self._db.fetchone(f"SELECT {_COLUMNS} FROM note_pages WHERE id = ?", (page_id,))
+    async def get(self, space: str, page_id: int) -> NotePage | None:
+        """One page of the space by id."""
+        row = await self._db.fetchone(
+            f"SELECT {_COLUMNS} FROM note_pages WHERE space_id = ? AND id = ?", (space, page_id)
+        )
         return None if row is None else _page(row)
 
-    async def by_ids(self, page_ids: Sequence[int]) -> list[NotePage]:
-        """The pages with these ids, in position order (unknown ids are skipped)."""
+    async def by_ids(self, space: str, page_ids: Sequence[int]) -> list[NotePage]:
+        """The space's pages with these ids, in position order (unknown ids are skipped)."""
         if not page_ids:
             return []
         marks = ",".join("?" for _ in page_ids)
         rows = await self._db.fetchall(
-            f"SELECT {_COLUMNS} FROM note_pages WHERE id IN ({marks}) ORDER BY position, id",
-            tuple(page_ids),
+            f"SELECT {_COLUMNS} FROM note_pages WHERE space_id = ? AND id IN ({marks}) "
+            "ORDER BY position, id",
+            (space, *page_ids),
         )
         return [_page(row) for row in rows]
 
-    async def outline(self, preview_chars: int) -> list[NoteOutline]:
+    async def outline(self, space: str, preview_chars: int) -> list[NoteOutline]:
         """Every page's title, section and first `preview_chars` characters, by position."""
         rows = await self._db.fetchall(
             "SELECT id, title, section, position, substr(content, 1, ?) AS preview, "
-            "length(content) AS length FROM note_pages ORDER BY position, id",
-            (max(0, preview_chars),),
+            "length(content) AS length FROM note_pages WHERE space_id = ? ORDER BY position, id",
+            (max(0, preview_chars), space),
         )
         return [
             NoteOutline(
@@ -149,53 +161,59 @@ class NoteRepository:
             for row in rows
         ]
 
-    async def linked_ids(self, session_id: str) -> list[int]:
+    async def linked_ids(self, space: str, session_id: str) -> list[int]:
         """Ids of the pages linked to a session, in page position order."""
         rows = await self._db.fetchall(
-            "SELECT p.id FROM session_note_pages l JOIN note_pages p ON p.id = l.page_id "
-            "WHERE l.session_id = ? ORDER BY p.position, p.id",
-            (session_id,),
+            "SELECT p.id FROM session_note_pages l JOIN note_pages p "
+            "ON p.space_id = l.space_id AND p.id = l.page_id "
+            "WHERE l.space_id = ? AND l.session_id = ? ORDER BY p.position, p.id",
+            (space, session_id),
         )
         return [int(row[0]) for row in rows]
 
     # ------------------------------------------------------------------ page writes
 
-    async def create(self, title: str, content: str, section: str) -> NotePage:
+    async def create(self, space: str, title: str, content: str, section: str) -> NotePage:
         """Insert a page at the end of its section; ConflictError if the title is taken."""
         now = utcnow()
         async with self._db.transaction() as conn:
-            await _ensure_title_free(conn, title, None)
+            await ensure_space_row(conn, space)
+            await _ensure_title_free(conn, space, title, None)
             cursor = await conn.execute(
-                "INSERT INTO note_pages (title, content, position, section, created_at, "
-                "updated_at) VALUES (?, ?, -1, ?, ?, ?)",
-                (title, content, section, now, now),
+                "INSERT INTO note_pages (space_id, title, content, position, section, created_at, "
+                "updated_at) VALUES (?, ?, ?, -1, ?, ?, ?)",
+                (space, title, content, section, now, now),
             )
             page_id = int(cursor.lastrowid or 0)
-            slots = [slot for slot in await _slots(conn) if slot[0] != page_id]
-            await _write_order(conn, insert_at_section_end(slots, (page_id, section)))
-            return await _get(conn, page_id)
+            slots = [slot for slot in await _slots(conn, space) if slot[0] != page_id]
+            await _write_order(conn, space, insert_at_section_end(slots, (page_id, section)))
+            return await _get(conn, space, page_id)
 
-    async def update(self, page_id: int, *, title: str | None, content: str | None) -> NotePage:
+    async def update(
+        self, space: str, page_id: int, *, title: str | None, content: str | None
+    ) -> NotePage:
         """Change a page's title and/or body."""
         async with self._db.transaction() as conn:
-            page = await _get(conn, page_id)
+            page = await _get(conn, space, page_id)
             if title is not None and title != page.title:
-                await _ensure_title_free(conn, title, page_id)
+                await _ensure_title_free(conn, space, title, page_id)
             await conn.execute(
-                "UPDATE note_pages SET title = ?, content = ?, updated_at = ? WHERE id = ?",
+                "UPDATE note_pages SET title = ?, content = ?, updated_at = ? "
+                "WHERE space_id = ? AND id = ?",
                 (
                     page.title if title is None else title,
                     page.content if content is None else content,
                     utcnow(),
+                    space,
                     page_id,
                 ),
             )
-            return await _get(conn, page_id)
+            return await _get(conn, space, page_id)
 
-    async def append(self, page_id: int, text: str, max_chars: int) -> NotePage:
+    async def append(self, space: str, page_id: int, text: str, max_chars: int) -> NotePage:
         """Add `text` on a new line at the end of a page's body (atomically)."""
         async with self._db.transaction() as conn:
-            page = await _get(conn, page_id)
+            page = await _get(conn, space, page_id)
             joiner = "" if not page.content or page.content.endswith("\n") else "\n"
             content = f"{page.content}{joiner}{text}"
             if len(content) > max_chars:
@@ -204,52 +222,85 @@ class NoteRepository:
                     f"({len(content):,}); shorten it or start a new page."
                 )
             await conn.execute(
-                "UPDATE note_pages SET content = ?, updated_at = ? WHERE id = ?",
-                (content, utcnow(), page_id),
+                "UPDATE note_pages SET content = ?, updated_at = ? WHERE space_id = ? AND id = ?",
+                (content, utcnow(), space, page_id),
             )
-            return await _get(conn, page_id)
+            return await _get(conn, space, page_id)
 
-    async def delete(self, page_id: int) -> bool:
+    async def delete(self, space: str, page_id: int) -> bool:
         """Delete a page (its session links go with it) and close the gap."""
         async with self._db.transaction() as conn:
-            cursor = await conn.execute("DELETE FROM note_pages WHERE id = ?", (page_id,))
+            cursor = await conn.execute(
+                "DELETE FROM note_pages WHERE space_id = ? AND id = ?", (space, page_id)
+            )
             if cursor.rowcount == 0:
                 return False
-            await _write_order(conn, group_sections(await _slots(conn)))
+            await _write_order(conn, space, group_sections(await _slots(conn, space)))
             return True
+
+    async def move(self, space: str, page_id: int, to_space: str) -> NotePage:
+        """Move a page to the end of its section in `to_space`; its session links are dropped
+        (they belong to conversations of the old space). ConflictError if the title is taken
+        there."""
+        if to_space == space:
+            page = await self.get(space, page_id)
+            if page is None:
+                raise NotFoundError(f"No note page with id {page_id}.")
+            return page
+        async with self._db.transaction() as conn:
+            page = await _get(conn, space, page_id)
+            await ensure_space_row(conn, to_space)
+            await _ensure_title_free(conn, to_space, page.title, None)
+            await conn.execute(
+                "DELETE FROM session_note_pages WHERE space_id = ? AND page_id = ?",
+                (space, page_id),
+            )
+            await conn.execute(
+                "UPDATE note_pages SET space_id = ?, position = -1, updated_at = ? "
+                "WHERE space_id = ? AND id = ?",
+                (to_space, utcnow(), space, page_id),
+            )
+            await _write_order(conn, space, group_sections(await _slots(conn, space)))
+            slots = [slot for slot in await _slots(conn, to_space) if slot[0] != page_id]
+            await _write_order(
+                conn, to_space, insert_at_section_end(slots, (page_id, page.section))
+            )
+            return await _get(conn, to_space, page_id)
 
     # ------------------------------------------------------------------ order writes
 
-    async def set_section(self, page_id: int, section: str) -> list[NotePage]:
+    async def set_section(self, space: str, page_id: int, section: str) -> list[NotePage]:
         """Move a page to the end of `section` (a new section goes last); renumber all."""
         async with self._db.transaction() as conn:
-            slots = await _slots(conn)
+            slots = await _slots(conn, space)
             current = next((slot for slot in slots if slot[0] == page_id), None)
             if current is None:
                 raise NotFoundError(f"No note page with id {page_id}.")
             if current[1] != section:
                 rest = [slot for slot in slots if slot[0] != page_id]
-                await _write_order(conn, insert_at_section_end(rest, (page_id, section)))
+                await _write_order(conn, space, insert_at_section_end(rest, (page_id, section)))
             else:
-                await _write_order(conn, group_sections(slots))
-        return await self.all()
+                await _write_order(conn, space, group_sections(slots))
+        return await self.all(space)
 
-    async def rename_section(self, old: str, new: str) -> int:
+    async def rename_section(self, space: str, old: str, new: str) -> int:
         """Relabel every page of `old`; renaming onto an existing section merges into it."""
         async with self._db.transaction() as conn:
-            slots = await _slots(conn)
+            slots = await _slots(conn, space)
             count = sum(1 for _, section in slots if section == old)
             if count == 0:
                 raise NotFoundError(f"No note section named {old!r}.")
             if old != new:
                 relabelled = [(pid, new if section == old else section) for pid, section in slots]
-                await _write_order(conn, group_sections(relabelled))
+                await _write_order(conn, space, group_sections(relabelled))
             return count
 
-    async def reorder(self, page_id: int, section: str, order: Sequence[int]) -> list[NotePage]:
+    async def reorder(
+        self, space: str, page_id: int, section: str, order: Sequence[int]
+    ) -> list[NotePage]:
         """Apply a full client-computed order; refuses wrong id sets and split sections."""
         async with self._db.transaction() as conn:
-            slots = await _slots(conn)
+            slots = await _slots(conn, space)
             sections = dict(slots)
             _check_order(order, sections)
             if page_id not in sections:
@@ -263,47 +314,52 @@ class NoteRepository:
                     f"This order would split the section {label!r}: the pages of one section "
                     "must stay next to each other. Nothing was changed."
                 )
-            await _write_order(conn, wanted)
-        return await self.all()
+            await _write_order(conn, space, wanted)
+        return await self.all(space)
 
     # ------------------------------------------------------------------ session links
 
-    async def set_links(self, session_id: str, page_ids: Sequence[int]) -> None:
-        """Replace a session's linked pages."""
+    async def set_links(self, space: str, session_id: str, page_ids: Sequence[int]) -> None:
+        """Replace a session's linked pages (pages of the session's space only)."""
         unique = list(dict.fromkeys(page_ids))
         async with self._db.transaction() as conn:
-            await _ensure_session(conn, session_id)
-            known = await _existing_ids(conn, unique)
+            await _ensure_session(conn, space, session_id)
+            known = await _existing_ids(conn, space, unique)
             unknown = [pid for pid in unique if pid not in known]
             if unknown:
                 raise ValidationError(
                     f"Unknown note page id(s): {', '.join(map(str, unknown))}. Nothing changed."
                 )
-            await conn.execute("DELETE FROM session_note_pages WHERE session_id = ?", (session_id,))
+            await conn.execute(
+                "DELETE FROM session_note_pages WHERE space_id = ? AND session_id = ?",
+                (space, session_id),
+            )
             now = utcnow()
             await conn.executemany(
-                "INSERT INTO session_note_pages (session_id, page_id, created_at) VALUES (?, ?, ?)",
-                [(session_id, pid, now) for pid in unique],
+                "INSERT INTO session_note_pages (space_id, session_id, page_id, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                [(space, session_id, pid, now) for pid in unique],
             )
 
-    async def link(self, session_id: str, page_id: int) -> bool:
-        """Link a page to a session; False when it already was."""
+    async def link(self, space: str, session_id: str, page_id: int) -> bool:
+        """Link a page to a session of the same space; False when it already was."""
         async with self._db.transaction() as conn:
-            await _ensure_session(conn, session_id)
-            await _get(conn, page_id)
+            await _ensure_session(conn, space, session_id)
+            await _get(conn, space, page_id)
             cursor = await conn.execute(
-                "INSERT OR IGNORE INTO session_note_pages (session_id, page_id, created_at) "
-                "VALUES (?, ?, ?)",
-                (session_id, page_id, utcnow()),
+                "INSERT OR IGNORE INTO session_note_pages (space_id, session_id, page_id, "
+                "created_at) VALUES (?, ?, ?, ?)",
+                (space, session_id, page_id, utcnow()),
             )
             return cursor.rowcount > 0
 
-    async def unlink(self, session_id: str, page_id: int) -> bool:
+    async def unlink(self, space: str, session_id: str, page_id: int) -> bool:
         """Remove a link; False when there was none."""
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
-                "DELETE FROM session_note_pages WHERE session_id = ? AND page_id = ?",
-                (session_id, page_id),
+                "DELETE FROM session_note_pages WHERE space_id = ? AND session_id = ? "
+                "AND page_id = ?",
+                (space, session_id, page_id),
             )
             return cursor.rowcount > 0
 
@@ -311,23 +367,29 @@ class NoteRepository:
 # ---------------------------------------------------------------------- helpers (inside a write)
 
 
-async def _slots(conn: aiosqlite.Connection) -> list[Slot]:
-    rows = await conn.execute_fetchall("SELECT id, section FROM note_pages ORDER BY position, id")
+async def _slots(conn: aiosqlite.Connection, space: str) -> list[Slot]:
+    rows = await conn.execute_fetchall(
+        "SELECT id, section FROM note_pages WHERE space_id = ? ORDER BY position, id", (space,)
+    )
     return [(int(row[0]), str(row[1])) for row in rows]
 
 
-async def _get(conn: aiosqlite.Connection, page_id: int) -> NotePage:
+async def _get(conn: aiosqlite.Connection, space: str, page_id: int) -> NotePage:
     rows = list(
-        await conn.execute_fetchall(f"SELECT {_COLUMNS} FROM note_pages WHERE id = ?", (page_id,))
+        await conn.execute_fetchall(
+            f"SELECT {_COLUMNS} FROM note_pages WHERE space_id = ? AND id = ?", (space, page_id)
+        )
     )
     if not rows:
         raise NotFoundError(f"No note page with id {page_id}.")
     return _page(rows[0])
 
 
-async def _write_order(conn: aiosqlite.Connection, slots: Sequence[Slot]) -> None:
-    """Store `slots` as positions 0..n-1, touching only the rows that change."""
-    rows = await conn.execute_fetchall("SELECT id, position, section FROM note_pages")
+async def _write_order(conn: aiosqlite.Connection, space: str, slots: Sequence[Slot]) -> None:
+    """Store `slots` as the space's positions 0..n-1, touching only the rows that change."""
+    rows = await conn.execute_fetchall(
+        "SELECT id, position, section FROM note_pages WHERE space_id = ?", (space,)
+    )
     current = {int(row[0]): (int(row[1]), str(row[2])) for row in rows}
     changes = [
         (index, section, page_id)
@@ -336,31 +398,42 @@ async def _write_order(conn: aiosqlite.Connection, slots: Sequence[Slot]) -> Non
     ]
     if changes:
         await conn.executemany(
-            "UPDATE note_pages SET position = ?, section = ? WHERE id = ?", changes
+            "UPDATE note_pages SET position = ?, section = ? WHERE space_id = ? AND id = ?",
+            [(index, section, space, page_id) for index, section, page_id in changes],
         )
 
 
-async def _ensure_title_free(conn: aiosqlite.Connection, title: str, own_id: int | None) -> None:
-    rows = await conn.execute_fetchall("SELECT id, title FROM note_pages")
+async def _ensure_title_free(
+    conn: aiosqlite.Connection, space: str, title: str, own_id: int | None
+) -> None:
+    rows = await conn.execute_fetchall(
+        "SELECT id, title FROM note_pages WHERE space_id = ?", (space,)
+    )
     wanted = _fold(title)
     for row in rows:
         if int(row[0]) != own_id and _fold(str(row[1])) == wanted:
             raise ConflictError(f"A note page titled {row[1]!r} already exists (id {row[0]}).")
 
 
-async def _ensure_session(conn: aiosqlite.Connection, session_id: str) -> None:
-    rows = list(await conn.execute_fetchall("SELECT 1 FROM sessions WHERE id = ?", (session_id,)))
+async def _ensure_session(conn: aiosqlite.Connection, space: str, session_id: str) -> None:
+    rows = list(
+        await conn.execute_fetchall(
+            "SELECT 1 FROM sessions WHERE space_id = ? AND id = ?", (space, session_id)
+        )
+    )
     if not rows:
         raise NotFoundError(f"No conversation with id {session_id!r}.")
 
 
-async def _existing_ids(conn: aiosqlite.Connection, page_ids: Iterable[int]) -> set[int]:
+async def _existing_ids(
+    conn: aiosqlite.Connection, space: str, page_ids: Iterable[int]
+) -> set[int]:
     ids = list(page_ids)
     if not ids:
         return set()
     marks = ",".join("?" for _ in ids)
     rows = await conn.execute_fetchall(
-        f"SELECT id FROM note_pages WHERE id IN ({marks})", tuple(ids)
+        f"SELECT id FROM note_pages WHERE space_id = ? AND id IN ({marks})", (space, *ids)
     )
     return {int(row[0]) for row in rows}
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import Literal
 
 from bot.store.db import Database, utcnow
 
@@ -18,9 +18,10 @@ _SCAN_ROWS = 5000
 
 @dataclass(frozen=True)
 class Untagged:
-    """A message or memory that has not been tagged yet."""
+    """A message or memory that has not been tagged yet, with its space."""
 
     id: int
+    space_id: str
     text: str
 
 
@@ -29,74 +30,112 @@ def _like_pattern(word: str) -> str:
     return f"%{escaped}%"
 
 
+# The tagged table, its tag table and the tag table's column pointing back, per kind.
+_TAGGED = {
+    "message": ("messages", "message_tags", "message_id"),
+    "memory": ("memories", "memory_tags", "memory_id"),
+}
+
+# Limits tag rows to the sessions of one channel (its threads by parent, and its own).
+_CHANNEL_MESSAGES = (
+    " AND t.message_id IN (SELECT m.id FROM messages m JOIN sessions s"
+    " ON s.space_id = m.space_id AND s.id = m.session_id WHERE s.space_id = :space"
+    " AND (s.parent_channel_id = :channel OR s.discord_channel_id = :channel))"
+)
+_CHANNEL_MEMORIES = (
+    " AND t.memory_id IN (SELECT m.id FROM memories m JOIN sessions s"
+    " ON s.space_id = m.space_id AND s.id = m.session_id WHERE s.space_id = :space"
+    " AND (s.parent_channel_id = :channel OR s.discord_channel_id = :channel))"
+)
+
+
+def _channel_filters(channel_id: int | None) -> tuple[str, str]:
+    if channel_id is None:
+        return "", ""
+    return _CHANNEL_MESSAGES, _CHANNEL_MEMORIES
+
+
 class TagRepository:
-    """Reads and writes message_tags / memory_tags and the tagged_at markers."""
+    """Reads and writes message_tags / memory_tags and the tagged_at markers of a space."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def add_message_tags(self, message_id: int, tags: Sequence[str]) -> bool:
+    async def add_message_tags(self, space: str, message_id: int, tags: Sequence[str]) -> bool:
         """Replace the message's tags and mark it tagged; False when the message is gone."""
-        return await self._set_tags("messages", "message_tags", "message_id", message_id, tags)
+        return await self._set_tags("message", space, message_id, tags)
 
-    async def add_memory_tags(self, memory_id: int, tags: Sequence[str]) -> bool:
+    async def add_memory_tags(self, space: str, memory_id: int, tags: Sequence[str]) -> bool:
         """Replace the memory's tags and mark it tagged; False when the memory is gone."""
-        return await self._set_tags("memories", "memory_tags", "memory_id", memory_id, tags)
+        return await self._set_tags("memory", space, memory_id, tags)
 
     async def _set_tags(
-        self, owner: str, table: str, column: str, owner_id: int, tags: Sequence[str]
+        self, kind: Literal["message", "memory"], space: str, owner_id: int, tags: Sequence[str]
     ) -> bool:
+        owner, table, column = _TAGGED[kind]
         now = utcnow()
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
-                f"UPDATE {owner} SET tagged_at = ? WHERE id = ?",
-                (now, owner_id),
+                f"UPDATE {owner} SET tagged_at = ? WHERE space_id = ? AND id = ?",
+                (now, space, owner_id),
             )
             if cursor.rowcount == 0:
                 return False
             # Replacing (not appending) keeps a race between the live tagger and backfill harmless.
-            await conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (owner_id,))
+            await conn.execute(
+                f"DELETE FROM {table} WHERE space_id = ? AND {column} = ?", (space, owner_id)
+            )
             await conn.executemany(
-                f"INSERT INTO {table} ({column}, tag, created_at) VALUES (?, ?, ?)",
-                [(owner_id, tag, now) for tag in tags],
+                f"INSERT INTO {table} (space_id, {column}, tag, created_at) VALUES (?, ?, ?, ?)",
+                [(space, owner_id, tag, now) for tag in tags],
             )
         return True
 
-    async def untagged_messages(self, limit: int) -> list[Untagged]:
-        """User/assistant messages without tags, newest first."""
+    async def untagged_messages_all_spaces(self, limit: int) -> list[Untagged]:
+        """User/assistant messages without tags in any space, newest first (backfill)."""
         rows = await self._db.fetchall(
-            "SELECT id, content FROM messages WHERE tagged_at IS NULL"
+            "SELECT id, space_id, content FROM messages WHERE tagged_at IS NULL"
             " AND role IN ('user', 'assistant') ORDER BY id DESC LIMIT ?",
             (max(limit, 0),),
         )
-        return [Untagged(int(row["id"]), str(row["content"])) for row in rows]
+        return [Untagged(int(row["id"]), str(row["space_id"]), str(row["content"])) for row in rows]
 
-    async def untagged_memories(self, limit: int) -> list[Untagged]:
-        """Memories (summaries) without tags, newest first."""
+    async def untagged_memories_all_spaces(self, limit: int) -> list[Untagged]:
+        """Memories (summaries) without tags in any space, newest first (backfill)."""
         rows = await self._db.fetchall(
-            "SELECT id, summary FROM memories WHERE tagged_at IS NULL ORDER BY id DESC LIMIT ?",
+            "SELECT id, space_id, summary FROM memories WHERE tagged_at IS NULL "
+            "ORDER BY id DESC LIMIT ?",
             (max(limit, 0),),
         )
-        return [Untagged(int(row["id"]), str(row["summary"])) for row in rows]
+        return [Untagged(int(row["id"]), str(row["space_id"]), str(row["summary"])) for row in rows]
 
-    async def tags_for_message(self, message_id: int) -> list[str]:
+    async def tags_for_message(self, space: str, message_id: int) -> list[str]:
         """The message's tags in the order they were given."""
         rows = await self._db.fetchall(
-            "SELECT tag FROM message_tags WHERE message_id = ? ORDER BY id", (message_id,)
+            "SELECT tag FROM message_tags WHERE space_id = ? AND message_id = ? ORDER BY id",
+            (space, message_id),
         )
         return [str(row["tag"]) for row in rows]
 
-    async def tags_for_memory(self, memory_id: int) -> list[str]:
+    async def tags_for_memory(self, space: str, memory_id: int) -> list[str]:
         """The memory's tags in the order they were given."""
         rows = await self._db.fetchall(
-            "SELECT tag FROM memory_tags WHERE memory_id = ? ORDER BY id", (memory_id,)
+            "SELECT tag FROM memory_tags WHERE space_id = ? AND memory_id = ? ORDER BY id",
+            (space, memory_id),
         )
         return [str(row["tag"]) for row in rows]
 
     async def related_tags(
-        self, word: str, limit: int = 5, exclude: AbstractSet[str] = frozenset()
+        self,
+        space: str,
+        word: str,
+        limit: int = 5,
+        exclude: AbstractSet[str] = frozenset(),
+        *,
+        channel_id: int | None = None,
     ) -> list[str]:
-        """Tags that share a message or memory with a tag equal to or containing `word`.
+        """Tags of the space (or of one channel's sessions) that share a message or memory
+        with a tag equal to or containing `word`.
 
         Ranked by how often they co-occur, then by recency. Tags that themselves match `word`
         and tags in `exclude` (case-insensitive) are left out.
@@ -105,30 +144,39 @@ class TagRepository:
         if not word or limit <= 0:
             return []
         pattern = _like_pattern(word)
+        messages_in, memories_in = _channel_filters(channel_id)
         rows = await self._db.fetchall(
-            """
+            f"""
             WITH hit_messages AS (
                 SELECT DISTINCT message_id FROM (
-                    SELECT message_id FROM message_tags
-                    WHERE tag = :word OR tag LIKE :pattern ESCAPE '\\'
-                    ORDER BY id DESC LIMIT :scan)
+                    SELECT t.message_id FROM message_tags t
+                    WHERE t.space_id = :space AND (t.tag = :word OR t.tag LIKE :pattern ESCAPE '\\')
+                    {messages_in}
+                    ORDER BY t.id DESC LIMIT :scan)
             ), hit_memories AS (
                 SELECT DISTINCT memory_id FROM (
-                    SELECT memory_id FROM memory_tags
-                    WHERE tag = :word OR tag LIKE :pattern ESCAPE '\\'
-                    ORDER BY id DESC LIMIT :scan)
+                    SELECT t.memory_id FROM memory_tags t
+                    WHERE t.space_id = :space AND (t.tag = :word OR t.tag LIKE :pattern ESCAPE '\\')
+                    {memories_in}
+                    ORDER BY t.id DESC LIMIT :scan)
             ), co AS (
                 SELECT t.tag, t.created_at FROM message_tags t
-                JOIN hit_messages h ON h.message_id = t.message_id
+                JOIN hit_messages h ON h.message_id = t.message_id WHERE t.space_id = :space
                 UNION ALL
                 SELECT t.tag, t.created_at FROM memory_tags t
-                JOIN hit_memories h ON h.memory_id = t.memory_id
+                JOIN hit_memories h ON h.memory_id = t.memory_id WHERE t.space_id = :space
             )
             SELECT tag, COUNT(*) AS n, MAX(created_at) AS last FROM co
             WHERE tag != :word AND tag NOT LIKE :pattern ESCAPE '\\'
             GROUP BY tag ORDER BY n DESC, last DESC, tag
             """,
-            {"word": word, "pattern": pattern, "scan": _SCAN_ROWS},
+            {
+                "space": space,
+                "word": word,
+                "pattern": pattern,
+                "scan": _SCAN_ROWS,
+                "channel": channel_id,
+            },
         )
         banned = {tag.casefold() for tag in exclude}
         out: list[str] = []
@@ -142,38 +190,24 @@ class TagRepository:
         return out
 
     async def recent_tags(
-        self, limit: int, channel_session_ids: Sequence[str] | None = None
+        self, space: str, limit: int, *, channel_id: int | None = None
     ) -> list[str]:
-        """Distinct tags, most recently used first; optionally only from the given sessions."""
-        if limit <= 0 or (channel_session_ids is not None and not channel_session_ids):
+        """Distinct tags of the space (or of one channel's sessions), most recently used first."""
+        if limit <= 0:
             return []
-        if channel_session_ids is None:
-            message_filter = memory_filter = ""
-            params: dict[str, object] = {"scan": _SCAN_ROWS, "limit": limit}
-        else:
-            message_filter = (
-                " WHERE t.message_id IN (SELECT id FROM messages"
-                " WHERE session_id IN (SELECT value FROM json_each(:sessions)))"
-            )
-            memory_filter = (
-                " WHERE t.memory_id IN (SELECT id FROM memories"
-                " WHERE session_id IN (SELECT value FROM json_each(:sessions)))"
-            )
-            params = {
-                "scan": _SCAN_ROWS,
-                "limit": limit,
-                "sessions": json.dumps(list(channel_session_ids)),
-            }
+        messages_in, memories_in = _channel_filters(channel_id)
         rows = await self._db.fetchall(
             f"""
             SELECT tag, MAX(created_at) AS last FROM (
-                SELECT * FROM (SELECT t.tag, t.created_at FROM message_tags t{message_filter}
+                SELECT * FROM (SELECT t.tag, t.created_at FROM message_tags t
+                               WHERE t.space_id = :space{messages_in}
                                ORDER BY t.id DESC LIMIT :scan)
                 UNION ALL
-                SELECT * FROM (SELECT t.tag, t.created_at FROM memory_tags t{memory_filter}
+                SELECT * FROM (SELECT t.tag, t.created_at FROM memory_tags t
+                               WHERE t.space_id = :space{memories_in}
                                ORDER BY t.id DESC LIMIT :scan)
             ) GROUP BY tag ORDER BY last DESC, tag LIMIT :limit
             """,
-            params,
+            {"space": space, "scan": _SCAN_ROWS, "limit": limit, "channel": channel_id},
         )
         return [str(row["tag"]) for row in rows]

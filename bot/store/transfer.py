@@ -3,8 +3,8 @@
 Format (version 1)::
 
     {"version": 1, "exported_at": "...",
-     "session": {id, title, model, source, discord_channel_id, discord_guild_id, topic,
-                 closed_at, created_at, updated_at},
+     "session": {id, space_id, title, model, source, discord_channel_id, discord_guild_id,
+                 parent_channel_id, topic, closed_at, created_at, updated_at},
      "messages": [{id, role, content, author_id, author_name, discord_message_id, reply_to,
                    archived_at, memory_id, created_at}, ...],      # archived ones included
      "memories": [{id, summary, level, condensed_into, created_at}, ...],
@@ -14,6 +14,9 @@ Format (version 1)::
 Message and memory ids are the exporting database's; they only tie references together
 (reply_to, memory_id, condensed_into) and are renumbered on import. Timestamps are kept.
 Tags and note links are not exported (tags can be rebuilt with the tag backfill).
+
+Exports are per space: the session's `space_id` says where it came from (older exports have
+none), and an import always goes into the space the caller names.
 
 An import never overwrites: an existing session id, attachment id or Discord message id is a
 ConflictError. With `as_new` the session gets a fresh id and is detached from Discord (channel
@@ -42,6 +45,7 @@ from bot.store.db import Database, utcnow
 from bot.store.memories import MemoryRepository
 from bot.store.messages import MessageRepository
 from bot.store.sessions import SessionRepository
+from bot.store.space_records import ensure_space_row
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +76,13 @@ class ExportedSession(_Strict):
     """The session row."""
 
     id: TextId
+    space_id: str | None = None
     title: str = ""
     model: str | None = None
     source: str = "import"
     discord_channel_id: BigId | None = None
     discord_guild_id: BigId | None = None
+    parent_channel_id: BigId | None = None
     topic: str | None = None
     closed_at: Timestamp | None = None
     created_at: Timestamp
@@ -185,16 +191,16 @@ class SessionTransfer:
         self._memories = memories
         self._attachments = attachments
 
-    async def export_session(self, session_id: str) -> SessionExport:
-        """Everything stored for a session; NotFoundError when there is no such session."""
-        session = await self._sessions.get(session_id)
+    async def export_session(self, space: str, session_id: str) -> SessionExport:
+        """Everything stored for a session of `space`; NotFoundError when there is none."""
+        session = await self._sessions.get(space, session_id)
         if session is None:
             raise NotFoundError(f"No session {session_id!r}.")
-        messages = await self._messages.all_for_session(session_id)
-        memories = await self._memories.all_for_session(session_id)
+        messages = await self._messages.all_for_session(space, session_id)
+        memories = await self._memories.all_for_session(space, session_id)
         attachments: list[ExportedAttachment] = []
-        for meta in await self._attachments.list_for_session(session_id):
-            found = await self._attachments.get(session_id, meta.id)
+        for meta in await self._attachments.list_for_session(space, session_id):
+            found = await self._attachments.get(space, session_id, meta.id)
             if found is None:  # deleted while exporting
                 continue
             _, data = found
@@ -217,15 +223,15 @@ class SessionTransfer:
             attachments=attachments,
         )
 
-    async def import_session(self, data: SessionExport, *, as_new: bool = False) -> str:
-        """Store an exported session; returns its id. Never overwrites existing data."""
+    async def import_session(self, space: str, data: SessionExport, *, as_new: bool = False) -> str:
+        """Store an exported session in `space`; returns its id. Never overwrites anything."""
         try:
-            return await self._import(data, as_new=as_new)
+            return await self._import(space, data, as_new=as_new)
         except sqlite3.IntegrityError as exc:
             # The checks below run inside the same write transaction, so this is a backstop.
             raise ConflictError("The import clashes with data already stored.") from exc
 
-    async def _import(self, data: SessionExport, *, as_new: bool) -> str:
+    async def _import(self, space: str, data: SessionExport, *, as_new: bool) -> str:
         session_id = uuid.uuid4().hex if as_new else data.session.id
         attachment_ids = {
             a.id: (secrets.token_hex(8) if as_new else a.id) for a in data.attachments
@@ -233,16 +239,24 @@ class SessionTransfer:
         async with self._db.transaction() as conn:
             if not as_new:
                 await _refuse_existing(conn, data)
-            await _insert_session(conn, session_id, data.session, as_new=as_new)
-            memory_map = await _insert_memories(conn, session_id, data.memories)
+            await ensure_space_row(conn, space)
+            await _insert_session(conn, space, session_id, data.session, as_new=as_new)
+            memory_map = await _insert_memories(conn, space, session_id, data.memories)
             renamed = attachment_ids if as_new else {}
             await _insert_messages(
-                conn, session_id, data.messages, memory_map, renamed, as_new=as_new
+                conn,
+                space,
+                session_id,
+                data.messages,
+                memory_map=memory_map,
+                renamed=renamed,
+                as_new=as_new,
             )
-            await _insert_attachments(conn, session_id, data.attachments, attachment_ids)
+            await _insert_attachments(conn, space, session_id, data.attachments, attachment_ids)
         log.info(
-            "imported session %s (%d messages, %d memories, %d attachments)",
+            "imported session %s into %s (%d messages, %d memories, %d attachments)",
             session_id,
+            space,
             len(data.messages),
             len(data.memories),
             len(data.attachments),
@@ -251,20 +265,27 @@ class SessionTransfer:
 
 
 async def _insert_session(
-    conn: aiosqlite.Connection, session_id: str, info: ExportedSession, *, as_new: bool
+    conn: aiosqlite.Connection,
+    space: str,
+    session_id: str,
+    info: ExportedSession,
+    *,
+    as_new: bool,
 ) -> None:
-    """The session row; a copy (`as_new`) is detached from its Discord channel."""
+    """The session row in `space`; a copy (`as_new`) is detached from its Discord channel."""
     await conn.execute(
-        "INSERT INTO sessions (id, title, model, source, discord_channel_id, "
-        "discord_guild_id, topic, closed_at, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO sessions (id, space_id, title, model, source, discord_channel_id, "
+        "discord_guild_id, parent_channel_id, topic, closed_at, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             session_id,
+            space,
             info.title,
             info.model,
             info.source,
             None if as_new else info.discord_channel_id,
             None if as_new else info.discord_guild_id,
+            None if as_new else info.parent_channel_id,
             info.topic,
             info.closed_at,
             info.created_at,
@@ -274,21 +295,22 @@ async def _insert_session(
 
 
 async def _insert_memories(
-    conn: aiosqlite.Connection, session_id: str, memories: list[ExportedMemory]
+    conn: aiosqlite.Connection, space: str, session_id: str, memories: list[ExportedMemory]
 ) -> dict[int, int]:
     """Insert the summaries in id order, then link condensed ones; returns old id → new id."""
     memory_map: dict[int, int] = {}
     for memory in sorted(memories, key=lambda m: m.id):
         cursor = await conn.execute(
-            "INSERT INTO memories (session_id, summary, level, created_at) VALUES (?, ?, ?, ?)",
-            (session_id, memory.summary, memory.level, memory.created_at),
+            "INSERT INTO memories (space_id, session_id, summary, level, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (space, session_id, memory.summary, memory.level, memory.created_at),
         )
         memory_map[memory.id] = cursor.lastrowid or 0
     for memory in memories:
         if memory.condensed_into is not None:
             await conn.execute(
-                "UPDATE memories SET condensed_into = ? WHERE id = ?",
-                (memory_map[memory.condensed_into], memory_map[memory.id]),
+                "UPDATE memories SET condensed_into = ? WHERE space_id = ? AND id = ?",
+                (memory_map[memory.condensed_into], space, memory_map[memory.id]),
             )
     return memory_map
 
@@ -302,21 +324,23 @@ def _rename_attachments(content: str, renamed: dict[str, str]) -> str:
 
 async def _insert_messages(
     conn: aiosqlite.Connection,
+    space: str,
     session_id: str,
     messages: list[ExportedMessage],
+    *,
     memory_map: dict[int, int],
     renamed: dict[str, str],
-    *,
     as_new: bool,
 ) -> None:
     """Insert the messages in id order with references renumbered, then link late replies."""
     message_map: dict[int, int] = {}
     for message in sorted(messages, key=lambda m: m.id):
         cursor = await conn.execute(
-            "INSERT INTO messages (session_id, role, content, author_id, author_name, "
+            "INSERT INTO messages (space_id, session_id, role, content, author_id, author_name, "
             "discord_message_id, reply_to, archived_at, memory_id, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
+                space,
                 session_id,
                 message.role,
                 _rename_attachments(message.content, renamed),
@@ -334,13 +358,14 @@ async def _insert_messages(
         # A reply stored before its question (odd, but valid) is linked afterwards.
         if message.reply_to is not None and message.reply_to > message.id:
             await conn.execute(
-                "UPDATE messages SET reply_to = ? WHERE id = ?",
-                (message_map[message.reply_to], message_map[message.id]),
+                "UPDATE messages SET reply_to = ? WHERE space_id = ? AND id = ?",
+                (message_map[message.reply_to], space, message_map[message.id]),
             )
 
 
 async def _insert_attachments(
     conn: aiosqlite.Connection,
+    space: str,
     session_id: str,
     attachments: list[ExportedAttachment],
     attachment_ids: dict[str, str],
@@ -348,10 +373,11 @@ async def _insert_attachments(
     """Insert the attached files under their (possibly fresh) ids."""
     for attachment in attachments:
         await conn.execute(
-            "INSERT INTO attachments (id, session_id, filename, content_type, size, "
-            "data, source_url, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO attachments (id, space_id, session_id, filename, content_type, size, "
+            "data, source_url, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 attachment_ids[attachment.id],
+                space,
                 session_id,
                 attachment.filename,
                 attachment.content_type,

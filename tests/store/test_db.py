@@ -14,6 +14,8 @@ from bot.store.migrations import SCHEMA_VERSION
 from bot.store.sessions import SessionRepository
 
 CORE_TABLES = {
+    "spaces",
+    "word_pool",
     "sessions",
     "messages",
     "message_tags",
@@ -60,12 +62,12 @@ async def test_refuses_a_database_from_a_newer_version(tmp_path: Path) -> None:
 async def test_failed_transaction_rolls_back(tmp_path: Path) -> None:
     db = await Database.open(tmp_path / "p.db")
     sessions = SessionRepository(db)
-    session = await sessions.create(title="t")
+    session = await sessions.create("local:local", title="t")
     with pytest.raises(RuntimeError):
         async with db.transaction() as conn:
             await conn.execute(
-                "INSERT INTO messages (session_id, role, content, created_at) "
-                "VALUES (?, 'user', 'x', 'now')",
+                "INSERT INTO messages (space_id, session_id, role, content, created_at) "
+                "VALUES ('local:local', ?, 'user', 'x', 'now')",
                 (session.id,),
             )
             raise RuntimeError("boom")
@@ -76,9 +78,9 @@ async def test_failed_transaction_rolls_back(tmp_path: Path) -> None:
 async def test_last_messages_query_uses_the_session_index(tmp_path: Path) -> None:
     db = await Database.open(tmp_path / "p.db")
     plan = await db.fetchall(
-        "EXPLAIN QUERY PLAN SELECT * FROM messages WHERE session_id = ? AND archived_at IS NULL "
-        "ORDER BY id DESC LIMIT 50",
-        ("s",),
+        "EXPLAIN QUERY PLAN SELECT * FROM messages WHERE space_id = ? AND session_id = ? "
+        "AND archived_at IS NULL ORDER BY id DESC LIMIT 50",
+        ("local:local", "s"),
     )
     detail = " ".join(row["detail"] for row in plan)
     assert "USING INDEX ix_messages_live" in detail and "TEMP B-TREE" not in detail
@@ -87,10 +89,13 @@ async def test_last_messages_query_uses_the_session_index(tmp_path: Path) -> Non
 
 async def test_discord_message_ids_are_unique(tmp_path: Path) -> None:
     db = await Database.open(tmp_path / "p.db")
-    session = await SessionRepository(db).create()
+    session = await SessionRepository(db).create("guild:1")
+    other = await SessionRepository(db).create("guild:2")
     messages = MessageRepository(db)
-    await messages.add(session.id, "user", "a", discord_message_id=42)
+    await messages.add("guild:1", session.id, "user", "a", discord_message_id=42)
     with pytest.raises(sqlite3.IntegrityError):
-        await messages.add(session.id, "user", "a again", discord_message_id=42)
+        await messages.add("guild:1", session.id, "user", "a again", discord_message_id=42)
+    with pytest.raises(sqlite3.IntegrityError):
+        await messages.add("guild:2", other.id, "user", "a elsewhere", discord_message_id=42)
     assert await db.scalar("SELECT COUNT(*) FROM messages") == 1
     await db.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import ConflictError
+from bot.errors import ConflictError, NotFoundError
 from bot.store.attachments import AttachmentRepository
 from bot.store.db import Database
 from bot.store.memories import MemoryRepository
@@ -17,6 +17,8 @@ from bot.store.sessions import SessionRepository
 from bot.store.transfer import SessionExport, SessionTransfer
 
 T = "2026-01-02T03:04:05+00:00"
+A = "guild:222"
+B = "guild:333"
 
 
 @pytest.fixture
@@ -75,10 +77,11 @@ def export_with_odd_ids() -> SessionExport:
 
 async def test_import_relinks_replies_summaries_and_keeps_ids_where_free(db: Database) -> None:
     transfer = transfer_over(db)
-    session_id = await transfer.import_session(export_with_odd_ids())
+    session_id = await transfer.import_session(A, export_with_odd_ids())
     assert session_id == "trip"
 
-    exported = await transfer.export_session(session_id)
+    exported = await transfer.export_session(A, session_id)
+    assert exported.session.space_id == A
     by_content = {m.content: m for m in exported.messages}
     question = by_content["see attachment:att1"]
     assert by_content["late answer"].reply_to == question.id, "a reply before its question"
@@ -91,16 +94,21 @@ async def test_import_relinks_replies_summaries_and_keeps_ids_where_free(db: Dat
     assert [(a.id, a.data()) for a in exported.attachments] == [("att1", b"abc")]
 
     with pytest.raises(ConflictError):
-        await transfer.import_session(export_with_odd_ids())
+        await transfer.import_session(A, export_with_odd_ids())
+    with pytest.raises(ConflictError, match="already exists"):
+        await transfer.import_session(B, export_with_odd_ids())
+    with pytest.raises(NotFoundError):
+        await transfer.export_session(B, session_id)
 
 
 async def test_import_as_new_gets_fresh_ids_and_leaves_discord(db: Database) -> None:
     transfer = transfer_over(db)
-    original = await transfer.import_session(export_with_odd_ids())
-    copy_id = await transfer.import_session(export_with_odd_ids(), as_new=True)
+    original = await transfer.import_session(A, export_with_odd_ids())
+    copy_id = await transfer.import_session(B, export_with_odd_ids(), as_new=True)
     assert copy_id != original
 
-    copy = await transfer.export_session(copy_id)
+    copy = await transfer.export_session(B, copy_id)
+    assert copy.session.space_id == B, "imported into the space the caller named"
     (attachment,) = copy.attachments
     assert attachment.id != "att1" and attachment.data() == b"abc"
     contents = sorted(m.content for m in copy.messages)

@@ -1,0 +1,159 @@
+"""Every SQL statement in bot/store on a community table filters on (or writes) `space_id`.
+
+A static check over the source: string literals that read or write a community table must
+mention `space_id`, or be built in a function that scopes with `in_space(...)`. Functions
+named `*_all_spaces` are the explicit operator/maintenance exceptions; the short allow-list
+below names the others with the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+STORE = Path(__file__).resolve().parents[2] / "bot" / "store"
+
+COMMUNITY_TABLES = (
+    "sessions",
+    "messages",
+    "memories",
+    "message_tags",
+    "memory_tags",
+    "knowledge_entries",
+    "note_pages",
+    "session_note_pages",
+    "attachments",
+    "topic_channels",
+    "topic_posts",
+    "word_pool",
+)
+# Schema definitions, not queries.
+SCHEMA_MODULES = frozenset({"migrations.py", "migration_spaces.py"})
+ALLOWED: dict[tuple[str, str], str] = {
+    ("stats.py", "collect"): "operator dashboard: totals over every space",
+    ("transfer.py", "_refuse_existing"): "ids are unique across spaces, so the check spans all",
+    ("api_logs.py", "add"): "a log row takes its space from its session, whatever the space",
+}
+
+_SQL = re.compile(
+    r"\b(?:FROM|JOIN|UPDATE|INTO)\s+(" + "|".join(COMMUNITY_TABLES) + r")\b", re.IGNORECASE
+)
+
+
+def _text(node: ast.AST, constants: dict[str, str]) -> str | None:
+    """The text of a str constant or f-string; module-level text constants are filled in,
+    other interpolations read '{}'."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.FormattedValue):
+        value = node.value
+        return constants.get(value.id, "{}") if isinstance(value, ast.Name) else "{}"
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_text(part, constants) or "{}" for part in node.values)
+    return None
+
+
+def _module_constants(tree: ast.Module) -> dict[str, str]:
+    constants: dict[str, str] = {}
+    for statement in tree.body:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+        ):
+            constants[statement.targets[0].id] = statement.value.value
+    return constants
+
+
+def _calls(function: ast.AST, name: str) -> bool:
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name | ast.Attribute)
+        and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == name
+        for node in ast.walk(function)
+    )
+
+
+def unscoped_queries(source: str, module: str) -> list[str]:
+    """`module:function: SQL` for every community-table statement without its space."""
+    tree = ast.parse(source)
+    constants = _module_constants(tree)
+    owner: dict[int, ast.AST] = {}
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(function):
+                owner.setdefault(id(node), function)
+    problems: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and id(node) in owner:
+            parent = owner[id(node)]
+            # Parts of an f-string are checked as the whole f-string.
+            if any(
+                isinstance(joined, ast.JoinedStr) and node in joined.values
+                for joined in ast.walk(parent)
+            ):
+                continue
+        text = _text(node, constants)
+        if text is None or not _SQL.search(text) or "space_id" in text:
+            continue
+        function = owner.get(id(node))
+        name = getattr(function, "name", "<module>")
+        if name.endswith("_all_spaces") or (module, name) in ALLOWED:
+            continue
+        if (
+            isinstance(node, ast.JoinedStr)
+            and function is not None
+            and _calls(function, "in_space")
+        ):
+            continue
+        problems.append(f"{module}:{name}: {' '.join(text.split())[:120]}")
+    return problems
+
+
+def test_every_store_query_on_a_community_table_is_scoped_by_space() -> None:
+    problems: list[str] = []
+    for path in sorted(STORE.glob("*.py")):
+        if path.name not in SCHEMA_MODULES:
+            problems += unscoped_queries(path.read_text(encoding="utf-8"), path.name)
+    assert problems == [], "queries without space_id:\n" + "\n".join(problems)
+
+
+def test_the_allow_list_names_existing_functions() -> None:
+    for module, function in ALLOWED:
+        tree = ast.parse((STORE / module).read_text(encoding="utf-8"))
+        names = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        assert function in names, f"{module}:{function} is allowed but no longer exists"
+
+
+def test_the_check_catches_a_query_that_forgets_its_space() -> None:
+    source = """
+async def bad(db, page_id):
+    return await db.fetchall("SELECT * FROM note_pages WHERE id = ?", (page_id,))
+
+async def bad_join(db):
+    return await db.fetchall(f"SELECT t.tag FROM memory_tags t JOIN x ON {1}")
+
+async def good(db, space, page_id):
+    return await db.fetchall(
+        "SELECT * FROM note_pages WHERE space_id = ? AND id = ?", (space, page_id)
+    )
+
+async def scoped(db, scope):
+    where, params = in_space(scope)
+    return await db.fetchall(f"SELECT * FROM sessions WHERE {where}", params)
+
+async def sweep_all_spaces(db):
+    return await db.fetchall("SELECT id FROM messages WHERE tagged_at IS NULL")
+"""
+    problems = unscoped_queries(source, "example.py")
+    assert [problem.split(": ")[0] for problem in problems] == [
+        "example.py:bad",
+        "example.py:bad_join",
+    ]
