@@ -1,4 +1,4 @@
-"""The events of one turn (session, tool, notes, sources, chunk, done, error) all front ends render."""
+"""A turn's events (session, tool, notes, sources, chunk, done, error); every front end shows them."""
 
 from __future__ import annotations
 
