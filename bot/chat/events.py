@@ -1,4 +1,4 @@
-"""A turn's events (session, tool, notes, sources, chunk, done, error); every front end shows them."""
+"""A turn's events (session, tool, notes, sources, chunk, done, error): what front ends show."""
 
 from __future__ import annotations
 
