@@ -48,7 +48,7 @@ def median_ms(func: Callable[[], Any], rounds: int) -> tuple[float, Any]:
 
 
 def html_bench(rounds: int) -> dict[str, Any]:
-    """ms/page and leaked boilerplate for our extractor and the seed's heuristic."""
+    """ms/page and leaked boilerplate for our extractor and a plain tag heuristic."""
     report: dict[str, Any] = {}
     for semantic in (True, False):
         page = make_article_page(semantic=semantic, paragraphs=1400, links=900)

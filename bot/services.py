@@ -172,7 +172,7 @@ async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOpt
 def _open_builtin_tools(
     stack: AsyncExitStack, core: _Core, opts: ServiceOptions
 ) -> ToolDeps | None:
-    """The seed-000 tools, registered (None when the options leave them out)."""
+    """The built-in web, page, PDF and file tools, registered (None when the options omit them)."""
     if not opts.builtin_tools:
         return None
     tool_deps = build_tool_deps(

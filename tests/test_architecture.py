@@ -1,4 +1,4 @@
-"""Dependency rules of design §2, checked on the source."""
+"""Dependency rules of the layout, checked on the source."""
 
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ def _wire_variants(event_type: type[Any]) -> Iterator[dict[str, Any]]:
 
 
 def chat_event_schema() -> dict[str, Any]:
-    """The JSON schema of one server-sent event's `data` in a chat turn (seed 002's set)."""
+    """The JSON schema of one server-sent event's `data` in a chat turn."""
     variants: list[dict[str, Any]] = []
     for event_type in typing.get_args(Event):
         variants += [v for v in _wire_variants(event_type) if v not in variants]

@@ -1,4 +1,4 @@
-"""The events of one turn (seed 002's SSE set); every front end renders these."""
+"""A turn's events (session, tool, notes, sources, chunk, done, error): what front ends show."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ Event = (
 
 
 def to_wire(event: Event) -> dict[str, Any]:
-    """The seed's JSON shape of an event (`{"type", "value"}`), used by SSE."""
+    """An event as JSON `{"type", "value"}`, the shape the SSE stream sends."""
     match event:
         case SessionEvent(session_id=session_id):
             return {"type": "session_id", "value": session_id}

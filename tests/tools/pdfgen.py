@@ -87,7 +87,7 @@ def make_article_page(*, semantic: bool, paragraphs: int = 40, links: int = 30) 
     """An article page with navigation, related links, comments, an ad and a footer.
 
     `semantic` uses nav/main/article/aside/footer; otherwise every block is a plain <div>
-    (the case the seed's tag heuristic leaks).
+    (the case a plain tag heuristic leaks).
     """
     body = "".join(f"<p>{article_paragraph(i)}</p>" for i in range(paragraphs))
     nav = (

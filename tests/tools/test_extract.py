@@ -48,7 +48,7 @@ def test_seed_heuristic_leaks_on_div_only_pages_which_is_why_it_is_only_a_fallba
 
 
 def test_fallback_heuristic_when_trafilatura_finds_nothing() -> None:
-    # Trafilatura returns nothing for a fragment this small; the seed's heuristic still works.
+    # Trafilatura returns nothing for a fragment this small; the tag heuristic fallback still works.
     html = "<script>a()</script><nav>menu</nav><main><p>ab</p><p>cd</p></main><aside>side</aside>"
     result = html_to_text(html.encode(), None, "https://example.com/")
     assert result == ExtractedText(text="ab\ncd", method="heuristic")
