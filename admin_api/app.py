@@ -74,7 +74,12 @@ def _state(services: Services, config: AdminConfig, routes: list[Route]) -> Admi
         config=config,
         auth=Authenticator(config, repos.admin_sessions),
         throttle=LoginThrottle(config.login_max_failures, config.login_window, config.clock),
-        turns=ChatTurns(services.engine, repos.sessions, services.notes),
+        turns=ChatTurns(
+            services.engine,
+            repos.sessions,
+            services.notes,
+            lambda: services.settings().local_space_id,
+        ),
         public_routes=public,
         openapi=build_openapi(routes),
     )

@@ -1,9 +1,13 @@
-"""Starting a chat turn from the admin API (linking note pages first when asked)."""
+"""Starting a chat turn from the admin API (linking note pages first when asked).
+
+A new conversation goes to the local space (LOCAL_SPACE); an existing session, whatever its
+space (the admin API is operator level), continues in its own space.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 
 from bot.chat.engine import ChatEngine, TurnRequest
@@ -11,6 +15,7 @@ from bot.chat.events import Event
 from bot.errors import ValidationError
 from bot.memory.notes import NotesService
 from bot.store.sessions import SessionRepository
+from bot.store.spaces import ALL_SPACES
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +36,16 @@ class ChatTurns:
     """Runs engine turns for the admin API's chat stream."""
 
     def __init__(
-        self, engine: ChatEngine, sessions: SessionRepository, notes: NotesService
+        self,
+        engine: ChatEngine,
+        sessions: SessionRepository,
+        notes: NotesService,
+        local_space: Callable[[], str],
     ) -> None:
         self._engine = engine
         self._sessions = sessions
         self._notes = notes
+        self._local_space = local_space
 
     async def start(self, chat: ChatInput) -> AsyncGenerator[Event, None]:
         """Prepare a turn (note links go in before the context is built); returns its events.
@@ -43,20 +53,25 @@ class ChatTurns:
         Errors in the preparation raise here, before anything is streamed.
         """
         session_id = chat.session_id
+        existing = None if session_id is None else await self._sessions.get(ALL_SPACES, session_id)
+        space = existing.space_id if existing is not None else self._local_space()
         if chat.note_page_ids is not None:
             wanted = set(chat.note_page_ids)
-            found = {page.id for page in await self._notes.get_many(list(wanted))}
+            found = {page.id for page in await self._notes.get_many(space, list(wanted))}
             if wanted - found:
                 missing = ", ".join(map(str, sorted(wanted - found)))
                 raise ValidationError(f"Unknown note page id(s): {missing}.")
-            if session_id is None or await self._sessions.get(session_id) is None:
+            if existing is None:
                 # The links need the session row, so a new session is created up front.
                 session = await self._sessions.create(
-                    session_id=session_id, title=chat.message[:60], source=SOURCE
+                    space, session_id=session_id, title=chat.message[:60], source=SOURCE
                 )
                 session_id = session.id
-            await self._notes.set_links(session_id, list(chat.note_page_ids))
-        return self._events(TurnRequest(chat.message, session_id, source=SOURCE, model=chat.model))
+            assert session_id is not None
+            await self._notes.set_links(space, session_id, list(chat.note_page_ids))
+        return self._events(
+            TurnRequest(chat.message, session_id, source=SOURCE, model=chat.model, space_id=space)
+        )
 
     async def _events(self, request: TurnRequest) -> AsyncGenerator[Event, None]:
         events = self._engine.run_turn(request)

@@ -12,9 +12,10 @@ from pydantic import ValidationError as PydanticValidationError
 
 from admin_api.config import UnsafeBindError, check_settings
 from bot.config import Settings
-from bot.errors import DatabaseVersionError
+from bot.errors import DatabaseVersionError, ValidationError
 from bot.prompts.ui_text import ui_text
 from bot.services import Services, open_services
+from bot.store.spaces import local_space
 from bot.utils.log_setup import configure_logging
 
 log = logging.getLogger("bot")
@@ -35,16 +36,22 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=["run", "chat"],
         help="run: the Discord bot and admin API (default); chat: a terminal chat",
     )
+    parser.add_argument(
+        "--space",
+        metavar="NAME",
+        help="chat: the local space to talk in (local:NAME; default: the LOCAL_SPACE setting)",
+    )
     return parser.parse_args(argv)
 
 
-async def run_chat(settings: Settings) -> int:
-    """The terminal chat on the real engine."""
+async def run_chat(settings: Settings, space: str | None = None) -> int:
+    """The terminal chat on the real engine, in the local space `space` (or LOCAL_SPACE)."""
     from bot.chat.terminal import TerminalChat
 
+    space_id = local_space(space) if space else settings.local_space_id
     async with open_services(settings) as services:
         ui = ui_text(services.settings().language)
-        code = await TerminalChat(services.engine, ui=ui).run()
+        code = await TerminalChat(services.engine, ui=ui, space_id=space_id).run()
         await services.tasks.drain()
         return code
 
@@ -85,6 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Invalid configuration:\n{exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
+    if args.space is not None:
+        if args.command != "chat":
+            print("--space applies to `python -m bot chat` only.", file=sys.stderr)
+            return 2
+        try:
+            local_space(args.space)
+        except ValidationError as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
     if args.command == "run":
         if settings.discord_token is None:
             print(SETUP_HELP, file=sys.stderr, end="")
@@ -95,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
             print(str(exc), file=sys.stderr)
             return 2
     try:
-        runner = run_chat if args.command == "chat" else run_bot
-        return asyncio.run(runner(settings))
+        if args.command == "chat":
+            return asyncio.run(run_chat(settings, args.space))
+        return asyncio.run(run_bot(settings))
     except DatabaseVersionError as exc:
         print(str(exc), file=sys.stderr)
         return 2

@@ -21,8 +21,9 @@ from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
 from bot.memory.layers import default_layer_slots
 from bot.memory.local_kb import LocalKnowledgeBase
 from bot.memory.notes import NotesService
+from bot.memory.spaces import SpaceService
 from bot.memory.tagging import Tagger
-from bot.memory.word_pool import WordPool, load_recent_texts
+from bot.memory.word_pool import WordPool
 from bot.store.admin_sessions import AdminSessionRepository
 from bot.store.api_logs import ApiLogRepository
 from bot.store.app_settings import AppSettingsRepository
@@ -32,10 +33,12 @@ from bot.store.memories import Memory, MemoryRepository
 from bot.store.messages import MessageRepository
 from bot.store.model_presets import ModelPresetRepository
 from bot.store.sessions import SessionRepository
+from bot.store.space_records import SpaceRepository
 from bot.store.stats import StatsRepository
 from bot.store.tags import TagRepository
 from bot.store.topics import TopicRepository
 from bot.store.transfer import SessionTransfer
+from bot.store.word_pool import WordPoolRepository
 from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
 from bot.tools.core import ToolRegistry
 from bot.tools.knowledge_tools import register_knowledge_tools
@@ -57,6 +60,7 @@ log = logging.getLogger(__name__)
 class Repositories:
     """One repository per aggregate, all over the same database."""
 
+    spaces: SpaceRepository
     sessions: SessionRepository
     messages: MessageRepository
     memories: MemoryRepository
@@ -68,11 +72,13 @@ class Repositories:
     presets: ModelPresetRepository
     stats: StatsRepository
     admin_sessions: AdminSessionRepository
+    word_pool: WordPoolRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
         """Repositories sharing `db`."""
         return cls(
+            spaces=SpaceRepository(db),
             sessions=SessionRepository(db),
             messages=MessageRepository(db),
             memories=MemoryRepository(db),
@@ -84,6 +90,7 @@ class Repositories:
             presets=ModelPresetRepository(db),
             stats=StatsRepository(db),
             admin_sessions=AdminSessionRepository(db),
+            word_pool=WordPoolRepository(db),
         )
 
 
@@ -104,7 +111,11 @@ class ServiceOptions:
 
 @dataclass
 class Services:
-    """What the Discord bot, the admin API and the terminal chat share."""
+    """What the Discord bot, the admin API and the terminal chat share.
+
+    Everything of a community is scoped by its space (`bot.store.spaces`): pass the space id
+    of the conversation (guild, DM user or the local space) to every service call.
+    """
 
     settings: RuntimeSettings
     db: Database
@@ -122,6 +133,7 @@ class Services:
     topics: TopicService
     notes: NotesService
     knowledge: KnowledgeService
+    spaces: SpaceService
     tool_deps: ToolDeps | None
     mcp: McpTools
     transfer: SessionTransfer
@@ -151,6 +163,7 @@ class _Memory:
     local_kb: LocalKnowledgeBase
     notes: NotesService
     knowledge: KnowledgeService
+    spaces: SpaceService
 
 
 async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOptions) -> _Core:
@@ -196,21 +209,30 @@ def _open_memory(stack: AsyncExitStack, core: _Core) -> _Memory:
     knowledge = KnowledgeService(
         core.db, gateway, lambda: runtime().kb_dir, runtime, on_files_changed=local_kb.invalidate
     )
+    notes = NotesService(core.db)
     return _Memory(
         analyzer=analyzer,
-        word_pool=WordPool(analyzer),
+        word_pool=WordPool(analyzer, core.repos.word_pool),
         tagger=Tagger(analyzer, core.repos.tags, gateway, lambda: runtime().tagging_mode),
         local_kb=local_kb,
-        notes=NotesService(core.db),
+        notes=notes,
         knowledge=knowledge,
+        spaces=SpaceService(core.repos.spaces, notes, knowledge),
     )
 
 
 async def _open_topics(core: _Core, memory: _Memory) -> TopicService:
     """Idle chats and periodic posts, with the configured channels loaded."""
     picker = TopicPicker(memory.word_pool, core.repos.tags)
-    topics = TopicService(core.repos.topics, picker, core.gateway, core.runtime)
+    topics = TopicService(
+        core.repos.topics, picker, core.gateway, core.runtime, pool=memory.word_pool
+    )
     await topics.load()
+
+    async def reload_after_purge(_space: str) -> None:
+        await topics.reload()
+
+    memory.spaces.add_purge_listener(reload_after_purge)
     return topics
 
 
@@ -242,7 +264,9 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
     )
 
     async def tag_summary(summary: Memory) -> None:
-        await memory.tagger.tag_memory(summary.id, summary.summary, session_id=summary.session_id)
+        await memory.tagger.tag_memory(
+            summary.space_id, summary.id, summary.summary, session_id=summary.session_id
+        )
 
     summarizer = Summarizer(
         core.runtime, core.gateway, repos.messages, repos.memories, on_memory=tag_summary
@@ -253,24 +277,30 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
         registry=core.registry,
         sessions=repos.sessions,
         messages=repos.messages,
+        spaces=repos.spaces,
         context=context,
         tasks=core.tasks,
     )
     return context, summarizer, engine
 
 
-def _add_engine_hooks(engine: ChatEngine, memory: _Memory, summarizer: Summarizer) -> None:
-    """What runs around tool calls and after each turn: knowledge, notes, summaries, tags."""
+def _add_engine_hooks(
+    engine: ChatEngine, memory: _Memory, summarizer: Summarizer, topics: TopicService
+) -> None:
+    """What runs around tool calls and after each turn: knowledge, notes, summaries, tags,
+    and the word pool of the channel a conversation hangs off (where topics are enabled)."""
 
     async def summarize_after_turn(result: TurnResult) -> None:
-        await summarizer.maybe_summarize(result.session_id)
+        await summarizer.maybe_summarize(result.space_id, result.session_id)
 
     async def remember_words_and_tags(result: TurnResult) -> None:
         messages = (result.user_message, result.answer)
-        await memory.word_pool.add_texts([message.content for message in messages])
+        await topics.feed_conversation(
+            result.space_id, result.pool_channel_id, [message.content for message in messages]
+        )
         for message in messages:
             await memory.tagger.tag_message(
-                message.id, message.content, session_id=result.session_id
+                result.space_id, message.id, message.content, session_id=result.session_id
             )
 
     engine.add_tool_hook(SaveKnowledgeHook(memory.knowledge))
@@ -280,9 +310,7 @@ def _add_engine_hooks(engine: ChatEngine, memory: _Memory, summarizer: Summarize
 
 
 async def _warm_start(core: _Core, memory: _Memory) -> None:
-    """Rebuild the word pool from recent messages; tag what is not tagged yet (background)."""
-    # Before any turn can add words, so the rebuilt pool is exactly the one before.
-    await memory.word_pool.reseed(await load_recent_texts(core.db))
+    """Tag what is not tagged yet (background). The word pool is persisted: nothing to do."""
     core.tasks.spawn(memory.tagger.backfill(), name="tag-backfill")
 
 
@@ -297,11 +325,12 @@ async def open_services(
         tool_deps = _open_builtin_tools(stack, core, opts)
         memory = _open_memory(stack, core)
         topics = await _open_topics(core, memory)
+        await memory.knowledge.relocate_files(settings.local_space_id)
         register_notes_tools(core.registry, memory.notes)
         register_knowledge_tools(core.registry, memory.knowledge)
         mcp = await _start_mcp(stack, core, opts)
         context, summarizer, engine = _build_engine(core, memory)
-        _add_engine_hooks(engine, memory, summarizer)
+        _add_engine_hooks(engine, memory, summarizer, topics)
         if opts.warm_start:
             await _warm_start(core, memory)
         repos = core.repos
@@ -322,6 +351,7 @@ async def open_services(
             topics=topics,
             notes=memory.notes,
             knowledge=memory.knowledge,
+            spaces=memory.spaces,
             tool_deps=tool_deps,
             mcp=mcp,
             transfer=SessionTransfer(

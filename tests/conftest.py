@@ -21,6 +21,8 @@ from bot.utils.log_setup import CHATTY_LOGGERS, NOISY_LOGGERS
 from tests.fakes.llm_server import FakeLLMServer
 
 FAST_RETRY = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.01)
+# The local space of the terminal and admin chat under the default LOCAL_SPACE setting.
+LOCAL = "local:local"
 
 SettingsFactory = Callable[..., Settings]
 

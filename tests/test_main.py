@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -83,3 +84,22 @@ async def test_the_terminal_chat_speaks_the_configured_language(
     code, out, err = await _run(["chat"], env, tmp_path, b"hello\n")
     assert code == 1 and out == ""
     assert err.splitlines()[-1].startswith("エラー: ") and "error:" not in err
+
+
+async def test_the_terminal_chat_talks_in_its_local_space(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    llm.default_reply = Text("ok")
+    env = _env(tmp_path, LLM_API_BASE=llm.url, LLM_MODEL="ollama/test-model")
+    assert (await _run(["chat"], env, tmp_path, b"hi\n"))[0] == 0
+    assert (await _run(["chat", "--space", "home"], env, tmp_path, b"hi\n"))[0] == 0
+    moved = {**env, "LOCAL_SPACE": "den"}
+    assert (await _run(["chat"], moved, tmp_path, b"hi\n"))[0] == 0
+    conn = sqlite3.connect(tmp_path / "chat.db")
+    spaces = sorted(row[0] for row in conn.execute("SELECT space_id FROM sessions"))
+    conn.close()
+    assert spaces == ["local:den", "local:home", "local:local"]
+    code, _, err = await _run(["chat", "--space", "no/good"], env, tmp_path, b"hi\n")
+    assert code == 2 and "local space name" in err
+    code, _, err = await _run(["--space", "home"], env, tmp_path)
+    assert code == 2 and "--space" in err

@@ -8,6 +8,7 @@ from admin_api.schemas.common import DeletedOut, Page, PageQuery, RowId, Session
 from bot.services import Services
 from bot.store.knowledge import KnowledgeEntry
 from bot.store.memories import Memory
+from bot.store.spaces import ALL_SPACES
 
 
 async def list_summaries(
@@ -19,27 +20,31 @@ async def list_summaries(
     """
     memories = services.repos.memories
     if session_id is not None:
-        return Page(items=await memories.all_for_session(session_id), next_cursor=None)
-    rows = await memories.list(limit=query.limit, before_id=query.cursor)
+        session = await services.repos.sessions.get(ALL_SPACES, session_id)
+        items = (
+            [] if session is None else await memories.all_for_session(session.space_id, session_id)
+        )
+        return Page(items=items, next_cursor=None)
+    rows = await memories.list(ALL_SPACES, limit=query.limit, before_id=query.cursor)
     return Page.of(rows, query.limit, rows[-1].id if rows else None)
 
 
 async def delete_summary(services: Services, id: RowId) -> DeletedOut:
     """Delete a memory summary (the messages it replaced stay archived)."""
-    if not await services.repos.memories.delete(id):
+    if not await services.repos.memories.delete(ALL_SPACES, id):
         raise not_found(f"Summary {id}")
     return DeletedOut(deleted=1)
 
 
 async def list_knowledge(services: Services, query: PageQuery) -> Page[KnowledgeEntry, int]:
     """List saved knowledge, newest first."""
-    entries = await services.knowledge.list(limit=query.limit, before_id=query.cursor)
+    entries = await services.knowledge.list(ALL_SPACES, limit=query.limit, before_id=query.cursor)
     return Page.of(entries, query.limit, entries[-1].id if entries else None)
 
 
 async def get_knowledge(services: Services, id: RowId) -> KnowledgeEntry:
     """One knowledge entry with its sources."""
-    entry = await services.knowledge.get(id)
+    entry = await services.knowledge.get(ALL_SPACES, id)
     if entry is None:
         raise not_found(f"Knowledge entry {id}")
     return entry
@@ -47,9 +52,8 @@ async def get_knowledge(services: Services, id: RowId) -> KnowledgeEntry:
 
 async def delete_knowledge(services: Services, id: RowId) -> DeletedOut:
     """Delete a knowledge entry."""
-    if await services.knowledge.get(id) is None:
+    if not await services.knowledge.delete(ALL_SPACES, id):
         raise not_found(f"Knowledge entry {id}")
-    await services.knowledge.delete(id)
     return DeletedOut(deleted=1)
 
 

@@ -1,4 +1,8 @@
-"""Shared notes: pages CRUD, section rename, drag-and-drop reorder, per-session links."""
+"""Shared notes: pages CRUD, section rename, drag-and-drop reorder, per-session links.
+
+The pages are those of the local space (LOCAL_SPACE); a session's links are pages of that
+session's own space.
+"""
 
 from __future__ import annotations
 
@@ -15,58 +19,66 @@ from admin_api.schemas.notes import (
     SessionNotesIn,
     SessionNotesOut,
 )
-from bot.memory.notes import NotePage, NotesService
+from bot.memory.notes import NotePage
 from bot.services import Services
+from bot.store.spaces import ALL_SPACES
 
 
-async def _get(notes: NotesService, page_id: int) -> NotePage:
-    page = await notes.get(page_id)
+def _space(services: Services) -> str:
+    return services.settings().local_space_id
+
+
+async def _get(services: Services, page_id: int) -> NotePage:
+    page = await services.notes.get(_space(services), page_id)
     if page is None:
         raise not_found(f"Note page {page_id}")
     return page
 
 
-async def _require_session(services: Services, session_id: str) -> None:
-    if await services.repos.sessions.get(session_id) is None:
+async def _session_space(services: Services, session_id: str) -> str:
+    session = await services.repos.sessions.get(ALL_SPACES, session_id)
+    if session is None:
         raise not_found(f"Session {session_id!r}")
+    return session.space_id
 
 
 async def list_notes(services: Services) -> NoteListOut:
     """List note pages in position order."""
-    return NoteListOut(pages=await services.notes.list_pages())
+    return NoteListOut(pages=await services.notes.list_pages(_space(services)))
 
 
 async def create_note(services: Services, body: NoteCreateIn) -> NotePage:
     """Create a note page at the end of its section."""
-    return await services.notes.create(body.title, body.content, body.section)
+    return await services.notes.create(_space(services), body.title, body.content, body.section)
 
 
 async def get_note(services: Services, id: RowId) -> NotePage:
     """Get a note page."""
-    return await _get(services.notes, id)
+    return await _get(services, id)
 
 
 async def update_note(services: Services, id: RowId, body: NoteUpdateIn) -> NotePage:
     """Update a note page's title, body and/or section."""
-    notes = services.notes
-    await _get(notes, id)
+    notes, space = services.notes, _space(services)
+    await _get(services, id)
     if body.title is not None or body.content is not None:
-        await notes.update(id, title=body.title, content=body.content)
+        await notes.update(space, id, title=body.title, content=body.content)
     if body.section is not None:
-        await notes.set_section(id, body.section)
-    return await _get(notes, id)
+        await notes.set_section(space, id, body.section)
+    return await _get(services, id)
 
 
 async def delete_note(services: Services, id: RowId) -> DeletedOut:
     """Delete a note page."""
-    await _get(services.notes, id)
-    await services.notes.delete(id)
+    await _get(services, id)
+    await services.notes.delete(_space(services), id)
     return DeletedOut(deleted=1)
 
 
 async def rename_section(services: Services, body: SectionRenameIn) -> RenamedOut:
     """Rename a section on every page in it."""
-    return RenamedOut(renamed=await services.notes.rename_section(body.old, body.new))
+    renamed = await services.notes.rename_section(_space(services), body.old, body.new)
+    return RenamedOut(renamed=renamed)
 
 
 async def reorder_notes(services: Services, body: NoteReorderIn) -> NoteListOut:
@@ -74,26 +86,26 @@ async def reorder_notes(services: Services, body: NoteReorderIn) -> NoteListOut:
 
     The order must be exactly the set of all page ids.
     """
-    notes = services.notes
-    await notes.reorder(body.page_id, body.section, list(body.order))
-    return NoteListOut(pages=await notes.list_pages())
+    notes, space = services.notes, _space(services)
+    await notes.reorder(space, body.page_id, body.section, list(body.order))
+    return NoteListOut(pages=await notes.list_pages(space))
 
 
 async def get_session_notes(services: Services, session_id: SessionId) -> SessionNotesOut:
     """Pages linked to a session (their bodies go into its prompt)."""
-    await _require_session(services, session_id)
-    page_ids = await services.notes.linked_page_ids(session_id)
+    space = await _session_space(services, session_id)
+    page_ids = await services.notes.linked_page_ids(space, session_id)
     return SessionNotesOut(session_id=session_id, page_ids=list(page_ids))
 
 
 async def put_session_notes(
     services: Services, session_id: SessionId, body: SessionNotesIn
 ) -> SessionNotesOut:
-    """Replace the pages linked to a session."""
+    """Replace the pages linked to a session (pages of the session's space)."""
     notes = services.notes
-    await _require_session(services, session_id)
-    await notes.set_links(session_id, list(body.page_ids))
-    page_ids = await notes.linked_page_ids(session_id)
+    space = await _session_space(services, session_id)
+    await notes.set_links(space, session_id, list(body.page_ids))
+    page_ids = await notes.linked_page_ids(space, session_id)
     return SessionNotesOut(session_id=session_id, page_ids=list(page_ids))
 
 

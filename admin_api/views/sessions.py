@@ -13,6 +13,7 @@ from admin_api.schemas.common import DeletedOut, Limit, Page, SessionId
 from admin_api.schemas.sessions import ImportOut, MessageListOut
 from bot.services import Services
 from bot.store.sessions import Session
+from bot.store.spaces import ALL_SPACES, is_space_id
 from bot.store.transfer import SessionExport
 
 Before = Annotated[str, Field(max_length=64)]
@@ -25,13 +26,13 @@ async def list_sessions(
 
     Pass `next_cursor` back as `before`.
     """
-    rows = await services.repos.sessions.list(limit=limit, before=before)
+    rows = await services.repos.sessions.list(ALL_SPACES, limit=limit, before=before)
     return Page.of(rows, limit, rows[-1].updated_at if rows else None)
 
 
 async def get_session(services: Services, session_id: SessionId) -> Session:
     """One session."""
-    session = await services.repos.sessions.get(session_id)
+    session = await services.repos.sessions.get(ALL_SPACES, session_id)
     if session is None:
         raise not_found(f"Session {session_id!r}")
     return session
@@ -39,7 +40,8 @@ async def get_session(services: Services, session_id: SessionId) -> Session:
 
 async def delete_session(services: Services, session_id: SessionId) -> DeletedOut:
     """Delete a session with its messages, summaries and attachments."""
-    if not await services.repos.sessions.delete(session_id):
+    session = await get_session(services, session_id)
+    if not await services.repos.sessions.delete(session.space_id, session_id):
         raise not_found(f"Session {session_id!r}")
     return DeletedOut(deleted=1)
 
@@ -49,10 +51,8 @@ async def session_messages(services: Services, session_id: SessionId) -> Message
 
     Archived ones carry archived_at and the summary (memory) that replaced them.
     """
-    repos = services.repos
-    if await repos.sessions.get(session_id) is None:
-        raise not_found(f"Session {session_id!r}")
-    messages = await repos.messages.all_for_session(session_id)
+    session = await get_session(services, session_id)
+    messages = await services.repos.messages.all_for_session(session.space_id, session_id)
     return MessageListOut(session_id=session_id, messages=messages)
 
 
@@ -60,7 +60,8 @@ async def export_session(
     services: Services, session_id: SessionId
 ) -> Annotated[web.StreamResponse, SessionExport]:
     """Export a session as JSON (offered as a download)."""
-    exported = await services.transfer.export_session(session_id)
+    session = await get_session(services, session_id)
+    exported = await services.transfer.export_session(session.space_id, session_id)
     response = render(exported)
     response.headers["Content-Disposition"] = (
         f'attachment; filename="playchat-session-{exported.session.id}.json"'
@@ -74,8 +75,11 @@ async def import_session(
     """Import an exported session.
 
     An existing id is a 409 unless `as_new=true` (which imports a copy under a fresh id).
+    It goes back into the space it was exported from, or the local space when it names none.
     """
-    return ImportOut(session_id=await services.transfer.import_session(body, as_new=as_new))
+    named = body.session.space_id
+    space = named if named and is_space_id(named) else services.settings().local_space_id
+    return ImportOut(session_id=await services.transfer.import_session(space, body, as_new=as_new))
 
 
 def routes() -> list[Route]:

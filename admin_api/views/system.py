@@ -5,6 +5,7 @@ from __future__ import annotations
 from admin_api.routing import Route
 from admin_api.schemas.system import BackfillIn, BackfillOut, WordPoolOut
 from bot.services import Services
+from bot.store.spaces import ALL_SPACES
 from bot.store.stats import Stats
 
 
@@ -15,7 +16,7 @@ async def backfill_tags(services: Services, body: BackfillIn) -> BackfillOut:
 
 async def word_pool(services: Services) -> WordPoolOut:
     """The word pool the topic picker draws from."""
-    return WordPoolOut(words=services.word_pool.snapshot())
+    return WordPoolOut(words=await services.word_pool.snapshot(ALL_SPACES))
 
 
 async def stats(services: Services) -> Stats:

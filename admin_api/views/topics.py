@@ -6,6 +6,7 @@ from admin_api.errors import ApiError, not_found
 from admin_api.routing import Route
 from admin_api.schemas.topics import ChannelId, TopicListOut, TopicStatusOut, TopicUpdateIn
 from bot.services import Services
+from bot.store.spaces import ALL_SPACES
 from bot.topics.service import PostResult, TopicService
 
 RECENT_POSTS = 10
@@ -19,13 +20,13 @@ async def _status(topics: TopicService, channel_id: int) -> TopicStatusOut:
         channel=channel,
         would_post=decision.post,
         reason=decision.reason,
-        recent_posts=await topics.repo.recent_posts(channel_id, RECENT_POSTS),
+        recent_posts=await topics.repo.recent_posts(channel.space_id, channel_id, RECENT_POSTS),
     )
 
 
 async def list_topic_channels(services: Services) -> TopicListOut:
     """Channels with topic settings."""
-    return TopicListOut(channels=await services.topics.repo.channels())
+    return TopicListOut(channels=await services.topics.repo.channels(ALL_SPACES))
 
 
 async def get_topic_channel(services: Services, channel_id: ChannelId) -> TopicStatusOut:

@@ -99,13 +99,15 @@ class AttachmentIntake:
         name: str,
         content_type: str | None,
         data: bytes,
+        space: str,
         session_id: str,
     ) -> None:
-        """Store a text/PDF file under `session_id`; small UTF-8 text is shown to the model."""
+        """Store a text/PDF file under `session_id` of `space`; small UTF-8 text is shown to
+        the model."""
         prompts = prompts_for(self._settings().language)
         default = "application/pdf" if kind == "pdf" else "text/plain"
         ctype = (content_type or default).split(";", 1)[0].strip() or default
-        stored = await self._repo.add(session_id, name, ctype, data)
+        stored = await self._repo.add(space, session_id, name, ctype, data)
 
         def reference(hint: str) -> str:
             return prompts.format(

@@ -26,8 +26,9 @@ MEMORY_LIMIT = 100
 
 @dataclass(frozen=True)
 class ContextRequest:
-    """What a layer may look at to decide what to contribute."""
+    """What a layer may look at to decide what to contribute (all of one space)."""
 
+    space_id: str
     session_id: str
     user_text: str
     user_message_id: int
@@ -104,8 +105,8 @@ class ContextBuilder:
         layer_budgets = [max(0, int(budget * slot.share)) for slot in self._layers]
         layer_texts, recent, memories = await asyncio.gather(
             self._render_layers(request, layer_budgets),
-            self._messages.recent_live(request.session_id, RECENT_MESSAGE_LIMIT),
-            self._memories.live(request.session_id, MEMORY_LIMIT),
+            self._messages.recent_live(request.space_id, request.session_id, RECENT_MESSAGE_LIMIT),
+            self._memories.live(request.space_id, request.session_id, MEMORY_LIMIT),
         )
 
         messages: list[Message] = [{"role": "system", "content": system_text}]

@@ -30,6 +30,7 @@ from bot.llm.types import Message, ToolCall
 from bot.prompts import prompts_for
 from bot.store.messages import MessageRepository, StoredMessage
 from bot.store.sessions import Session, SessionRepository
+from bot.store.space_records import SpaceRecord, SpaceRepository
 from bot.tools.core import ToolRegistry
 from bot.tools.result import Source, ToolResult
 from bot.utils.locks import KeyedLocks
@@ -47,7 +48,12 @@ class _End:
 
 @dataclass(frozen=True)
 class TurnRequest:
-    """A user's message to answer."""
+    """A user's message to answer, in a space.
+
+    `space_id` names the space the conversation belongs to (the front end knows it: a guild,
+    a DM user, the local space of the terminal and the admin chat); a new session is created
+    there, and an existing session is only found in its own space.
+    """
 
     text: str
     session_id: str | None = None
@@ -60,6 +66,7 @@ class TurnRequest:
     discord_guild_id: int | None = None
     images: tuple[str, ...] = ()
     model: str | None = None
+    space_id: str = field(kw_only=True)
 
 
 @dataclass
@@ -93,6 +100,7 @@ class ChatEngine:
         registry: ToolRegistry,
         sessions: SessionRepository,
         messages: MessageRepository,
+        spaces: SpaceRepository,
         context: ContextBuilder,
         tasks: BackgroundTasks,
         tool_hooks: Sequence[ToolHook] = (),
@@ -103,6 +111,7 @@ class ChatEngine:
         self.registry = registry
         self._sessions = sessions
         self._messages = messages
+        self._spaces = spaces
         self.context = context
         self._tasks = tasks
         self._tool_hooks = list(tool_hooks)
@@ -136,10 +145,11 @@ class ChatEngine:
 
     async def _session_for(self, request: TurnRequest) -> tuple[Session, bool]:
         if request.session_id is not None:
-            session = await self._sessions.get(request.session_id)
+            session = await self._sessions.get(request.space_id, request.session_id)
             if session is not None:
                 return session, False
         session = await self._sessions.create(
+            request.space_id,
             session_id=request.session_id,
             title=request.title or request.text[:60],
             source=request.source,
@@ -154,6 +164,7 @@ class ChatEngine:
             emit(SessionEvent(session.id, created))
             try:
                 user_message = await self._messages.add(
+                    session.space_id,
                     session.id,
                     "user",
                     request.text,
@@ -171,13 +182,39 @@ class ChatEngine:
         async with self._locks.hold(session.id):
             await self._answer(_TurnState(session, user_message), request, emit)
 
-    async def _answer(self, state: _TurnState, request: TurnRequest, emit: Emit) -> None:
+    async def _space_settings(self, space_id: str) -> tuple[Settings, SpaceRecord | None]:
+        """The settings in effect for a turn in this space: its language and persona, if set."""
         settings = self._settings()
+        try:
+            record = await self._spaces.get(space_id)
+        except Exception:
+            log.exception("could not read the settings of space %s", space_id)
+            return settings, None
+        if record is None:
+            return settings, None
+        updates: dict[str, Any] = {}
+        if record.language in ("ja", "en"):
+            updates["language"] = record.language
+        if record.persona:
+            extra = settings.system_prompt_extra
+            updates["system_prompt_extra"] = (
+                f"{extra}\n\n{record.persona}" if extra else record.persona
+            )
+        return (settings.model_copy(update=updates) if updates else settings), record
+
+    async def _answer(self, state: _TurnState, request: TurnRequest, emit: Emit) -> None:
+        settings, space = await self._space_settings(state.session.space_id)
         prompts = prompts_for(settings.language)
-        model = request.model or state.session.model or settings.llm_model
+        model = (
+            request.model
+            or state.session.model
+            or (space.default_model if space is not None else None)
+            or settings.llm_model
+        )
         try:
             context = await self.context.build(
                 ContextRequest(
+                    state.session.space_id,
                     state.session.id,
                     request.text,
                     state.user_message.id,
@@ -219,10 +256,21 @@ class ChatEngine:
             text = prompts["empty_answer"]
             emit(ChunkEvent(text))
         answer = await self._messages.add(
-            state.session.id, "assistant", text, reply_to=state.user_message.id
+            state.session.space_id,
+            state.session.id,
+            "assistant",
+            text,
+            reply_to=state.user_message.id,
         )
         emit(DoneEvent(text, answer.id))
-        result = TurnResult(state.session.id, state.user_message, answer, tuple(state.tool_names))
+        result = TurnResult(
+            state.session.space_id,
+            state.session.id,
+            state.user_message,
+            answer,
+            tuple(state.tool_names),
+            pool_channel_id=state.session.pool_channel_id,
+        )
         for hook in self._turn_hooks:
             self._tasks.spawn(hook(result), name=f"turn-hook-{getattr(hook, '__name__', 'hook')}")
 
@@ -289,7 +337,13 @@ class ChatEngine:
             emit(_finished_event(running, result))
             self._add_sources(raw.sources, state, emit)
             outcome = ToolOutcome(
-                state.session.id, call_id, call.name, arguments, raw, request.text
+                state.session.space_id,
+                state.session.id,
+                call_id,
+                call.name,
+                arguments,
+                raw,
+                request.text,
             )
             await self._run_hooks(outcome, emit)
             messages.append(self._tool_message(call, result))
@@ -310,7 +364,9 @@ class ChatEngine:
                 prompts.format("tool_budget_exhausted", limit=state.budget.max_chars)
             )
         return await self.registry.execute(
-            name, arguments, injected={"session_id": state.session.id}
+            name,
+            arguments,
+            injected={"session_id": state.session.id, "space_id": state.session.space_id},
         )
 
     @staticmethod

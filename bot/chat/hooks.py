@@ -17,6 +17,7 @@ Emit = Callable[[Event], None]
 class ToolOutcome:
     """A finished tool call, for hooks such as knowledge saving."""
 
+    space_id: str
     session_id: str
     call_id: str
     name: str
@@ -27,12 +28,18 @@ class ToolOutcome:
 
 @dataclass(frozen=True)
 class TurnResult:
-    """A completed turn, for background hooks (summaries, tags, word pool)."""
+    """A completed turn, for background hooks (summaries, tags, word pool).
 
+    `pool_channel_id` is the channel whose word pool the conversation feeds (a thread's parent
+    channel, else its own channel; None outside Discord).
+    """
+
+    space_id: str
     session_id: str
     user_message: StoredMessage
     answer: StoredMessage
     tool_names: tuple[str, ...] = ()
+    pool_channel_id: int | None = None
 
 
 class ToolHook(Protocol):

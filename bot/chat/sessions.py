@@ -12,7 +12,7 @@ log = logging.getLogger(__name__)
 
 
 class ConversationSessions:
-    """Binds conversations to channels (Discord threads and DMs), without knowing Discord."""
+    """Binds conversations to channels (Discord threads and DMs) of a space, without Discord."""
 
     def __init__(
         self, sessions: SessionRepository, messages: MessageRepository, topics: TopicRepository
@@ -21,43 +21,50 @@ class ConversationSessions:
         self._messages = messages
         self._topics = topics
 
-    async def current(self, channel_id: int) -> Session | None:
-        """The channel's current session, if it has one."""
-        return await self._sessions.open_for_channel(channel_id)
+    async def current(self, space: str, channel_id: int) -> Session | None:
+        """The channel's current session in `space`, if it has one."""
+        return await self._sessions.open_for_channel(space, channel_id)
 
     async def for_channel(
         self,
+        space: str,
         channel_id: int,
         *,
         title: str,
         guild_id: int | None = None,
+        parent_channel_id: int | None = None,
         reply_to: int | None = None,
         source: str = "discord",
     ) -> Session:
-        """The channel's current session, or a new one bound to it.
+        """The channel's current session in `space`, or a new one bound to it.
 
-        A conversation started on one of the bot's topic openers (a thread on it, or a reply
-        to it: `reply_to`) continues that topic: the opener becomes its first message.
+        `parent_channel_id` is the channel a thread hangs off (its topic pool). A conversation
+        started on one of the bot's topic openers (a thread on it, or a reply to it:
+        `reply_to`) continues that topic: the opener becomes its first message.
         """
-        session = await self._sessions.open_for_channel(channel_id)
+        session = await self._sessions.open_for_channel(space, channel_id)
         if session is not None:
             return session
         candidates = [channel_id] if reply_to is None else [reply_to, channel_id]
         post = None
         for candidate in candidates:
-            post = await self._topics.post_for_message(candidate)
+            post = await self._topics.post_for_message(space, candidate)
             if post is not None:
                 break
+        if parent_channel_id is None and post is not None and post.channel_id != channel_id:
+            parent_channel_id = post.channel_id
         session = await self._sessions.create(
+            space,
             title=title,
             source=source,
             discord_channel_id=channel_id,
             discord_guild_id=guild_id,
+            parent_channel_id=parent_channel_id,
             topic=None if post is None else post.topic,
         )
         if post is not None:
-            await self._messages.add(session.id, "assistant", post.content)
-        log.debug("channel %d: new session %s", channel_id, session.id)
+            await self._messages.add(space, session.id, "assistant", post.content)
+        log.debug("channel %d: new session %s in %s", channel_id, session.id, space)
         return session
 
     async def reset(self, session: Session) -> Session:
@@ -65,15 +72,17 @@ class ConversationSessions:
 
         Bound right away, so a thread stays a conversation even without a mention.
         """
-        await self._sessions.close(session.id)
+        await self._sessions.close(session.space_id, session.id)
         return await self._sessions.create(
+            session.space_id,
             title=session.title,
             source=session.source,
             model=session.model,
             discord_channel_id=session.discord_channel_id,
             discord_guild_id=session.discord_guild_id,
+            parent_channel_id=session.parent_channel_id,
         )
 
     async def pin_model(self, session: Session, model: str | None) -> None:
-        """Make `session` use `model` (None: follow the default model)."""
-        await self._sessions.set_model(session.id, model)
+        """Make `session` use `model` (None: follow the space's or the global default)."""
+        await self._sessions.set_model(session.space_id, session.id, model)

@@ -46,18 +46,18 @@ class Summarizer:
         self._on_memory = on_memory
         self._locks = KeyedLocks()
 
-    async def maybe_summarize(self, session_id: str) -> list[Memory]:
+    async def maybe_summarize(self, space: str, session_id: str) -> list[Memory]:
         """Summarise while the session is over the threshold; then condense if needed."""
         created: list[Memory] = []
         async with self._locks.hold(session_id):
             settings = self._settings()
             threshold = max(4, settings.memory_summarize_threshold)
-            while await self._messages.count_live(session_id) >= threshold:
-                memory = await self._summarize_oldest(session_id, threshold // 2, settings)
+            while await self._messages.count_live(space, session_id) >= threshold:
+                memory = await self._summarize_oldest(space, session_id, threshold // 2, settings)
                 if memory is None:
                     break
                 created.append(memory)
-            condensed = await self._maybe_condense(session_id, settings)
+            condensed = await self._maybe_condense(space, session_id, settings)
             if condensed is not None:
                 created.append(condensed)
         if self._on_memory is not None:
@@ -66,9 +66,9 @@ class Summarizer:
         return created
 
     async def _summarize_oldest(
-        self, session_id: str, count: int, settings: Settings
+        self, space: str, session_id: str, count: int, settings: Settings
     ) -> Memory | None:
-        batch = await self._messages.oldest_live(session_id, count)
+        batch = await self._messages.oldest_live(space, session_id, count)
         if not batch:
             return None
         prompts = prompts_for(settings.language)
@@ -92,14 +92,16 @@ class Summarizer:
             log.warning("summary of session %s was empty; postponed", session_id)
             return None
         memory = await self._memories.summarize_messages(
-            session_id, [message.id for message in batch], summary
+            space, session_id, [message.id for message in batch], summary
         )
         if memory is not None:
             log.info("session %s: %d messages summarised", session_id, len(batch))
         return memory
 
-    async def _maybe_condense(self, session_id: str, settings: Settings) -> Memory | None:
-        live = await self._memories.live(session_id)
+    async def _maybe_condense(
+        self, space: str, session_id: str, settings: Settings
+    ) -> Memory | None:
+        live = await self._memories.live(space, session_id)
         total = sum(estimate_tokens(memory.summary) for memory in live)
         if len(live) < 2 or total <= settings.memory_summary_token_budget:
             return None
@@ -122,5 +124,5 @@ class Summarizer:
             return None
         level = max(memory.level for memory in live) + 1
         return await self._memories.condense(
-            session_id, [memory.id for memory in live], summary, level
+            space, session_id, [memory.id for memory in live], summary, level
         )

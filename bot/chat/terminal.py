@@ -21,6 +21,7 @@ class TerminalChat:
         engine: ChatEngine,
         *,
         ui: UiText,
+        space_id: str,
         stdin: TextIO = sys.stdin,
         stdout: TextIO = sys.stdout,
         stderr: TextIO = sys.stderr,
@@ -28,6 +29,7 @@ class TerminalChat:
     ) -> None:
         self._engine = engine
         self._ui = ui
+        self._space_id = space_id
         self._in = stdin
         self._out = stdout
         self._err = stderr
@@ -43,7 +45,9 @@ class TerminalChat:
 
     async def turn(self, text: str) -> None:
         """Send one user message and render its answer."""
-        request = TurnRequest(text=text, session_id=self._session_id, source="terminal")
+        request = TurnRequest(
+            text=text, space_id=self._space_id, session_id=self._session_id, source="terminal"
+        )
         wrote_text = False
         async for event in self._engine.run_turn(request):
             match event:

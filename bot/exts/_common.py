@@ -15,6 +15,7 @@ from bot.bot import BotDeps, PlayChatBot
 from bot.errors import UserFacingError
 from bot.prompts.ui_text import UiText, ui_text
 from bot.store.sessions import Session
+from bot.store.spaces import conversation_space
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +84,24 @@ async def answer(
     await send(interaction, reply, ephemeral=ephemeral)
 
 
+def space_of_message(message: discord.Message) -> str:
+    """The space a message belongs to: its server, or its author's DMs."""
+    return conversation_space(
+        message.guild.id if message.guild is not None else None, message.author.id
+    )
+
+
+def space_here(interaction: discord.Interaction) -> str:
+    """The space a command was used in: its server, or the user's DMs."""
+    return conversation_space(interaction.guild_id, interaction.user.id)
+
+
 async def session_here(deps: BotDeps, interaction: discord.Interaction) -> Session:
     """The current session of the thread/DM the command was used in."""
     channel_id = interaction.channel_id
     session = None
     if channel_id is not None:
-        session = await deps.services.conversations.current(channel_id)
+        session = await deps.services.conversations.current(space_here(interaction), channel_id)
     if session is None:
         raise UserFacingError(ui_for(deps).not_in_conversation)
     return session

@@ -57,9 +57,11 @@ class Export(commands.Cog):
         async def work() -> Reply:
             ui = ui_for(self.deps)
             session = await session_here(self.deps, interaction)
-            messages = await self.deps.services.repos.messages.all_for_session(session.id)
+            messages = await self.deps.services.repos.messages.all_for_session(
+                session.space_id, session.id
+            )
             if format == "json":
-                exported = await self.transfer.export_session(session.id)
+                exported = await self.transfer.export_session(session.space_id, session.id)
                 text, suffix = exported.model_dump_json(indent=2), "json"
             else:
                 text, suffix = render_markdown(session, messages, ui), "md"

@@ -9,7 +9,7 @@ from discord.ext import commands
 from bot.bot import BotDeps
 from bot.errors import NotFoundError
 from bot.exts._admin import require_admin
-from bot.exts._common import Reply, answer, clip, deps_of, ui_for
+from bot.exts._common import Reply, answer, clip, deps_of, space_here, ui_for
 from bot.memory.knowledge import KnowledgeEntry
 from bot.prompts.ui_text import UiText
 
@@ -39,7 +39,7 @@ class Knowledge(
 
         async def work() -> Reply:
             ui = ui_for(self.deps)
-            entries = await self.deps.services.knowledge.latest(LIST_LIMIT)
+            entries = await self.deps.services.knowledge.latest(space_here(interaction), LIST_LIMIT)
             if not entries:
                 return Reply(ui.knowledge_empty)
             lines = [f"- #{e.id} {e.title} ({e.created_at[:10]})" for e in entries]
@@ -54,7 +54,7 @@ class Knowledge(
 
         async def work() -> Reply:
             ui = ui_for(self.deps)
-            found = await self.deps.services.knowledge.get(entry)
+            found = await self.deps.services.knowledge.get(space_here(interaction), entry)
             if found is None:
                 raise NotFoundError(ui.knowledge_not_found.format(id=entry))
             return Reply(render_entry(found, ui))
@@ -69,7 +69,7 @@ class Knowledge(
 
         async def work() -> Reply:
             ui = ui_for(self.deps)
-            if not await self.deps.services.knowledge.delete(entry):
+            if not await self.deps.services.knowledge.delete(space_here(interaction), entry):
                 raise NotFoundError(ui.knowledge_not_found.format(id=entry))
             return Reply(ui.knowledge_deleted.format(id=entry))
 

@@ -24,7 +24,7 @@ class Memory(commands.GroupCog, group_name="memory", group_description="This thr
         async def work() -> Reply:
             ui = ui_for(self.deps)
             session = await session_here(self.deps, interaction)
-            memories = await self.deps.services.repos.memories.live(session.id)
+            memories = await self.deps.services.repos.memories.live(session.space_id, session.id)
             if not memories:
                 return Reply(ui.memory_empty)
             body = "\n\n".join(memory.summary.strip() for memory in memories)
@@ -38,7 +38,9 @@ class Memory(commands.GroupCog, group_name="memory", group_description="This thr
 
         async def work() -> Reply:
             session = await session_here(self.deps, interaction)
-            count = await self.deps.services.repos.memories.delete_for_session(session.id)
+            count = await self.deps.services.repos.memories.delete_for_session(
+                session.space_id, session.id
+            )
             return Reply(ui_for(self.deps).memory_forgotten.format(count=count))
 
         await answer(interaction, work())

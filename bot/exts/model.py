@@ -15,7 +15,7 @@ from discord.ext import commands
 from bot.bot import BotDeps
 from bot.errors import UserFacingError
 from bot.exts._admin import require_admin
-from bot.exts._common import Reply, answer, deps_of, ui_for
+from bot.exts._common import Reply, answer, deps_of, space_here, ui_for
 from bot.store.sessions import Session
 
 DEFAULT_CHOICE = "default"
@@ -32,7 +32,9 @@ class Model(commands.GroupCog, group_name="model", group_description="The chat m
     async def _session(self, interaction: discord.Interaction) -> Session | None:
         if interaction.channel_id is None:
             return None
-        return await self.deps.services.conversations.current(interaction.channel_id)
+        return await self.deps.services.conversations.current(
+            space_here(interaction), interaction.channel_id
+        )
 
     @app_commands.command(name="show", description="Show the model this thread uses")
     async def show(self, interaction: discord.Interaction) -> None:

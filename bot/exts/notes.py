@@ -11,7 +11,7 @@ from discord.ext import commands
 
 from bot.bot import BotDeps
 from bot.errors import UserFacingError
-from bot.exts._common import Reply, answer, clip, deps_of, session_here, ui_for
+from bot.exts._common import Reply, answer, clip, deps_of, session_here, space_here, ui_for
 from bot.store.notes import NotePage
 
 log = logging.getLogger(__name__)
@@ -47,8 +47,8 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
         self.deps = deps
         super().__init__()
 
-    async def _page(self, title: str) -> NotePage:
-        page = await self.deps.services.notes.find(title.strip())
+    async def _page(self, space: str, title: str) -> NotePage:
+        page = await self.deps.services.notes.find(space, title.strip())
         if page is None:
             raise UserFacingError(ui_for(self.deps).note_not_found.format(title=title))
         return page
@@ -58,7 +58,7 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
         """Every note title, by section."""
 
         async def work() -> Reply:
-            pages = list(await self.deps.services.notes.list_pages())
+            pages = list(await self.deps.services.notes.list_pages(space_here(interaction)))
             return Reply(render_list(pages, ui_for(self.deps).notes_empty))
 
         await answer(interaction, work())
@@ -69,7 +69,7 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
         """A note's text (as a file when it is long)."""
 
         async def work() -> Reply:
-            page = await self._page(title)
+            page = await self._page(space_here(interaction), title)
             body = page.content or ui_for(self.deps).note_empty_body
             if len(body) <= INLINE_NOTE_CHARS:
                 return Reply(f"**{page.title}**\n{body}")
@@ -98,11 +98,12 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
         async def work() -> Reply:
             ui = ui_for(self.deps)
             notes = self.deps.services.notes
-            page = await notes.find(title.strip())
+            space = space_here(interaction)
+            page = await notes.find(space, title.strip())
             if page is None:
-                created = await notes.create(title.strip(), content, section.strip())
+                created = await notes.create(space, title.strip(), content, section.strip())
                 return Reply(ui.note_created.format(title=created.title))
-            updated = await notes.update(page.id, content=content)
+            updated = await notes.update(space, page.id, content=content)
             return Reply(ui.note_saved.format(title=updated.title))
 
         await answer(interaction, work())
@@ -113,8 +114,9 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
         """Append a line to a note."""
 
         async def work() -> Reply:
-            page = await self._page(title)
-            updated = await self.deps.services.notes.append(page.id, text)
+            space = space_here(interaction)
+            page = await self._page(space, title)
+            updated = await self.deps.services.notes.append(space, page.id, text)
             return Reply(ui_for(self.deps).note_appended.format(title=updated.title))
 
         await answer(interaction, work())
@@ -125,8 +127,9 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
         """Delete a note."""
 
         async def work() -> Reply:
-            page = await self._page(title)
-            await self.deps.services.notes.delete(page.id)
+            space = space_here(interaction)
+            page = await self._page(space, title)
+            await self.deps.services.notes.delete(space, page.id)
             return Reply(ui_for(self.deps).note_deleted.format(title=page.title))
 
         await answer(interaction, work())
@@ -141,8 +144,8 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
         async def work() -> Reply:
             ui = ui_for(self.deps)
             session = await session_here(self.deps, interaction)
-            page = await self._page(title)
-            added = await self.deps.services.notes.link(session.id, page.id)
+            page = await self._page(session.space_id, title)
+            added = await self.deps.services.notes.link(session.space_id, session.id, page.id)
             text = ui.note_linked if added else ui.note_already_linked
             return Reply(text.format(title=page.title))
 
@@ -158,8 +161,8 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
         async def work() -> Reply:
             ui = ui_for(self.deps)
             session = await session_here(self.deps, interaction)
-            page = await self._page(title)
-            removed = await self.deps.services.notes.unlink(session.id, page.id)
+            page = await self._page(session.space_id, title)
+            removed = await self.deps.services.notes.unlink(session.space_id, session.id, page.id)
             text = ui.note_unlinked if removed else ui.note_not_linked
             return Reply(text.format(title=page.title))
 
@@ -175,7 +178,9 @@ class Notes(commands.GroupCog, group_name="note", group_description="Shared note
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         """Note titles starting with what was typed."""
-        pages = await self.deps.services.notes.search_titles(current.strip(), AUTOCOMPLETE_LIMIT)
+        pages = await self.deps.services.notes.search_titles(
+            space_here(interaction), current.strip(), AUTOCOMPLETE_LIMIT
+        )
         return [
             app_commands.Choice(name=page.title[:100], value=page.title[:100])
             for page in pages[:AUTOCOMPLETE_LIMIT]

@@ -15,7 +15,7 @@ from discord.ext import commands
 from bot.bot import BotDeps
 from bot.errors import UserFacingError
 from bot.exts._admin import require_admin
-from bot.exts._common import Reply, answer, deps_of, ui_for
+from bot.exts._common import Reply, answer, deps_of, space_here, ui_for
 from bot.store.topics import TopicChannel
 from bot.topics.policy import parse_hhmm, zone
 from bot.topics.scheduler import parse_cron
@@ -82,7 +82,9 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
         if interaction.guild is not None:
             changes.setdefault("guild_id", interaction.guild.id)
         try:
-            channel = await self.deps.services.topics.configure(channel_id, changes)
+            channel = await self.deps.services.topics.configure(
+                channel_id, changes, space=space_here(interaction)
+            )
         except ValueError as exc:
             raise UserFacingError(ui_for(self.deps).topic_bad_value.format(detail=exc)) from exc
         return channel
@@ -131,7 +133,7 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
         async def work() -> Reply:
             ui = ui_for(self.deps)
             channel, decision = await self.deps.services.topics.status(
-                self._channel_id(interaction)
+                self._channel_id(interaction), scope=space_here(interaction)
             )
             if channel is None:
                 return Reply(ui.topic_not_configured)
@@ -147,7 +149,9 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
 
         async def work() -> Reply:
             ui = ui_for(self.deps)
-            result = await self.deps.services.topics.run_now(self._channel_id(interaction))
+            result = await self.deps.services.topics.run_now(
+                self._channel_id(interaction), space=space_here(interaction)
+            )
             if result.posted:
                 return Reply(ui.topic_posted.format(topic=result.topic))
             return Reply(ui.topic_not_posted.format(reason=result.reason))
@@ -187,7 +191,7 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
                     changes["timezone"] = timezone.strip()
                 if cron is not None and cron.strip():
                     current = await self.deps.services.repos.topics.get(
-                        self._channel_id(interaction)
+                        space_here(interaction), self._channel_id(interaction)
                     )
                     tz = timezone or (current.timezone if current else "UTC")
                     parse_cron(cron.strip(), tz)

@@ -2,14 +2,16 @@
 
 After a web_search, SaveKnowledgeHook (a ToolHook, inside the turn, shown to users as a
 `save_knowledge` tool event) asks the LLM for a structured summary — a `# title` line and
-bullet points — and stores it as a knowledge_entries row with its knowledge_sources and as
-knowledge_base/web_search/<yyyymmdd-hhmmss>-<slug>.md, which the local KB (layer 3) indexes.
-Layer 1 lists the latest headings; read_knowledge reads a body.
+bullet points — and stores it as a knowledge_entries row of the conversation's space with its
+knowledge_sources and as knowledge_base/web_search/<space dir>/<yyyymmdd-hhmmss>-<slug>.md,
+which the local KB (layer 3) indexes for that space only. Layer 1 lists the space's latest
+headings; read_knowledge reads a body of the same space.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -27,6 +29,7 @@ from bot.errors import LLMError
 from bot.llm.types import Completer
 from bot.store.db import Database
 from bot.store.knowledge import KnowledgeEntry, KnowledgeRepository, KnowledgeSource
+from bot.store.spaces import SpaceScope, parse_space, space_dirname
 
 __all__ = [
     "KnowledgeEntry",
@@ -202,8 +205,39 @@ def _write_new_file(directory: Path, stem: str, text: str) -> Path:
     raise FileExistsError(f"no free file name for {stem!r} in {root}")
 
 
+def _free_name(directory: Path, stem: str) -> Path:
+    """directory/<stem>[-n].md that does not exist yet."""
+    for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
+        path = directory / (f"{stem}.md" if attempt == 1 else f"{stem}-{attempt}.md")
+        if not path.exists():
+            return path
+    raise FileExistsError(f"no free file name for {stem!r} in {directory}")
+
+
+def _loose_markdown(directory: Path) -> list[str]:
+    """Names of the .md files directly in `directory` (not in its sub-folders)."""
+    if not directory.is_dir():
+        return []
+    return sorted(
+        path.name for path in directory.iterdir() if path.suffix == ".md" and path.is_file()
+    )
+
+
+def _remove_markdown_dir(directory: Path) -> int:
+    """Delete the .md files directly in `directory`, then the folder if it is empty."""
+    removed = 0
+    for name in _loose_markdown(directory):
+        (directory / name).unlink(missing_ok=True)
+        removed += 1
+    # Not empty (someone put other files there) or already gone: keep it.
+    with contextlib.suppress(OSError):
+        directory.rmdir()
+    return removed
+
+
 class KnowledgeService:
-    """Saves summarised web searches and reads them back (layer 1, read_knowledge, admin)."""
+    """Saves summarised web searches of a space and reads them back (layer 1,
+    read_knowledge, admin); moves entries between spaces; purges a space's files."""
 
     def __init__(
         self,
@@ -232,12 +266,16 @@ class KnowledgeService:
         """The language ("ja" or "en") of prompts and labels right now."""
         return _language(self._settings())
 
-    def web_dir(self) -> Path:
-        """Where saved searches go: <kb_dir>/web_search."""
+    def web_root(self) -> Path:
+        """The folder of every space's saved searches: <kb_dir>/web_search."""
         return self.kb_dir() / WEB_SEARCH_DIR
 
+    def web_dir(self, space: str) -> Path:
+        """Where a space's saved searches go: <kb_dir>/web_search/<space dir>."""
+        return self.web_root() / space_dirname(space)
+
     async def save_search(
-        self, query: str, results: list[dict[str, str]], *, session_id: str | None
+        self, space: str, query: str, results: list[dict[str, str]], *, session_id: str | None
     ) -> KnowledgeEntry | None:
         """Summarise search results into an entry, its sources and a Markdown file.
 
@@ -246,7 +284,7 @@ class KnowledgeService:
         save or the LLM fails; never raises into the turn.
         """
         try:
-            return await self._save(query, results, session_id)
+            return await self._save(space, query, results, session_id)
         except LLMError as exc:
             log.warning("knowledge not saved, the LLM failed: %s", exc)
         except Exception:
@@ -254,7 +292,7 @@ class KnowledgeService:
         return None
 
     async def _save(
-        self, query: str, results: list[dict[str, str]], session_id: str | None
+        self, space: str, query: str, results: list[dict[str, str]], session_id: str | None
     ) -> KnowledgeEntry | None:
         hits = usable_results(results)
         query = _one_line(str(query), MAX_QUERY_CHARS)
@@ -262,7 +300,7 @@ class KnowledgeService:
             log.debug("knowledge not saved: no usable search results")
             return None
         since = (datetime.now(UTC) - REPEAT_WINDOW).isoformat(timespec="microseconds")
-        recent = await self._repo.recent_for_query(query, since)
+        recent = await self._repo.recent_for_query(space, query, since)
         if recent is not None:
             log.debug("knowledge for this query was saved moments ago (entry %d)", recent.id)
             return recent
@@ -285,10 +323,13 @@ class KnowledgeService:
             {hit["href"]: KnowledgeSource(hit["title"], hit["href"]) for hit in hits}.values()
         )
         saved_at = datetime.now(UTC)
-        md_path = await self._write_file(title, body, query, saved_at, sources)
+        md_path = await self._write_file(
+            space, title, body, query, saved_at=saved_at, sources=sources
+        )
         self._files_changed()
         try:
             entry = await self._repo.add(
+                space,
                 query=query,
                 title=title,
                 summary=body,
@@ -299,42 +340,45 @@ class KnowledgeService:
         except BaseException:
             # Synchronous on purpose: this also runs on cancellation, where awaiting is unsafe.
             if md_path is not None:
-                self._remove_file(md_path)
+                self._remove_file(space, md_path)
             raise
-        log.info("knowledge entry %d saved (%d sources)", entry.id, len(sources))
+        log.info("knowledge entry %d saved in %s (%d sources)", entry.id, space, len(sources))
         return entry
 
     async def _write_file(
         self,
+        space: str,
         title: str,
         body: str,
         query: str,
+        *,
         saved_at: datetime,
         sources: Sequence[KnowledgeSource],
     ) -> str | None:
         """The new file's path relative to kb_dir, or None when it could not be written."""
         stem = f"{saved_at.strftime('%Y%m%d-%H%M%S')}-{slugify(query)}"
         text = render_markdown(title, body, query, saved_at, sources)
+        directory = self.web_dir(space)
         try:
-            path = await asyncio.to_thread(_write_new_file, self.web_dir(), stem, text)
+            path = await asyncio.to_thread(_write_new_file, directory, stem, text)
         except (OSError, ValueError) as exc:
             # The database row is still worth keeping without its file.
             log.warning("knowledge file not written: %s", exc)
             return None
-        return f"{WEB_SEARCH_DIR}/{path.name}"
+        return f"{WEB_SEARCH_DIR}/{directory.name}/{path.name}"
 
-    def _owned_file(self, md_path: str) -> Path | None:
-        """The file of an entry, only if it is a .md directly inside kb_dir/web_search."""
-        root = self.web_dir().resolve()
+    def _owned_file(self, space: str, md_path: str) -> Path | None:
+        """The file of an entry, only if it is a .md directly inside the space's folder."""
+        root = self.web_dir(space).resolve()
         target = (self.kb_dir() / md_path).resolve()
         if target.parent != root or target.suffix != ".md":
             return None
         return target
 
-    def _remove_file(self, md_path: str) -> bool:
-        target = self._owned_file(md_path)
+    def _remove_file(self, space: str, md_path: str) -> bool:
+        target = self._owned_file(space, md_path)
         if target is None:
-            log.warning("not removing %r: outside the web_search knowledge folder", md_path)
+            log.warning("not removing %r: outside the space's web_search folder", md_path)
             return False
         try:
             target.unlink()
@@ -342,31 +386,105 @@ class KnowledgeService:
             return False
         return True
 
-    async def latest(self, limit: int) -> list[KnowledgeEntry]:
-        """The newest `limit` entries, newest first."""
-        return await self._repo.page(limit=limit, before_id=None)
+    async def latest(self, space: str, limit: int) -> list[KnowledgeEntry]:
+        """The space's newest `limit` entries, newest first."""
+        return await self._repo.page(space, limit=limit, before_id=None)
 
-    async def get(self, entry_id: int) -> KnowledgeEntry | None:
-        """One entry with its sources."""
-        return await self._repo.get(entry_id)
+    async def get(self, scope: SpaceScope, entry_id: int) -> KnowledgeEntry | None:
+        """One entry of `scope` (ALL_SPACES: the operator's view) with its sources."""
+        return await self._repo.get(scope, entry_id)
 
-    async def delete(self, entry_id: int) -> bool:
-        """Delete an entry, its sources and its Markdown file (only inside kb_dir/web_search)."""
-        entry = await self._repo.delete(entry_id)
+    async def delete(self, scope: SpaceScope, entry_id: int) -> bool:
+        """Delete an entry of `scope`, its sources and its Markdown file (only inside its
+        space's web_search folder)."""
+        entry = await self._repo.delete(scope, entry_id)
         if entry is None:
             return False
         if entry.md_path:
             try:
-                await asyncio.to_thread(self._remove_file, entry.md_path)
+                await asyncio.to_thread(self._remove_file, entry.space_id, entry.md_path)
             except OSError as exc:
                 log.warning("knowledge file of entry %d not removed: %s", entry_id, exc)
             self._files_changed()
-        log.info("knowledge entry %d deleted", entry_id)
+        log.info("knowledge entry %d deleted from %s", entry_id, entry.space_id)
         return True
 
-    async def list(self, *, limit: int = 50, before_id: int | None = None) -> list[KnowledgeEntry]:
-        """Entries newest first, paged by id (for the admin API and /knowledge)."""
-        return await self._repo.page(limit=max(1, min(limit, 500)), before_id=before_id)
+    async def list(
+        self, scope: SpaceScope, *, limit: int = 50, before_id: int | None = None
+    ) -> list[KnowledgeEntry]:
+        """Entries of `scope` newest first, paged by id (for the admin API and /knowledge)."""
+        return await self._repo.page(scope, limit=max(1, min(limit, 500)), before_id=before_id)
+
+    async def move(self, space: str, entry_id: int, to_space: str) -> KnowledgeEntry | None:
+        """Give an entry (and its Markdown file) to another space; None when it is not in
+        `space`. The file moves to the new space's folder; its session link is dropped."""
+        parse_space(to_space)
+        entry = await self._repo.get(space, entry_id)
+        if entry is None:
+            return None
+        if to_space == space:
+            return entry
+        new_path = None
+        if entry.md_path:
+            new_path = await asyncio.to_thread(self._move_file, space, entry.md_path, to_space)
+        moved = await self._repo.move(space, entry_id, to_space, new_path)
+        if moved is None and new_path is not None:
+            # The entry went away meanwhile: put the file back where its row expected it.
+            await asyncio.to_thread(self._move_file, to_space, new_path, space)
+        self._files_changed()
+        log.info("knowledge entry %d moved from %s to %s", entry_id, space, to_space)
+        return moved
+
+    def _move_file(self, space: str, md_path: str, to_space: str) -> str | None:
+        """Move an entry's file into `to_space`'s folder; its new relative path (None: gone)."""
+        source = self._owned_file(space, md_path)
+        if source is None or not source.is_file():
+            return None
+        target_dir = self.web_dir(to_space)
+        target_dir.mkdir(parents=True, exist_ok=True)
+        target = _free_name(target_dir, source.stem)
+        source.rename(target)
+        return f"{WEB_SEARCH_DIR}/{target_dir.name}/{target.name}"
+
+    async def purge_files(self, space: str) -> int:
+        """Delete every Markdown file of the space's web_search folder; returns how many."""
+        removed = await asyncio.to_thread(_remove_markdown_dir, self.web_dir(space))
+        if removed:
+            self._files_changed()
+        return removed
+
+    async def relocate_files(self, local_space: str) -> int:
+        """Move files saved before spaces (web_search/<name>.md) into their entry's space
+        folder; files without an entry go to `local_space`. Idempotent; returns files moved."""
+        legacy = await self._repo.files_to_relocate_all_spaces(WEB_SEARCH_DIR)
+        moved = 0
+        claimed: set[str] = set()
+        for space, entry_id, md_path in legacy:
+            claimed.add(md_path)
+            new_path = await asyncio.to_thread(self._relocate, md_path, space)
+            await self._repo.set_md_path(space, entry_id, new_path)
+            moved += new_path is not None
+        orphans = await asyncio.to_thread(_loose_markdown, self.web_root())
+        for name in orphans:
+            if f"{WEB_SEARCH_DIR}/{name}" not in claimed:
+                moved += (
+                    await asyncio.to_thread(self._relocate, f"{WEB_SEARCH_DIR}/{name}", local_space)
+                    is not None
+                )
+        if moved:
+            self._files_changed()
+            log.info("knowledge files moved into their space folders: %d", moved)
+        return moved
+
+    def _relocate(self, md_path: str, space: str) -> str | None:
+        source = (self.kb_dir() / md_path).resolve()
+        if source.parent != self.web_root().resolve() or not source.is_file():
+            return None
+        target_dir = self.web_dir(space)
+        target_dir.mkdir(parents=True, exist_ok=True)
+        target = _free_name(target_dir, source.stem)
+        source.rename(target)
+        return f"{WEB_SEARCH_DIR}/{target_dir.name}/{target.name}"
 
 
 def _search_hits(result: str) -> list[dict[str, str]]:
@@ -408,7 +526,9 @@ class SaveKnowledgeHook:
                 icon=SAVE_KNOWLEDGE_ICON,
             )
         )
-        entry = await self._knowledge.save_search(query, hits, session_id=outcome.session_id)
+        entry = await self._knowledge.save_search(
+            outcome.space_id, query, hits, session_id=outcome.session_id
+        )
         if entry is None:
             emit(
                 ToolEvent(

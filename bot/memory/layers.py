@@ -1,5 +1,6 @@
 """The memory layers of the prompt, each fitted to its own token budget: saved-knowledge
 headings (layer 1), note titles (2), linked note bodies (2.5) and local knowledge-base files (3).
+Every layer reads only the space of the conversation (`ContextRequest.space_id`).
 
 Every layer is one system message that starts with a bracketed header line saying what it is
 and when to use a tool instead. Items are dropped whole from the end (or shortened, for the
@@ -164,7 +165,7 @@ class KnowledgeHeadingsLayer:
         if limit <= 0 or budget_tokens <= 0:
             return None
         try:
-            entries = await self._knowledge.latest(limit)
+            entries = await self._knowledge.latest(request.space_id, limit)
         except Exception:
             log.exception("knowledge layer failed")
             return None
@@ -214,8 +215,8 @@ class NoteTitlesLayer:
             return None
         try:
             # Extra characters so collapsing blank lines still leaves a full preview.
-            items = await self._notes.outline(PREVIEW_CHARS * 3)
-            linked = set(await self._notes.linked_page_ids(request.session_id))
+            items = await self._notes.outline(request.space_id, PREVIEW_CHARS * 3)
+            linked = set(await self._notes.linked_page_ids(request.space_id, request.session_id))
         except Exception:
             log.exception("notes layer failed")
             return None
@@ -245,8 +246,8 @@ class LinkedNotesLayer:
         if budget_tokens <= 0:
             return None
         try:
-            page_ids = await self._notes.linked_page_ids(request.session_id)
-            pages = await self._notes.get_many(page_ids)
+            page_ids = await self._notes.linked_page_ids(request.space_id, request.session_id)
+            pages = await self._notes.get_many(request.space_id, page_ids)
         except Exception:
             log.exception("linked notes layer failed")
             return None
@@ -287,7 +288,8 @@ class KBHitLike(Protocol):
         ...
 
 
-KBSearch = Callable[[str], Awaitable[Sequence[KBHitLike]]]
+# (query, space id) → the files of the knowledge base that space may see, best first.
+KBSearch = Callable[[str, str], Awaitable[Sequence[KBHitLike]]]
 
 
 class LocalKBLayer:
@@ -303,7 +305,7 @@ class LocalKBLayer:
         if budget_tokens <= 0 or not request.user_text.strip():
             return None
         try:
-            hits = await self._search(request.user_text)
+            hits = await self._search(request.user_text, request.space_id)
         except Exception:
             log.exception("local knowledge base layer failed")
             return None

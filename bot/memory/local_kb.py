@@ -1,6 +1,11 @@
 """The local Markdown knowledge base: files embedded once per content change, searched by
 cosine similarity against the latest user message, or by BM25 when no embedding model answers.
 
+Spaces: the operator's files under kb_dir are shared with every space; `spaces/<guild id>/`
+(or `spaces/<space dir>/`, e.g. `spaces/dm_42`) is seen only in that space, and
+`web_search/<space dir>/` (saved searches) only in the space that saved them. A search names
+its space and never returns another space's files.
+
 Change detection: a search compares a stat snapshot — the set of (path, mtime_ns, size) of
 kb_dir/**/*.md, walked in a worker thread — with the one from the last sync, at most every
 RESCAN_SECONDS (or at once after `invalidate()`, e.g. when knowledge was saved). Only when the
@@ -23,6 +28,7 @@ from bot.memory.kb_files import HEADING, RESCAN_SECONDS, Snapshot, read_files, s
 from bot.memory.vectors import VectorIndex, normalise
 from bot.store.db import Database
 from bot.store.local_kb_docs import KBDocRow, LocalKBDocRepository
+from bot.store.spaces import parse_space, space_dirname
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +71,27 @@ class KBSettings(Protocol):
     def embed_model(self) -> str:
         """Embedding model; empty for the gateway's default."""
         ...
+
+
+WEB_SEARCH_FOLDER = "web_search"
+SPACES_FOLDER = "spaces"
+
+
+def visible_in(path: str, space: str) -> bool:
+    """Whether the knowledge-base file at `path` (relative, '/'-separated) may be shown in
+    `space`: shared files always; `web_search/<dir>/…` and `spaces/<dir or guild id>/…` only
+    in their own space; anything else under those two folders never."""
+    top, _, rest = path.partition("/")
+    if top not in (WEB_SEARCH_FOLDER, SPACES_FOLDER):
+        return True
+    folder, sep, _ = rest.partition("/")
+    if not sep:
+        return False
+    names = {space_dirname(space)}
+    parsed = parse_space(space)
+    if top == SPACES_FOLDER and parsed.kind == "guild":
+        names.add(str(parsed.discord_id))
+    return folder in names
 
 
 @dataclass(frozen=True)
@@ -351,25 +378,26 @@ class LocalKnowledgeBase:
         plan.upserts.extend(doc for doc in plan.pending if id(doc) not in queued)
         return len(plan.pending), calls, False
 
-    async def search(self, query: str) -> list[KBHit]:
-        """Up to local_kb_top_k files relevant to `query`: cosine ≥ local_kb_min_score, or BM25
-        when no embedding model answers. Re-syncs first only if files changed on disk."""
+    async def search(self, query: str, space: str) -> list[KBHit]:
+        """Up to local_kb_top_k files `space` may see that are relevant to `query`: cosine ≥
+        local_kb_min_score, or BM25 when no embedding model answers. Re-syncs first only if
+        files changed on disk."""
         query = query.strip()
         settings = self._settings_fn()
         top_k = settings.local_kb_top_k
         if not query or top_k <= 0:
             return []
         await self._refresh_if_changed()
-        if not self._docs:
+        if not any(visible_in(doc.path, space) for doc in self._docs):
             return []
         if self._embedding_usable():
-            hits = await self._search_embedding(query, top_k, settings.local_kb_min_score)
+            hits = await self._search_embedding(query, space, top_k, settings.local_kb_min_score)
             if hits is not None:
                 return hits
-        return await self._search_bm25(query, top_k)
+        return await self._search_bm25(query, space, top_k)
 
     async def _search_embedding(
-        self, query: str, top_k: int, min_score: float
+        self, query: str, space: str, top_k: int, min_score: float
     ) -> list[KBHit] | None:
         key = self._model_key()
         try:
@@ -395,7 +423,11 @@ class LocalKnowledgeBase:
             return None
         self._embedding_ok()
         ranked = sorted(
-            ((score, doc) for doc, score in zip(docs, scores, strict=True) if score is not None),
+            (
+                (score, doc)
+                for doc, score in zip(docs, scores, strict=True)
+                if score is not None and visible_in(doc.path, space)
+            ),
             key=lambda pair: -pair[0],
         )
         return [
@@ -428,7 +460,7 @@ class LocalKnowledgeBase:
             self._bm25 = index
         return index
 
-    async def _search_bm25(self, query: str, top_k: int) -> list[KBHit]:
+    async def _search_bm25(self, query: str, space: str, top_k: int) -> list[KBHit]:
         docs = self._docs
         index = await self._index(docs)
         nouns = await self._analyzer.nouns_async(query)
@@ -436,10 +468,16 @@ class LocalKnowledgeBase:
         weight = index.query_weight(terms)
         if not terms or weight <= 0:
             return []
-        scores = index.scores(terms)
-        best = max(scores)
+        visible = [
+            (doc, score)
+            for doc, score in zip(docs, index.scores(terms), strict=True)
+            if visible_in(doc.path, space)
+        ]
+        if not visible:
+            return []
+        best = max(score for _, score in visible)
         ranked = sorted(
-            ((score / weight, score, doc) for doc, score in zip(docs, scores, strict=True)),
+            ((score / weight, score, doc) for doc, score in visible),
             key=lambda item: -item[1],
         )
         return [

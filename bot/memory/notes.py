@@ -18,6 +18,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from bot.errors import ValidationError
 from bot.store.db import Database
 from bot.store.notes import NoteOutline, NotePage, NoteRepository
+from bot.store.spaces import parse_space
 
 __all__ = ["NoteOutline", "NotePage", "NotesService"]
 
@@ -94,106 +95,124 @@ def _invalidates(
 
 
 class NotesService:
-    """Create, edit, order, group and link shared note pages."""
+    """Create, edit, order, group, link and move the note pages of a space.
+
+    Every method takes the space first: pages, sections, order and titles are per space, and
+    a session links only pages of its own space.
+    """
 
     def __init__(self, db: Database, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._repo = NoteRepository(db)
         self._clock = clock
-        self._outlines: dict[int, tuple[float, list[NoteOutline]]] = {}
+        self._outlines: dict[tuple[str, int], tuple[float, list[NoteOutline]]] = {}
 
-    async def list_pages(self) -> list[NotePage]:
-        """Every page in position order."""
-        return await self._repo.all()
+    async def list_pages(self, space: str) -> list[NotePage]:
+        """Every page of the space in position order."""
+        return await self._repo.all(space)
 
-    async def outline(self, preview_chars: int = 40) -> list[NoteOutline]:
-        """Titles, sections and the first `preview_chars` characters of every page."""
+    async def outline(self, space: str, preview_chars: int = 40) -> list[NoteOutline]:
+        """Titles, sections and the first `preview_chars` characters of the space's pages."""
         now = self._clock()
-        cached = self._outlines.get(preview_chars)
+        key = (space, preview_chars)
+        cached = self._outlines.get(key)
         if cached is not None and now - cached[0] < OUTLINE_CACHE_SECONDS:
             return list(cached[1])
-        items = await self._repo.outline(preview_chars)
-        self._outlines[preview_chars] = (now, items)
+        items = await self._repo.outline(space, preview_chars)
+        self._outlines[key] = (now, items)
         return list(items)
 
-    async def get(self, page_id: int) -> NotePage | None:
-        """One page by id."""
-        return await self._repo.get(page_id)
+    async def get(self, space: str, page_id: int) -> NotePage | None:
+        """One page of the space by id."""
+        return await self._repo.get(space, page_id)
 
-    async def get_many(self, page_ids: Sequence[int]) -> list[NotePage]:
-        """Pages by id, in position order; unknown ids are skipped."""
-        return await self._repo.by_ids(page_ids)
+    async def get_many(self, space: str, page_ids: Sequence[int]) -> list[NotePage]:
+        """Pages of the space by id, in position order; unknown ids are skipped."""
+        return await self._repo.by_ids(space, page_ids)
 
-    async def find(self, title_or_id: str) -> NotePage | None:
-        """The page with this exact title (case-insensitive), else with this id ("12"/"#12")."""
+    async def find(self, space: str, title_or_id: str) -> NotePage | None:
+        """The space's page with this exact title (case-insensitive), else this id ("#12")."""
         wanted = str(title_or_id).strip()
         if not wanted:
             return None
         folded = wanted.casefold()
-        for item in await self.outline(0):
+        for item in await self.outline(space, 0):
             if item.title.casefold() == folded:
-                return await self._repo.get(item.id)
+                return await self._repo.get(space, item.id)
         match = _ID.fullmatch(wanted)
-        return await self._repo.get(int(match.group(1))) if match else None
+        return await self._repo.get(space, int(match.group(1))) if match else None
 
-    async def search_titles(self, prefix: str, limit: int = 25) -> list[NotePage]:
+    async def search_titles(self, space: str, prefix: str, limit: int = 25) -> list[NotePage]:
         """Pages whose title starts with `prefix`, then those containing it (autocomplete)."""
         limit = max(1, min(limit, MAX_SEARCH_RESULTS))
         needle = prefix.strip().casefold()
-        items = await self.outline(0)
+        items = await self.outline(space, 0)
         starts = [i.id for i in items if i.title.casefold().startswith(needle)]
         contains = [i.id for i in items if needle in i.title.casefold() and i.id not in starts]
         chosen = (starts + contains)[:limit]
-        pages = {page.id: page for page in await self._repo.by_ids(chosen)}
+        pages = {page.id: page for page in await self._repo.by_ids(space, chosen)}
         return [pages[pid] for pid in chosen if pid in pages]
 
     @_invalidates
-    async def create(self, title: str, content: str = "", section: str = "") -> NotePage:
+    async def create(
+        self, space: str, title: str, content: str = "", section: str = ""
+    ) -> NotePage:
         """A new page at the end of its section; ConflictError when the title is taken."""
         page = await self._repo.create(
-            clean_title(title), check_content(content), clean_section(section)
+            space, clean_title(title), check_content(content), clean_section(section)
         )
-        log.info("note page %d created", page.id)
+        log.info("note page %d created in %s", page.id, space)
         return page
 
     @_invalidates
     async def update(
-        self, page_id: int, *, title: str | None = None, content: str | None = None
+        self, space: str, page_id: int, *, title: str | None = None, content: str | None = None
     ) -> NotePage:
         """Change a page's title and/or body."""
         return await self._repo.update(
+            space,
             page_id,
             title=None if title is None else clean_title(title),
             content=None if content is None else check_content(content),
         )
 
     @_invalidates
-    async def append(self, page_id: int, text: str) -> NotePage:
+    async def append(self, space: str, page_id: int, text: str) -> NotePage:
         """Add `text` on a new line at the end of a page's body."""
         if not isinstance(text, str) or not text.strip():
             raise ValidationError("Nothing to append: the text is empty.")
-        return await self._repo.append(page_id, text, MAX_CONTENT_CHARS)
+        return await self._repo.append(space, page_id, text, MAX_CONTENT_CHARS)
 
     @_invalidates
-    async def delete(self, page_id: int) -> bool:
-        """Delete a page; False when it did not exist."""
-        deleted = await self._repo.delete(page_id)
+    async def delete(self, space: str, page_id: int) -> bool:
+        """Delete a page of the space; False when it did not exist there."""
+        deleted = await self._repo.delete(space, page_id)
         if deleted:
-            log.info("note page %d deleted", page_id)
+            log.info("note page %d deleted from %s", page_id, space)
         return deleted
 
     @_invalidates
-    async def set_section(self, page_id: int, section: str) -> list[NotePage]:
+    async def move(self, space: str, page_id: int, to_space: str) -> NotePage:
+        """Move a page to another space (end of its section there); its links are dropped."""
+        parse_space(to_space)
+        page = await self._repo.move(space, page_id, to_space)
+        log.info("note page %d moved from %s to %s", page_id, space, to_space)
+        return page
+
+    @_invalidates
+    async def set_section(self, space: str, page_id: int, section: str) -> list[NotePage]:
         """Move a page to the end of `section`; returns every page in the new order."""
-        return await self._repo.set_section(page_id, clean_section(section))
+        return await self._repo.set_section(space, page_id, clean_section(section))
 
     @_invalidates
-    async def rename_section(self, old: str, new: str) -> int:
+    async def rename_section(self, space: str, old: str, new: str) -> int:
         """Relabel a section (onto an existing name: merge); returns the pages relabelled."""
-        return await self._repo.rename_section(clean_section(old), clean_section(new))
+        return await self._repo.rename_section(space, clean_section(old), clean_section(new))
 
     @_invalidates
-    async def reorder(self, page_id: int, section: str, order: list[int]) -> list[NotePage]:
-        """Apply a full order of every page id; `page_id` moves to `section` at the same time.
+    async def reorder(
+        self, space: str, page_id: int, section: str, order: list[int]
+    ) -> list[NotePage]:
+        """Apply a full order of the space's page ids; `page_id` moves to `section` too.
 
         ValidationError (nothing changed) on a missing, unknown or duplicated id, or when the
         order would split a section.
@@ -202,21 +221,26 @@ class NotesService:
             isinstance(pid, int) and not isinstance(pid, bool) for pid in order
         ):
             raise ValidationError("The order must be a list of note page ids.")
-        return await self._repo.reorder(page_id, clean_section(section), order)
+        return await self._repo.reorder(space, page_id, clean_section(section), order)
 
-    async def linked_page_ids(self, session_id: str) -> list[int]:
+    def forget_cache(self, space: str | None = None) -> None:
+        """Drop cached outlines (of one space, or all), e.g. after a purge."""
+        for key in [key for key in self._outlines if space is None or key[0] == space]:
+            del self._outlines[key]
+
+    async def linked_page_ids(self, space: str, session_id: str) -> list[int]:
         """Pages linked to a session (their bodies go into its prompt), by position."""
-        return await self._repo.linked_ids(session_id)
+        return await self._repo.linked_ids(space, session_id)
 
-    async def set_links(self, session_id: str, page_ids: list[int]) -> list[int]:
+    async def set_links(self, space: str, session_id: str, page_ids: list[int]) -> list[int]:
         """Replace a session's linked pages; unknown ids → ValidationError, nothing changed."""
-        await self._repo.set_links(session_id, page_ids)
-        return await self._repo.linked_ids(session_id)
+        await self._repo.set_links(space, session_id, page_ids)
+        return await self._repo.linked_ids(space, session_id)
 
-    async def link(self, session_id: str, page_id: int) -> bool:
-        """Link a page to a session; False when it already was."""
-        return await self._repo.link(session_id, page_id)
+    async def link(self, space: str, session_id: str, page_id: int) -> bool:
+        """Link a page to a session of the same space; False when it already was."""
+        return await self._repo.link(space, session_id, page_id)
 
-    async def unlink(self, session_id: str, page_id: int) -> bool:
+    async def unlink(self, space: str, session_id: str, page_id: int) -> bool:
         """Unlink a page from a session; False when it was not linked."""
-        return await self._repo.unlink(session_id, page_id)
+        return await self._repo.unlink(space, session_id, page_id)

@@ -128,33 +128,36 @@ class Tagger:
         return tags
 
     async def tag_message(
-        self, message_id: int, text: str, *, session_id: str | None = None
+        self, space: str, message_id: int, text: str, *, session_id: str | None = None
     ) -> list[str]:
-        """Tag one message and mark it tagged (also when no tag was found)."""
+        """Tag one message of `space` and mark it tagged (also when no tag was found)."""
         tags = await self.tags_for_text(text, session_id=session_id)
-        await self._repo.add_message_tags(message_id, tags)
+        await self._repo.add_message_tags(space, message_id, tags)
         return tags
 
     async def tag_memory(
-        self, memory_id: int, text: str, *, session_id: str | None = None
+        self, space: str, memory_id: int, text: str, *, session_id: str | None = None
     ) -> list[str]:
-        """Tag one summary and mark it tagged (also when no tag was found)."""
+        """Tag one summary of `space` and mark it tagged (also when no tag was found)."""
         tags = await self.tags_for_text(text, session_id=session_id)
-        await self._repo.add_memory_tags(memory_id, tags)
+        await self._repo.add_memory_tags(space, memory_id, tags)
         return tags
 
     async def backfill(self, limit: int = 500) -> int:
-        """Tag up to `limit` untagged messages, then summaries; returns how many were tagged."""
-        messages = await self._repo.untagged_messages(limit)
+        """Tag up to `limit` untagged messages, then summaries, of every space (each row's tags
+        stay in its space); returns how many were tagged."""
+        messages = await self._repo.untagged_messages_all_spaces(limit)
         done = await self._tag_rows(messages, self._repo.add_message_tags)
-        memories = await self._repo.untagged_memories(limit - len(messages))
+        memories = await self._repo.untagged_memories_all_spaces(limit - len(messages))
         done += await self._tag_rows(memories, self._repo.add_memory_tags)
         if done:
             log.info("backfill tagged %d rows", done)
         return done
 
     async def _tag_rows(
-        self, rows: Sequence[Untagged], store: Callable[[int, Sequence[str]], Awaitable[bool]]
+        self,
+        rows: Sequence[Untagged],
+        store: Callable[[str, int, Sequence[str]], Awaitable[bool]],
     ) -> int:
         done = 0
         llm = self._mode_fn() == "llm"
@@ -168,7 +171,7 @@ class Tagger:
                 per_row = [keyword_tags(words) for words in nouns]
             for row, tags in zip(chunk, per_row, strict=True):
                 try:
-                    done += await store(row.id, tags)
+                    done += await store(row.space_id, row.id, tags)
                 except Exception:  # one bad row must not stop the rest
                     log.exception("could not store tags for row %d", row.id)
         return done

@@ -175,20 +175,23 @@ class TopicRepository:
         posted_at: str,
     ) -> int:
         """Record a posted opener."""
-        return await self._db.execute(
-            "INSERT INTO topic_posts (space_id, channel_id, kind, topic, words_json, content, "
-            "discord_message_id, posted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                space,
-                channel_id,
-                kind,
-                topic,
-                json.dumps(words, ensure_ascii=False),
-                content,
-                discord_message_id,
-                posted_at,
-            ),
-        )
+        async with self._db.transaction() as conn:
+            await ensure_space_row(conn, space)
+            cursor = await conn.execute(
+                "INSERT INTO topic_posts (space_id, channel_id, kind, topic, words_json, "
+                "content, discord_message_id, posted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    space,
+                    channel_id,
+                    kind,
+                    topic,
+                    json.dumps(words, ensure_ascii=False),
+                    content,
+                    discord_message_id,
+                    posted_at,
+                ),
+            )
+            return cursor.lastrowid or 0
 
     async def posts_since(self, space: str, channel_id: int, since: str) -> int:
         """How many openers were posted in the channel at or after `since`."""

@@ -24,8 +24,9 @@ from bot.tools.result import Source, ToolResult
 
 log = logging.getLogger(__name__)
 
-# Parameters the engine fills in itself; never shown to nor accepted from the model.
-INJECTED_PARAMS = frozenset({"session_id"})
+# Parameters the engine fills in itself (the conversation's session and space); never shown to
+# nor accepted from the model.
+INJECTED_PARAMS = frozenset({"session_id", "space_id"})
 DEFAULT_TOOL_TIMEOUT = 60.0
 
 ToolHandler = Callable[..., Awaitable[Any] | Any]

@@ -1,4 +1,5 @@
-"""The read_knowledge tool: the body and sources of an entry listed in layer 1."""
+"""The read_knowledge tool: the body and sources of an entry of the conversation's space (the
+space is injected by the engine; another space's entry reads as unknown)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def render_entry(entry: KnowledgeEntry) -> str:
 def register_knowledge_tools(registry: ToolRegistry, knowledge: KnowledgeService) -> None:
     """Offer read_knowledge (only when a database is present)."""
 
-    async def read_knowledge(entry_id: int) -> str:
+    async def read_knowledge(entry_id: int, space_id: str | None = None) -> str:
         """Read an accumulated-knowledge entry (earlier web search) listed by its #id.
 
         The context lists only headings; read one when it is relevant to the question.
@@ -43,7 +44,7 @@ def register_knowledge_tools(registry: ToolRegistry, knowledge: KnowledgeService
         Args:
             entry_id: The number after '#' in the accumulated knowledge list.
         """
-        entry = await knowledge.get(entry_id)
+        entry = None if not space_id else await knowledge.get(space_id, entry_id)
         if entry is None:
             raise ToolError(
                 f"No knowledge entry #{entry_id}. Use an id from the accumulated knowledge list.",

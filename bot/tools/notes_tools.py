@@ -1,4 +1,5 @@
-"""The read_note / write_note tools over the shared notes, and the notes_updated event hook."""
+"""The read_note / write_note tools over the shared notes of the conversation's space, and the
+notes_updated event hook. The space is injected by the engine, never chosen by the model."""
 
 from __future__ import annotations
 
@@ -49,6 +50,12 @@ def render_page(page: NotePage, offset: int = 0) -> str:
     return f"{header}\n{body}\n[characters {start + 1}–{end} of {total}{more}]"
 
 
+def _space(space_id: str | None) -> str:
+    if not space_id:
+        raise ToolError("The notes are not available outside a conversation.", as_json=True)
+    return space_id
+
+
 class _NoteTools:
     """The handlers, bound to one NotesService."""
 
@@ -56,7 +63,7 @@ class _NoteTools:
         self._notes = notes
         self._on_write = on_write
 
-    async def read_note(self, title: str, offset: int = 0) -> str:
+    async def read_note(self, title: str, offset: int = 0, space_id: str | None = None) -> str:
         """Read a shared note page's full text (the prompt lists only titles and 40 characters).
 
         Not needed for pages marked as linked: their text is already in the context.
@@ -65,9 +72,10 @@ class _NoteTools:
             title: The page title exactly as listed in the shared notes (or its id, e.g. "#3").
             offset: Character offset to continue a long page from (given by the previous read).
         """
-        page = await self._notes.find(title)
+        space = _space(space_id)
+        page = await self._notes.find(space, title)
         if page is None:
-            raise ToolError(_not_found(title, await self._notes.list_pages()), as_json=True)
+            raise ToolError(_not_found(title, await self._notes.list_pages(space)), as_json=True)
         return render_page(page, offset)
 
     async def write_note(
@@ -76,7 +84,9 @@ class _NoteTools:
         content: str,
         mode: WriteMode = "append",
         section: str = "",
+        *,
         session_id: str | None = None,
+        space_id: str | None = None,
     ) -> str:
         """Write to the shared notes that users and you edit together.
 
@@ -90,8 +100,9 @@ class _NoteTools:
                 "create" makes a new page.
             section: Section (tab group) for a new page; for an existing page, moves it there.
         """
+        space = _space(space_id)
         try:
-            page = await self._write(title, content, mode, section)
+            page = await self._write(space, title, content, mode, section)
         except ConflictError:
             raise ToolError(
                 f"A note page titled {title.strip()!r} already exists. "
@@ -110,20 +121,22 @@ class _NoteTools:
             f"it now has {len(page.content):,} characters."
         )
 
-    async def _write(self, title: str, content: str, mode: str, section: str) -> NotePage:
+    async def _write(
+        self, space: str, title: str, content: str, mode: str, section: str
+    ) -> NotePage:
         if mode == "create":
-            return await self._notes.create(title, content, section)
+            return await self._notes.create(space, title, content, section)
         if mode not in ("append", "replace"):
             raise UserFacingError(f"Unknown mode {mode!r}: use 'append', 'replace' or 'create'.")
-        page = await self._notes.find(title)
+        page = await self._notes.find(space, title)
         if page is None:
-            raise UserFacingError(_not_found(title, await self._notes.list_pages()))
+            raise UserFacingError(_not_found(title, await self._notes.list_pages(space)))
         if mode == "append":
-            page = await self._notes.append(page.id, content)
+            page = await self._notes.append(space, page.id, content)
         else:
-            page = await self._notes.update(page.id, content=content)
+            page = await self._notes.update(space, page.id, content=content)
         if section.strip() and section.strip() != page.section:
-            await self._notes.set_section(page.id, section)
+            await self._notes.set_section(space, page.id, section)
         return page
 
 

@@ -225,6 +225,7 @@ class PdfToText:
         max_chars: int | None = None,
         continue_from: str | None = None,
         session_id: str | None = None,
+        space_id: str | None = None,
     ) -> str:
         """Extract the text of a PDF, page by page, in parts that can be continued.
 
@@ -245,7 +246,8 @@ class PdfToText:
         source, cursor = _start(url_or_path, continue_from)
         if max_chars is None or max_chars <= 0:
             max_chars = settings.fetch_max_chars
-        key, loader = self._loader(source, session_id, settings.max_fetch_mb * 1024 * 1024)
+        owner = None if session_id is None or space_id is None else (space_id, session_id)
+        key, loader = self._loader(source, owner, settings.max_fetch_mb * 1024 * 1024)
         try:
             document, _ = await self._cache.get_or_load(key, loader)
             page, _ = await read_pdf_page(
@@ -269,9 +271,10 @@ class PdfToText:
         return page.text
 
     def _loader(
-        self, source: str, session_id: str | None, max_bytes: int
+        self, source: str, owner: tuple[str, str] | None, max_bytes: int
     ) -> tuple[CacheKey, Callable[[], Awaitable[CachedDocument]]]:
-        """The cache key and loader of a source; raises ToolError for sources never read."""
+        """The cache key and loader of a source (attachments of the (space, session) `owner`
+        only); raises ToolError for sources never read."""
         kind = classify_source(source)
         if kind == "local":
             raise ToolError(LOCAL_PATH_REFUSED)
@@ -280,10 +283,10 @@ class PdfToText:
         match = _ATTACHMENT_RE.fullmatch(source)
         if match is None:
             raise ToolError(ATTACHMENT_NOT_FOUND.format(ref=source[:80]))
-        if session_id is None or self._attachments is None:
+        if owner is None or self._attachments is None:
             raise ToolError(NO_SESSION)
-        key: CacheKey = ("pdf", f"attachment:{session_id}:{match.group(1)}")
-        return key, self._attachment_loader(session_id, match.group(1), max_bytes)
+        key: CacheKey = ("pdf", f"attachment:{owner[0]}:{owner[1]}:{match.group(1)}")
+        return key, self._attachment_loader(owner, match.group(1), max_bytes)
 
     def _url_loader(self, url: str, max_bytes: int) -> Callable[[], Awaitable[CachedDocument]]:
         async def load() -> CachedDocument:
@@ -303,12 +306,12 @@ class PdfToText:
         return load
 
     def _attachment_loader(
-        self, session_id: str, attachment_id: str, max_bytes: int
+        self, owner: tuple[str, str], attachment_id: str, max_bytes: int
     ) -> Callable[[], Awaitable[CachedDocument]]:
         async def load() -> CachedDocument:
             assert self._attachments is not None
             ref = f"{ATTACHMENT_PREFIX}{attachment_id}"
-            found = await self._attachments.get(session_id, attachment_id)
+            found = await self._attachments.get(owner[0], owner[1], attachment_id)
             if found is None:
                 raise FetchError(ATTACHMENT_NOT_FOUND.format(ref=ref))
             attachment, data = found

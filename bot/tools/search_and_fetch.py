@@ -206,6 +206,7 @@ class SearchAndFetch:
         max_chars: int | None = None,
         session_id: str | None = None,
         continue_from: str | None = None,
+        space_id: str | None = None,
     ) -> str:
         """Search the web for files of one type (PDF, CSV, code...) and return their text.
 
@@ -250,7 +251,8 @@ class SearchAndFetch:
                 return NO_CANDIDATES.format(file_type=file_type, query=query)
             cursor = _Cursor(candidates, file_type, 0, 0, PdfCursor(0, 0))
         try:
-            page = await self._read(cursor, max_chars, settings, session_id)
+            owner = None if session_id is None or space_id is None else (space_id, session_id)
+            page = await self._read(cursor, max_chars, settings, owner)
         except InvalidTokenError as exc:
             raise ToolError(str(exc)) from None
         except PageLimitError:
@@ -291,7 +293,11 @@ class SearchAndFetch:
         return self._token(cursor, following, 0, PdfCursor(0, 0))
 
     async def _read(
-        self, cursor: _Cursor, max_chars: int, settings: Settings, session_id: str | None
+        self,
+        cursor: _Cursor,
+        max_chars: int,
+        settings: Settings,
+        owner: tuple[str, str] | None,
     ) -> FittedPage:
         candidate = cursor.candidates[cursor.file_idx]
         is_pdf = cursor.file_type == "pdf"
@@ -300,8 +306,8 @@ class SearchAndFetch:
             document, _ = await self._cache.get_or_load(
                 key, lambda: self._load(candidate.href, is_pdf)
             )
-            if session_id is not None:
-                await self._store(document, session_id, candidate.href, cursor.file_type)
+            if owner is not None:
+                await self._store(document, owner, candidate.href, cursor.file_type)
             if is_pdf:
                 return await self._read_pdf(cursor, document, key, max_chars, settings)
         except (FetchError, ExtractionError) as exc:
@@ -393,19 +399,21 @@ class SearchAndFetch:
         return document
 
     async def _store(
-        self, document: CachedDocument, session_id: str, href: str, file_type: str
+        self, document: CachedDocument, owner: tuple[str, str], href: str, file_type: str
     ) -> None:
         """Save the fetched file to the session once (the cache remembers, the DB confirms)."""
+        space_id, session_id = owner
         if self._attachments is None or session_id in document.stored_for:
             return
         document.stored_for.add(session_id)
         if document.raw is None:
             return
         try:
-            existing = await self._attachments.list_for_session(session_id)
+            existing = await self._attachments.list_for_session(space_id, session_id)
             if any(item.source_url == href for item in existing):
                 return
             await self._attachments.add(
+                space_id,
                 session_id,
                 _filename(href, file_type),
                 document.content_type,

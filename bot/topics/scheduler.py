@@ -9,6 +9,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.store.spaces import ALL_SPACES
 from bot.store.topics import TopicChannel
 from bot.topics.policy import zone
 from bot.topics.service import TopicService
@@ -55,7 +56,7 @@ class TopicScheduler:
         """Replace every job with what the database says now; returns the job ids."""
         self._scheduler.remove_all_jobs()
         ids: list[str] = []
-        for channel in await self._service.repo.channels(enabled_only=True):
+        for channel in await self._service.repo.channels(ALL_SPACES, enabled_only=True):
             job_id = f"idle:{channel.channel_id}"
             self._scheduler.add_job(
                 self._service.check_idle,

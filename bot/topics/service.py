@@ -11,7 +11,9 @@ from typing import Protocol
 from bot.config import Settings
 from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway
+from bot.memory.word_pool import WordPool
 from bot.prompts import prompts_for
+from bot.store.spaces import ALL_SPACES, SpaceScope, guild_space
 from bot.store.topics import TopicChannel, TopicRepository
 from bot.topics.picker import TopicChoice, TopicPicker
 from bot.topics.policy import Decision, cron_decision, day_start_utc, idle_decision, zone
@@ -49,7 +51,11 @@ def _utc(now: datetime) -> str:
 
 
 class TopicService:
-    """Idle chats and periodic posts for the configured channels."""
+    """Idle chats and periodic posts for the configured channels, each in its own space.
+
+    Also feeds each enabled channel's word pool: its human messages (`record_activity`) and
+    its threads' conversations (`feed_conversation`).
+    """
 
     def __init__(
         self,
@@ -58,15 +64,18 @@ class TopicService:
         gateway: LLMGateway,
         settings: Callable[[], Settings],
         *,
+        pool: WordPool | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.repo = repo
         self._picker = picker
         self._gateway = gateway
         self._settings = settings
+        self._pool = pool
         self._clock = clock
         self._poster: TopicPoster | None = None
-        self._configured: set[int] = set()
+        # channel id → (space, enabled) of every configured channel.
+        self._configured: dict[int, tuple[str, bool]] = {}
         self._change_listeners: list[ChangeListener] = []
 
     def add_change_listener(self, listener: ChangeListener) -> None:
@@ -102,41 +111,86 @@ class TopicService:
             self._poster = None
 
     async def load(self) -> None:
-        """Remember which channels are configured (to skip activity writes for the others)."""
-        self._configured = {channel.channel_id for channel in await self.repo.channels()}
+        """Remember which channels are configured where (to skip activity writes for others)."""
+        self._configured = {
+            channel.channel_id: (channel.space_id, channel.enabled)
+            for channel in await self.repo.channels(ALL_SPACES)
+        }
+
+    async def reload(self) -> None:
+        """Re-read the configured channels (e.g. after a space was purged) and tell the
+        change listeners (the scheduler rebuilds its jobs)."""
+        await self.load()
+        await self._settings_changed()
 
     def now(self) -> datetime:
         """The injected clock's current time."""
         return self._clock()
 
-    async def record_activity(self, channel_id: int, at: datetime | None = None) -> None:
-        """A person wrote in `channel_id` (cheap no-op for unconfigured channels)."""
-        if channel_id in self._configured:
-            await self.repo.record_human_activity(channel_id, _utc(at or self.now()))
+    def _enabled(self, space: str, channel_id: int) -> bool:
+        return self._configured.get(channel_id) == (space, True)
 
-    async def configure(self, channel_id: int, changes: dict[str, object]) -> TopicChannel:
-        """Create or change a channel's topic settings (validated)."""
+    async def record_activity(
+        self, space: str, channel_id: int, text: str = "", at: datetime | None = None
+    ) -> None:
+        """A person wrote `text` in `channel_id` of `space`: remember when, and add its nouns
+        to the channel's word pool if topics are enabled there (cheap no-op elsewhere)."""
+        known = self._configured.get(channel_id)
+        if known is None or known[0] != space:
+            return
+        await self.repo.record_human_activity(space, channel_id, _utc(at or self.now()))
+        if known[1] and text.strip() and self._pool is not None:
+            await self._pool.add_text(space, channel_id, text)
+
+    async def feed_conversation(self, space: str, channel_id: int | None, texts: list[str]) -> bool:
+        """Add a conversation's messages to the word pool of the channel it hangs off, if
+        topics are enabled there; returns whether they were added."""
+        if channel_id is None or self._pool is None or not self._enabled(space, channel_id):
+            return False
+        await self._pool.add_texts(space, channel_id, texts)
+        return True
+
+    async def configure(
+        self, channel_id: int, changes: dict[str, object], *, space: str | None = None
+    ) -> TopicChannel:
+        """Create or change a channel's topic settings (validated).
+
+        The channel's space: `space`, else the one it is configured in, else its server's
+        (`guild_id` in `changes`), else the local space.
+        """
         if "timezone" in changes:
             zone(str(changes["timezone"]))
-        channel = await self.repo.upsert(channel_id, changes, now=_utc(self.now()))
-        self._configured.add(channel_id)
+        if space is None:
+            known = self._configured.get(channel_id)
+            guild_id = changes.get("guild_id")
+            if known is not None:
+                space = known[0]
+            elif isinstance(guild_id, int) and not isinstance(guild_id, bool):
+                space = guild_space(guild_id)
+            else:
+                space = self._settings().local_space_id
+        channel = await self.repo.upsert(space, channel_id, changes, now=_utc(self.now()))
+        self._configured[channel_id] = (channel.space_id, channel.enabled)
         await self._settings_changed()
         return channel
 
     async def _posts_today(self, channel: TopicChannel, now: datetime) -> int:
         since = day_start_utc(now, zone(channel.timezone))
-        return await self.repo.posts_since(channel.channel_id, _utc(since))
+        return await self.repo.posts_since(channel.space_id, channel.channel_id, _utc(since))
 
-    async def status(self, channel_id: int) -> tuple[TopicChannel | None, Decision]:
-        """The channel's settings and what an idle check would decide now."""
-        channel = await self.repo.get(channel_id)
+    async def status(
+        self, channel_id: int, *, scope: SpaceScope = ALL_SPACES
+    ) -> tuple[TopicChannel | None, Decision]:
+        """The channel's settings (if configured in `scope`) and what an idle check would
+        decide now."""
+        channel = await self.repo.get(scope, channel_id)
         if channel is None:
             return None, Decision(False, "topics are not configured in this channel")
         return channel, await self._idle_decision(channel)
 
     async def _idle_decision(self, channel: TopicChannel) -> Decision:
         now = self.now()
-        last = await self.repo.last_post(channel.channel_id)
+        last = await self.repo.last_post(channel.space_id, channel.channel_id)
         return idle_decision(
             channel,
             now,
@@ -146,7 +200,7 @@ class TopicService:
 
     async def check_idle(self, channel_id: int) -> PostResult:
         """Scheduled idle check: post when the channel has been quiet long enough."""
-        channel = await self.repo.get(channel_id)
+        channel = await self.repo.get(ALL_SPACES, channel_id)
         if channel is None:
             return PostResult(False, "not configured")
         decision = await self._idle_decision(channel)
@@ -157,7 +211,7 @@ class TopicService:
 
     async def run_cron(self, channel_id: int) -> PostResult:
         """Scheduled periodic post."""
-        channel = await self.repo.get(channel_id)
+        channel = await self.repo.get(ALL_SPACES, channel_id)
         if channel is None:
             return PostResult(False, "not configured")
         decision = cron_decision(channel, posts_today=await self._posts_today(channel, self.now()))
@@ -166,17 +220,25 @@ class TopicService:
             return PostResult(False, decision.reason)
         return await self._post(channel, "cron")
 
-    async def run_now(self, channel_id: int) -> PostResult:
-        """Post an opener right away (admin request), whatever the schedule says."""
-        channel = await self.repo.get(channel_id) or await self.configure(channel_id, {})
+    async def run_now(self, channel_id: int, *, space: str | None = None) -> PostResult:
+        """Post an opener right away (admin request), whatever the schedule says.
+
+        With `space`, only a channel of that space (a new one is configured there).
+        """
+        scope: SpaceScope = ALL_SPACES if space is None else space
+        channel = await self.repo.get(scope, channel_id) or await self.configure(
+            channel_id, {}, space=space
+        )
         return await self._post(channel, "manual")
 
     async def _post(self, channel: TopicChannel, kind: str) -> PostResult:
         poster = self._poster
         if poster is None:
             return PostResult(False, "the Discord bot is not connected")
-        avoid: set[str] = set(await self.repo.recent_topics(channel.channel_id, RECENT_TOPICS))
-        choice = await self._picker.pick(avoid)
+        avoid: set[str] = set(
+            await self.repo.recent_topics(channel.space_id, channel.channel_id, RECENT_TOPICS)
+        )
+        choice = await self._picker.pick(channel.space_id, channel.channel_id, avoid)
         if choice is None:
             log.info(
                 "no topic for channel %s: the word pool is empty and there are no tags yet",
@@ -192,6 +254,7 @@ class TopicService:
         if message_id is None:
             return PostResult(False, "the channel is not available")
         await self.repo.add_post(
+            channel.space_id,
             channel.channel_id,
             kind=kind,
             topic=choice.topic,

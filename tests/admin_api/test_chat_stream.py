@@ -19,8 +19,10 @@ from bot.chat.events import (
     to_wire,
 )
 from bot.chat.hooks import TurnResult
+from bot.store.spaces import ALL_SPACES
 from bot.tools.web_search import web_search_sources
 from tests.admin_api.conftest import TOKEN, Admin, sse_events
+from tests.conftest import LOCAL
 from tests.fakes.llm_server import HttpError, Text, ToolCalls
 
 
@@ -78,13 +80,13 @@ async def test_turn_with_a_tool_call_streams_the_seed_events_in_order(admin: Adm
         "It is sunny in Kyoto."
     )
     session_id = events[0]["value"]
-    stored = await admin.services.repos.messages.all_for_session(session_id)
+    stored = await admin.services.repos.messages.all_for_session(LOCAL, session_id)
     assert [(m.role, m.content) for m in stored] == [
         ("user", "weather in Kyoto?"),
         ("assistant", "It is sunny in Kyoto."),
     ]
     assert events[-1]["message_id"] == stored[-1].id
-    session = await admin.services.repos.sessions.get(session_id)
+    session = await admin.services.repos.sessions.get(LOCAL, session_id)
     assert session is not None and session.source == "admin"
 
     knowledge = await admin.get("/api/memory/knowledge")
@@ -94,7 +96,7 @@ async def test_turn_with_a_tool_call_streams_the_seed_events_in_order(admin: Adm
     admin.llm.script(Text("Still sunny."))
     again = await admin.post("/api/chat/stream", {"message": "and now?", "session_id": session_id})
     assert sse_events(again.text)[0] == {"type": "session_id", "value": session_id}
-    assert len(await admin.services.repos.messages.all_for_session(session_id)) == 4
+    assert len(await admin.services.repos.messages.all_for_session(LOCAL, session_id)) == 4
 
 
 async def test_note_write_streams_notes_updated(admin: Admin) -> None:
@@ -131,7 +133,7 @@ async def test_bad_chat_requests_get_json_errors_not_a_stream(admin: Admin) -> N
         assert reply.json["error"] == "validation_error"
     unknown_page = await admin.post("/api/chat/stream", {"message": "x", "note_page_ids": [999]})
     assert unknown_page.status == 422 and "999" in unknown_page.json["detail"]
-    assert await admin.services.repos.sessions.list() == [], "no half-made session"
+    assert await admin.services.repos.sessions.list(ALL_SPACES) == [], "no half-made session"
     assert admin.llm.chat_requests == []
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from admin_api import create_app, route_table
 from tests.admin_api.conftest import Admin
+from tests.conftest import LOCAL
 
 
 async def make_pages(admin: Admin, *specs: tuple[str, str]) -> list[dict[str, Any]]:
@@ -98,7 +99,7 @@ async def test_reorder_is_validated_against_the_full_id_set(admin: Admin) -> Non
 
 async def test_session_note_links(admin: Admin) -> None:
     a, b = await make_pages(admin, ("A", ""), ("B", ""))
-    session = await admin.services.repos.sessions.create(title="t")
+    session = await admin.services.repos.sessions.create(LOCAL, title="t")
     path = f"/api/sessions/{session.id}/notes"
     assert (await admin.get(path)).json == {"session_id": session.id, "page_ids": []}
     put = await admin.put(path, {"page_ids": [b["id"], a["id"], b["id"]]})

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bot.store.knowledge import KnowledgeRepository, KnowledgeSource
 from tests.admin_api.conftest import Admin, StartAdmin
+from tests.conftest import LOCAL
 from tests.fakes.llm_server import Text
 
 
@@ -67,9 +68,9 @@ async def test_logs_filter_page_detail_and_delete(admin: Admin) -> None:
 
 async def test_memory_summaries_and_knowledge(admin: Admin) -> None:
     repos = admin.services.repos
-    session = await repos.sessions.create(title="t")
-    message = await repos.messages.add(session.id, "user", "hello")
-    memory = await repos.memories.summarize_messages(session.id, [message.id], "greeting")
+    session = await repos.sessions.create(LOCAL, title="t")
+    message = await repos.messages.add(LOCAL, session.id, "user", "hello")
+    memory = await repos.memories.summarize_messages(LOCAL, session.id, [message.id], "greeting")
     assert memory is not None
     listed = await admin.get("/api/memory/summaries")
     assert [(item["id"], item["summary"]) for item in listed.json["items"]] == [
@@ -79,12 +80,13 @@ async def test_memory_summaries_and_knowledge(admin: Admin) -> None:
     assert len(mine.json["items"]) == 1
     assert (await admin.delete(f"/api/memory/summaries/{memory.id}")).json == {"deleted": 1}
     assert (await admin.delete(f"/api/memory/summaries/{memory.id}")).status == 404
-    kept = await repos.messages.get(message.id)
+    kept = await repos.messages.get(LOCAL, message.id)
     assert kept is not None and kept.archived_at is not None, "history stays archived"
 
     knowledge = KnowledgeRepository(admin.services.db)
     entries = [
         await knowledge.add(
+            LOCAL if n else "guild:9",
             query=f"q{n}",
             title=f"T{n}",
             summary="s",
@@ -144,10 +146,14 @@ async def test_system_stats_word_pool_and_backfill(admin: Admin) -> None:
     assert (stats["sessions"], stats["messages"], stats["api_calls"]) == (1, 2, 1)
     assert stats["db_bytes"] > 0
     words = (await admin.get("/api/system/word-pool")).json["words"]
-    assert "紅葉" in words and "天気" in words
+    assert words == [], "a chat outside a topic channel feeds no channel's pool"
+    await admin.services.topics.configure(77, {"enabled": True}, space="guild:5")
+    await admin.services.topics.record_activity("guild:5", 77, "京都の紅葉と東京の天気")
+    words = (await admin.get("/api/system/word-pool")).json["words"]
+    assert "紅葉" in words and "天気" in words, "the operator sees every space's pools"
 
-    session = await admin.services.repos.sessions.create(title="t")
-    await admin.services.repos.messages.add(session.id, "user", "富士山の写真を撮りました")
+    session = await admin.services.repos.sessions.create(LOCAL, title="t")
+    await admin.services.repos.messages.add(LOCAL, session.id, "user", "富士山の写真を撮りました")
     backfill = await admin.post("/api/system/tags/backfill", {"limit": 10})
     assert backfill.json == {"tagged": 1}
     assert (await admin.post("/api/system/tags/backfill", {})).json == {"tagged": 0}

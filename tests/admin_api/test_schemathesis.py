@@ -15,6 +15,7 @@ from schemathesis.checks import not_a_server_error, response_schema_conformance
 
 from admin_api.state import SERVICES
 from tests.admin_api.conftest import TOKEN, Admin
+from tests.conftest import LOCAL
 from tests.fakes.llm_server import Text
 
 EXAMPLES = {GenerationMode.POSITIVE: 8, GenerationMode.NEGATIVE: 4}
@@ -56,8 +57,8 @@ def fuzz(spec: dict[str, Any], base_url: str) -> tuple[Counter[int], list[str]]:
 
 async def test_schemathesis_finds_no_server_error_and_no_schema_break(admin: Admin) -> None:
     admin.llm.default_reply = Text("Fine.")
-    session = await admin.services.repos.sessions.create(title="seed")
-    await admin.services.repos.messages.add(session.id, "user", "hello")
+    session = await admin.services.repos.sessions.create(LOCAL, title="seed")
+    await admin.services.repos.messages.add(LOCAL, session.id, "user", "hello")
     await admin.post("/api/notes", {"title": "Seed page", "content": "x"})
     await admin.post("/api/models/presets", {"label": "Seed", "value": "ollama/seed"})
     spec = (await admin.get("/api/openapi.json")).json

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from tests.admin_api.conftest import Admin, StartAdmin
+from tests.conftest import LOCAL
 
 BLOB = bytes(range(256)) * 3
 
@@ -16,14 +17,15 @@ async def build_session(admin: Admin) -> str:
     """A session with a reply chain, archived messages, a condensed summary and a file."""
     repos = admin.services.repos
     session = await repos.sessions.create(
-        title="Trip", source="discord", discord_channel_id=111, discord_guild_id=222
+        LOCAL, title="Trip", source="discord", discord_channel_id=111, discord_guild_id=222
     )
     attachment = await repos.attachments.add(
-        session.id, "plan.bin", "application/octet-stream", BLOB
+        LOCAL, session.id, "plan.bin", "application/octet-stream", BLOB
     )
     ids = []
     for n in range(6):
         question = await repos.messages.add(
+            LOCAL,
             session.id,
             "user",
             f"q{n} see attachment:{attachment.id}",
@@ -31,12 +33,14 @@ async def build_session(admin: Admin) -> str:
             author_name="Ann",
             discord_message_id=9000 + n,
         )
-        answer = await repos.messages.add(session.id, "assistant", f"a{n}", reply_to=question.id)
+        answer = await repos.messages.add(
+            LOCAL, session.id, "assistant", f"a{n}", reply_to=question.id
+        )
         ids += [question.id, answer.id]
-    first = await repos.memories.summarize_messages(session.id, ids[:4], "summary one")
-    second = await repos.memories.summarize_messages(session.id, ids[4:8], "summary two")
+    first = await repos.memories.summarize_messages(LOCAL, session.id, ids[:4], "summary one")
+    second = await repos.memories.summarize_messages(LOCAL, session.id, ids[4:8], "summary two")
     assert first is not None and second is not None
-    condensed = await repos.memories.condense(session.id, [first.id, second.id], "both", 1)
+    condensed = await repos.memories.condense(LOCAL, session.id, [first.id, second.id], "both", 1)
     assert condensed is not None
     return session.id
 
@@ -96,7 +100,7 @@ async def test_export_import_round_trip_gives_an_equal_session(
     again = (await admin.get(f"/api/sessions/{copy_id}/export")).json
     assert normalized(again) == normalized(exported, detached=True)
     assert again["session"]["discord_channel_id"] is None, "a copy never takes over the thread"
-    original = await admin.services.repos.sessions.open_for_channel(111)
+    original = await admin.services.repos.sessions.open_for_channel(LOCAL, 111)
     assert original is not None and original.id == session_id
 
     other = await start_admin(db_path=tmp_path / "other.db")
@@ -105,7 +109,7 @@ async def test_export_import_round_trip_gives_an_equal_session(
     moved_export = (await other.get(f"/api/sessions/{session_id}/export")).json
     assert normalized(moved_export) == normalized(exported)
     assert moved_export["session"] == exported["session"]
-    live = await other.services.repos.messages.recent_live(session_id, 50)
+    live = await other.services.repos.messages.recent_live(LOCAL, session_id, 50)
     assert [m.content for m in live] == [
         "q4 see attachment:" + exported["attachments"][0]["id"],
         "a4",
@@ -144,13 +148,13 @@ async def test_invalid_imports_are_refused_and_change_nothing(admin: Admin) -> N
         reply = await admin.post("/api/sessions/import", case)
         assert reply.status == 422, reply.text
         assert reply.json["error"] == "validation_error"
-    assert await admin.services.repos.sessions.get("fresh-id") is None
+    assert await admin.services.repos.sessions.get(LOCAL, "fresh-id") is None
     assert (await admin.post("/api/sessions/import", good)).status == 201
 
 
 async def test_session_list_messages_and_delete(admin: Admin) -> None:
     session_id = await build_session(admin)
-    others = [await admin.services.repos.sessions.create(title=f"s{n}") for n in range(2)]
+    others = [await admin.services.repos.sessions.create(LOCAL, title=f"s{n}") for n in range(2)]
     page = await admin.get("/api/sessions", params={"limit": "2"})
     assert [s["id"] for s in page.json["items"]] == [others[1].id, others[0].id]
     rest = await admin.get(

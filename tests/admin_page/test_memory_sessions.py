@@ -9,19 +9,25 @@ from playwright.async_api import expect
 
 from bot.store.knowledge import KnowledgeRepository, KnowledgeSource
 from tests.admin_page.conftest import Ui
+from tests.conftest import LOCAL
 
 
 async def seed(ui: Ui) -> tuple[str, str]:
     repos = ui.admin.services.repos
-    trip = await repos.sessions.create(title="Trip planning")
-    other = await repos.sessions.create(title="Cooking")
-    first = await repos.messages.add(trip.id, "user", "Where should we go in Kyoto?")
-    await repos.messages.add(trip.id, "assistant", "Arashiyama in autumn.")
-    await repos.memories.summarize_messages(trip.id, [first.id], "They plan an autumn Kyoto trip.")
-    cooking = await repos.messages.add(other.id, "user", "How long do eggs boil?")
-    await repos.memories.summarize_messages(other.id, [cooking.id], "Asked about boiled eggs.")
+    trip = await repos.sessions.create(LOCAL, title="Trip planning")
+    other = await repos.sessions.create(LOCAL, title="Cooking")
+    first = await repos.messages.add(LOCAL, trip.id, "user", "Where should we go in Kyoto?")
+    await repos.messages.add(LOCAL, trip.id, "assistant", "Arashiyama in autumn.")
+    await repos.memories.summarize_messages(
+        LOCAL, trip.id, [first.id], "They plan an autumn Kyoto trip."
+    )
+    cooking = await repos.messages.add(LOCAL, other.id, "user", "How long do eggs boil?")
+    await repos.memories.summarize_messages(
+        LOCAL, other.id, [cooking.id], "Asked about boiled eggs."
+    )
     knowledge = KnowledgeRepository(ui.admin.services.db)
     await knowledge.add(
+        LOCAL,
         query="kyoto autumn leaves",
         title="Kyoto autumn guide",
         summary="Best from mid-November.",
@@ -33,6 +39,7 @@ async def seed(ui: Ui) -> tuple[str, str]:
         ],
     )
     await knowledge.add(
+        LOCAL,
         query="eggs",
         title="Egg timing",
         summary="Seven minutes.",

@@ -5,13 +5,16 @@ from __future__ import annotations
 from playwright.async_api import expect
 
 from tests.admin_page.conftest import DESKTOP, PHONE, SCREENS, Ui
+from tests.conftest import LOCAL
 
 
 async def seed_everything(ui: Ui) -> None:
     repos = ui.admin.services.repos
-    session = await repos.sessions.create(title="A rather long session title about Kyoto trips")
-    message = await repos.messages.add(session.id, "user", "hello")
-    await repos.memories.summarize_messages(session.id, [message.id], "Greeting " * 40)
+    session = await repos.sessions.create(
+        LOCAL, title="A rather long session title about Kyoto trips"
+    )
+    message = await repos.messages.add(LOCAL, session.id, "user", "hello")
+    await repos.memories.summarize_messages(LOCAL, session.id, [message.id], "Greeting " * 40)
     await repos.api_logs.add(
         session_id=session.id,
         model="ollama/test-model",

@@ -15,6 +15,7 @@ from bot.chat.attachments import MAX_INLINE_TEXT_BYTES, AttachmentIntake, Prepar
 from bot.config import Settings
 from bot.services import Repositories
 from bot.store.db import Database
+from tests.conftest import LOCAL
 
 
 @pytest.fixture
@@ -40,17 +41,35 @@ def test_files_are_classified_by_type_then_name() -> None:
 
 
 async def test_documents_are_stored_and_shown_to_the_model(repos: Repositories) -> None:
-    session = await repos.sessions.create(title="files")
+    session = await repos.sessions.create(LOCAL, title="files")
     intake, out = _intake(repos), PreparedFiles()
     await intake.add_document(
-        out, kind="text", name="a.txt", content_type=None, data=b"hello", session_id=session.id
+        out,
+        kind="text",
+        name="a.txt",
+        content_type=None,
+        data=b"hello",
+        space=LOCAL,
+        session_id=session.id,
     )
     await intake.add_document(
-        out, kind="pdf", name="b.pdf", content_type=None, data=b"%PDF", session_id=session.id
+        out,
+        kind="pdf",
+        name="b.pdf",
+        content_type=None,
+        data=b"%PDF",
+        space=LOCAL,
+        session_id=session.id,
     )
     big = b"x" * (MAX_INLINE_TEXT_BYTES + 1)
     await intake.add_document(
-        out, kind="text", name="c.log", content_type=None, data=big, session_id=session.id
+        out,
+        kind="text",
+        name="c.log",
+        content_type=None,
+        data=big,
+        space=LOCAL,
+        session_id=session.id,
     )
     ids = [block.split()[0].removeprefix("[attachment:") for block in out.blocks]
     assert out.blocks == [
@@ -61,16 +80,22 @@ async def test_documents_are_stored_and_shown_to_the_model(repos: Repositories) 
         f"[attachment:{ids[2]} c.log (text/plain, 20.0 KB) — stored; too large or not UTF-8, "
         "so not included here]",
     ]
-    stored = await repos.attachments.get(session.id, ids[1])
+    stored = await repos.attachments.get(LOCAL, session.id, ids[1])
     assert stored is not None and stored[1] == b"%PDF"
     assert out.text_for_model("see files").startswith("see files\n\n[attachment:")
 
 
 async def test_the_model_text_follows_the_language_setting(repos: Repositories) -> None:
-    session = await repos.sessions.create(title="files")
+    session = await repos.sessions.create(LOCAL, title="files")
     intake, out = _intake(repos, language="ja"), PreparedFiles()
     await intake.add_document(
-        out, kind="pdf", name="b.pdf", content_type=None, data=b"%PDF", session_id=session.id
+        out,
+        kind="pdf",
+        name="b.pdf",
+        content_type=None,
+        data=b"%PDF",
+        space=LOCAL,
+        session_id=session.id,
     )
     intake.note_unseen_image(out, "cat.png")
     assert re.fullmatch(

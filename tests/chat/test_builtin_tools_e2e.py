@@ -12,7 +12,7 @@ from bot.chat.engine import TurnRequest
 from bot.chat.events import ChunkEvent, DoneEvent, Event, ToolEvent
 from bot.services import ServiceOptions, Services, open_services
 from bot.tools.safe_http import FetchPolicy
-from tests.conftest import FAST_RETRY, SettingsFactory
+from tests.conftest import FAST_RETRY, LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
 from tests.fakes.web_server import FakeWebServer
 
@@ -26,7 +26,9 @@ async def web() -> AsyncIterator[FakeWebServer]:
 
 
 async def turn(services: Services, text: str, session_id: str | None = None) -> list[Event]:
-    return [e async for e in services.engine.run_turn(TurnRequest(text, session_id))]
+    return [
+        e async for e in services.engine.run_turn(TurnRequest(text, session_id, space_id=LOCAL))
+    ]
 
 
 def _article(paragraphs: int) -> str:

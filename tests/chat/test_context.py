@@ -24,6 +24,7 @@ from bot.store.db import Database
 from bot.store.memories import MemoryRepository
 from bot.store.messages import MessageRepository, StoredMessage
 from bot.store.sessions import SessionRepository
+from tests.conftest import LOCAL
 
 
 @dataclass
@@ -41,7 +42,7 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
     """A fresh database with one session."""
     db = await Database.open(tmp_path / "p.db")
     try:
-        session = await SessionRepository(db).create(title="t")
+        session = await SessionRepository(db).create(LOCAL, title="t")
         yield Store(db, MessageRepository(db), MemoryRepository(db), session.id)
     finally:
         await db.close()
@@ -68,7 +69,7 @@ class FixedLayer:
 
 async def add(store: Store, role: str, content: str, **extra: Any) -> StoredMessage:
     """Store one message in the session."""
-    return await store.messages.add(store.session_id, role, content, **extra)
+    return await store.messages.add(LOCAL, store.session_id, role, content, **extra)
 
 
 async def build(
@@ -76,7 +77,7 @@ async def build(
 ) -> BuiltContext:
     """The context of the turn started by `user`."""
     builder = ContextBuilder(store.messages, store.memories, layers)
-    request = ContextRequest(store.session_id, user.content, user.id, settings(window))
+    request = ContextRequest(LOCAL, store.session_id, user.content, user.id, settings(window))
     return await builder.build(request, **kwargs)
 
 
@@ -135,7 +136,9 @@ async def test_newest_summaries_that_fit_are_kept_oldest_first(store: Store) -> 
     summaries = [f"summary {n} " + "x" * 790 for n in range(3)]
     for summary in summaries:
         message = await add(store, "user", "old")
-        assert await store.memories.summarize_messages(store.session_id, [message.id], summary)
+        assert await store.memories.summarize_messages(
+            LOCAL, store.session_id, [message.id], summary
+        )
     user = await add(store, "user", "now")
 
     built = await build(store, user, 4096)

@@ -23,13 +23,16 @@ from bot.errors import ToolError
 from bot.services import ServiceOptions, Services, open_services
 from bot.tools.registry import Source, ToolDisplay, ToolResult
 from bot.tools.web_search import web_search_sources
-from tests.conftest import SettingsFactory
+from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import Drop, FakeLLMServer, Hang, HttpError, Text, ToolCalls
 
 
 async def run(services: Services, text: str, session_id: str | None = None) -> list[Event]:
     """One turn's events."""
-    return [event async for event in services.engine.run_turn(TurnRequest(text, session_id))]
+    return [
+        event
+        async for event in services.engine.run_turn(TurnRequest(text, session_id, space_id=LOCAL))
+    ]
 
 
 def session_of(events: list[Event]) -> str:
@@ -51,7 +54,7 @@ async def test_turn_without_tools_costs_one_llm_request(
     assert isinstance(events[-1], DoneEvent)
     assert len(llm.chat_requests) == 1
     assert len([e for e in events if isinstance(e, ChunkEvent)]) >= 2, "streamed, not one blob"
-    stored = await services.repos.messages.all_for_session(session_of(events))
+    stored = await services.repos.messages.all_for_session(LOCAL, session_of(events))
     assert [(m.role, m.content) for m in stored] == [
         ("user", "hi"),
         ("assistant", "Hello there, friend."),
@@ -190,7 +193,7 @@ async def test_llm_failure_gives_error_event_and_keeps_message(
         assert isinstance(error, ErrorEvent), events
         assert error.message and "Traceback" not in error.message
         session_id = session_of(events)
-        stored = await services.repos.messages.all_for_session(session_id)
+        stored = await services.repos.messages.all_for_session(LOCAL, session_id)
         assert [(m.role, m.content) for m in stored] == [("user", "first question")]
 
         llm.script(Text("second answer"))
@@ -252,7 +255,7 @@ async def test_concurrent_messages_in_one_session_are_answered_in_order(
     events_one, events_two = await asyncio.gather(first, second)
     assert answer(events_one) == "answer one"
     assert answer(events_two) == "answer two"
-    stored = await services.repos.messages.all_for_session(session_id)
+    stored = await services.repos.messages.all_for_session(LOCAL, session_id)
     assert [m.content for m in stored] == [
         "start",
         "setup",
@@ -282,9 +285,9 @@ async def test_summarisation_archives_and_loses_nothing(
             session_id = session_of(events)
         await services.tasks.drain()
         assert session_id is not None
-        memories = await services.repos.memories.live(session_id)
+        memories = await services.repos.memories.live(LOCAL, session_id)
         assert [m.summary for m in memories] == ["SUMMARY: the user asked three questions."]
-        every = await services.repos.messages.all_for_session(session_id)
+        every = await services.repos.messages.all_for_session(LOCAL, session_id)
         assert len(every) == 6, "nothing deleted"
         archived = [m for m in every if m.archived_at is not None]
         assert [m.content for m in archived] == ["question 0", "answer 0", "question 1"]
@@ -292,8 +295,8 @@ async def test_summarisation_archives_and_loses_nothing(
         summary_request = llm.chat_requests[-1]
         assert "question 0" in json.dumps(summary_request.json, ensure_ascii=False)
 
-        await services.summarizer.maybe_summarize(session_id)
-        assert len(await services.repos.memories.live(session_id)) == 1, "never twice"
+        await services.summarizer.maybe_summarize(LOCAL, session_id)
+        assert len(await services.repos.memories.live(LOCAL, session_id)) == 1, "never twice"
 
         llm.script(Text("final"))
         await run(services, "question 3", session_id)
@@ -423,8 +426,8 @@ async def test_summaries_are_condensed_when_they_outgrow_their_budget(
             session_id = session_of(await run(services, f"question {index}", session_id))
             await services.tasks.drain()
         assert session_id is not None
-        live = await services.repos.memories.live(session_id)
-        every = await services.repos.memories.all_for_session(session_id)
+        live = await services.repos.memories.live(LOCAL, session_id)
+        every = await services.repos.memories.all_for_session(LOCAL, session_id)
     assert [m.summary for m in live] == ["CONDENSED: everything so far, short."]
     assert live[0].level == 1
     condensed = [m for m in every if m.condensed_into == live[0].id]
@@ -446,7 +449,7 @@ async def test_three_queued_messages_in_one_session_never_overlap(
     second = asyncio.create_task(run(services, "question two", session_id))
     third = asyncio.create_task(run(services, "question three", session_id))
     await asyncio.gather(first, second, third)
-    stored = await services.repos.messages.all_for_session(session_id)
+    stored = await services.repos.messages.all_for_session(LOCAL, session_id)
     assert [m.content for m in stored][2:] == [
         "question one",
         "answer one",

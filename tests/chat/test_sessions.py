@@ -15,6 +15,8 @@ from bot.store.db import Database
 THREAD = 1001
 GUILD = 77
 OPENER = 5005
+SPACE = "guild:77"
+OTHER = "guild:88"
 
 
 @dataclass
@@ -38,6 +40,7 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
 
 async def _opener(world: World, message_id: int, text: str = "Anyone tried the new ramen?") -> None:
     await world.repos.topics.add_post(
+        SPACE,
         42,
         kind="idle",
         topic="ramen",
@@ -49,41 +52,41 @@ async def _opener(world: World, message_id: int, text: str = "Anyone tried the n
 
 
 async def test_a_channel_gets_one_session_and_keeps_it(world: World) -> None:
-    assert await world.conversations.current(THREAD) is None
-    first = await world.conversations.for_channel(THREAD, title="Kyoto trip", guild_id=GUILD)
-    again = await world.conversations.for_channel(THREAD, title="another title")
+    assert await world.conversations.current(SPACE, THREAD) is None
+    first = await world.conversations.for_channel(SPACE, THREAD, title="Kyoto trip", guild_id=GUILD)
+    again = await world.conversations.for_channel(SPACE, THREAD, title="another title")
     assert again.id == first.id and again.title == "Kyoto trip"
     assert first.discord_channel_id == THREAD and first.discord_guild_id == GUILD
     assert first.source == "discord" and first.topic is None
-    assert await world.conversations.current(THREAD) == first
-    assert await world.repos.messages.all_for_session(first.id) == []
-    other = await world.conversations.for_channel(THREAD + 1, title="DM")
+    assert await world.conversations.current(SPACE, THREAD) == first
+    assert await world.repos.messages.all_for_session(SPACE, first.id) == []
+    other = await world.conversations.for_channel(SPACE, THREAD + 1, title="DM")
     assert other.id != first.id and other.discord_guild_id is None
 
 
 async def test_a_thread_on_a_topic_opener_continues_that_topic(world: World) -> None:
     await _opener(world, OPENER)
     # A thread opened on the opener message has the opener's id.
-    session = await world.conversations.for_channel(OPENER, title="ramen", guild_id=GUILD)
-    assert session.topic == "ramen"
-    messages = await world.repos.messages.all_for_session(session.id)
+    session = await world.conversations.for_channel(SPACE, OPENER, title="ramen", guild_id=GUILD)
+    assert session.topic == "ramen" and session.parent_channel_id == 42
+    messages = await world.repos.messages.all_for_session(SPACE, session.id)
     assert [(m.role, m.content) for m in messages] == [("assistant", "Anyone tried the new ramen?")]
 
 
 async def test_a_reply_to_a_topic_opener_continues_that_topic(world: World) -> None:
     await _opener(world, OPENER, "What are you reading?")
-    session = await world.conversations.for_channel(THREAD, title="books", reply_to=OPENER)
+    session = await world.conversations.for_channel(SPACE, THREAD, title="books", reply_to=OPENER)
     assert session.topic == "ramen" and session.discord_channel_id == THREAD
-    messages = await world.repos.messages.all_for_session(session.id)
+    messages = await world.repos.messages.all_for_session(SPACE, session.id)
     assert [m.content for m in messages] == ["What are you reading?"]
-    plain = await world.conversations.for_channel(THREAD + 1, title="x", reply_to=OPENER + 1)
+    plain = await world.conversations.for_channel(SPACE, THREAD + 1, title="x", reply_to=OPENER + 1)
     assert plain.topic is None
 
 
 async def test_reset_binds_a_fresh_session_and_keeps_the_old_one(world: World) -> None:
-    old = await world.conversations.for_channel(THREAD, title="Kyoto trip", guild_id=GUILD)
+    old = await world.conversations.for_channel(SPACE, THREAD, title="Kyoto trip", guild_id=GUILD)
     await world.conversations.pin_model(old, "ollama/other-model")
-    pinned = await world.conversations.current(THREAD)
+    pinned = await world.conversations.current(SPACE, THREAD)
     assert pinned is not None and pinned.model == "ollama/other-model"
     fresh = await world.conversations.reset(pinned)
     assert fresh.id != old.id
@@ -92,9 +95,23 @@ async def test_reset_binds_a_fresh_session_and_keeps_the_old_one(world: World) -
         "ollama/other-model",
         GUILD,
     )
-    assert await world.conversations.current(THREAD) == fresh
-    closed = await world.repos.sessions.get(old.id)
+    assert await world.conversations.current(SPACE, THREAD) == fresh
+    closed = await world.repos.sessions.get(SPACE, old.id)
     assert closed is not None and closed.closed_at is not None
     await world.conversations.pin_model(fresh, None)
-    current = await world.conversations.current(THREAD)
+    current = await world.conversations.current(SPACE, THREAD)
     assert current is not None and current.model is None
+
+
+async def test_sessions_and_openers_stay_in_their_space(world: World) -> None:
+    await _opener(world, OPENER)
+    elsewhere = await world.conversations.for_channel(OTHER, OPENER, title="x", guild_id=88)
+    assert elsewhere.topic is None, "another space's opener is not continued"
+    assert await world.repos.messages.all_for_session(OTHER, elsewhere.id) == []
+    assert await world.conversations.current(SPACE, OPENER) is None
+    thread = await world.conversations.for_channel(
+        SPACE, THREAD, title="t", guild_id=GUILD, parent_channel_id=42
+    )
+    assert (thread.space_id, thread.parent_channel_id, thread.pool_channel_id) == (SPACE, 42, 42)
+    fresh = await world.conversations.reset(thread)
+    assert (fresh.space_id, fresh.parent_channel_id) == (SPACE, 42)

@@ -28,6 +28,11 @@ class World:
     services: Services
     bot: PlayChatBot
 
+    @property
+    def space(self) -> str:
+        """The space of the fake guild."""
+        return f"guild:{self.server.guild_id}"
+
     def bot_messages(self, channel_id: int) -> list[FakeMessage]:
         """The bot's visible messages in a channel or thread, oldest first."""
         return [

@@ -64,9 +64,9 @@ async def test_failed_turn_is_one_short_message_and_the_question_is_kept(
         )
         await w.settle()
         assert len(w.bot_messages(thread_id)) == 1 and len(failed.content) < 300
-        session = await w.services.repos.sessions.open_for_channel(thread_id)
+        session = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
         assert session is not None
-        stored = await w.services.repos.messages.all_for_session(session.id)
+        stored = await w.services.repos.messages.all_for_session(session.space_id, session.id)
         assert [(m.role, m.content) for m in stored] == [("user", "Will this work?")]
 
 
@@ -92,7 +92,10 @@ async def test_cooldown_refuses_politely_once_without_calling_the_llm(
         await w.wait_text(thread_id, "Admin answer.")
         assert len(w.llm.chat_requests) == 2
         assert sum("⏳" in m.content for m in w.bot_messages(thread_id)) == 1
-        session = await w.services.repos.sessions.open_for_channel(thread_id)
+        session = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
         assert session is not None
-        users = [m.content for m in await w.services.repos.messages.all_for_session(session.id)]
+        users = [
+            m.content
+            for m in await w.services.repos.messages.all_for_session(session.space_id, session.id)
+        ]
         assert "second" not in users and "third" not in users

@@ -52,9 +52,9 @@ async def test_pdf_attachment_is_read_through_pdf_to_text(world: WorldFactory) -
         assert f'pdf_to_text("{refs[0]}")' in _last_user_text(first)
         tool_results = [m["content"] for m in second.messages if m["role"] == "tool"]
         assert len(tool_results) == 1 and "HERON-42" in tool_results[0]
-        session = await w.services.repos.sessions.open_for_channel(thread_id)
+        session = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
         assert session is not None
-        stored = await w.services.repos.attachments.list_for_session(session.id)
+        stored = await w.services.repos.attachments.list_for_session(session.space_id, session.id)
         assert [(a.filename, a.content_type, a.size) for a in stored] == [
             ("report.pdf", "application/pdf", len(pdf))
         ]

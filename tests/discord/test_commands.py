@@ -61,7 +61,7 @@ async def test_note_write_then_read_append_list_and_autocomplete(world: WorldFac
             "note write", {"title": "Groceries", "content": "bread"}
         )
         assert "Saved note" in (await w.server.wait_for_reply(ix)).content
-        page = await w.services.notes.find("Groceries")
+        page = await w.services.notes.find(w.space, "Groceries")
         assert page is not None and page.content == "bread"
 
         ix = await w.server.inject_interaction("note list")
@@ -80,7 +80,7 @@ async def test_note_write_then_read_append_list_and_autocomplete(world: WorldFac
 
 async def test_note_link_attaches_the_page_to_this_thread(world: WorldFactory) -> None:
     async with world() as w:
-        await w.services.notes.create("Trip", "Leave at 9:00 from Kyoto station.")
+        await w.services.notes.create(w.space, "Trip", "Leave at 9:00 from Kyoto station.")
         ix = await w.server.inject_interaction("note link", {"title": "Trip"})
         refused = await w.server.wait_for_reply(ix)
         assert refused.ephemeral and "conversation threads" in refused.content
@@ -88,10 +88,10 @@ async def test_note_link_attaches_the_page_to_this_thread(world: WorldFactory) -
         thread_id = await _thread(w)
         ix = await w.server.inject_interaction("note link", {"title": "Trip"}, channel_id=thread_id)
         assert "Linked **Trip**" in (await w.server.wait_for_reply(ix)).content
-        session = await w.services.repos.sessions.open_for_channel(thread_id)
-        page = await w.services.notes.find("Trip")
+        session = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
+        page = await w.services.notes.find(w.space, "Trip")
         assert session is not None and page is not None
-        assert await w.services.notes.linked_page_ids(session.id) == [page.id]
+        assert await w.services.notes.linked_page_ids(session.space_id, session.id) == [page.id]
 
         w.llm.script(Text("At nine.", chunks=1))
         await w.server.inject_message("when do we leave?", channel_id=thread_id, mention_bot=False)
@@ -103,7 +103,7 @@ async def test_note_link_attaches_the_page_to_this_thread(world: WorldFactory) -
             "note unlink", {"title": "Trip"}, channel_id=thread_id
         )
         assert "Unlinked" in (await w.server.wait_for_reply(ix)).content
-        assert await w.services.notes.linked_page_ids(session.id) == []
+        assert await w.services.notes.linked_page_ids(session.space_id, session.id) == []
 
 
 async def test_model_set_is_refused_for_non_admins_before_any_change(world: WorldFactory) -> None:
@@ -115,7 +115,7 @@ async def test_model_set_is_refused_for_non_admins_before_any_change(world: Worl
         )
         refused = await w.server.wait_for_reply(ix)
         assert refused.ephemeral and "Manage Server" in refused.content
-        session = await w.services.repos.sessions.open_for_channel(thread_id)
+        session = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
         assert session is not None and session.model is None
         assert w.services.settings().llm_model == "ollama/test-model"
 
@@ -135,7 +135,7 @@ async def test_model_set_is_refused_for_non_admins_before_any_change(world: Worl
             "model set", {"value": "ollama/other-model"}, channel_id=thread_id, user=admin
         )
         assert "now uses **ollama/other-model**" in (await w.server.wait_for_reply(ix)).content
-        session = await w.services.repos.sessions.open_for_channel(thread_id)
+        session = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
         assert session is not None and session.model == "ollama/other-model"
 
         w.llm.script(Text("From the other model.", chunks=1))
@@ -176,13 +176,13 @@ async def test_memory_reset_and_export(world: WorldFactory) -> None:
         data = json.loads((await w.server.wait_for_reply(ix)).attachments[0].data)
         assert [m["content"] for m in data["messages"]] == ["first question", "First answer."]
 
-        old = await w.services.repos.sessions.open_for_channel(thread_id)
+        old = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
         ix = await w.server.inject_interaction("reset", channel_id=thread_id)
         done = await w.server.wait_for_reply(ix)
         assert not done.ephemeral and "fresh conversation" in done.content
-        new = await w.services.repos.sessions.open_for_channel(thread_id)
+        new = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
         assert old is not None and new is not None and new.id != old.id
-        assert (await w.services.repos.sessions.get(old.id)).closed_at is not None  # type: ignore[union-attr]
+        assert (await w.services.repos.sessions.get(w.space, old.id)).closed_at is not None  # type: ignore[union-attr]
 
         w.llm.script(Text("Fresh start.", chunks=1))
         await w.server.inject_message("second question", channel_id=thread_id, mention_bot=False)
@@ -197,7 +197,7 @@ class _SlowNotes:
     def __init__(self, release: asyncio.Event | None) -> None:
         self.release = release
 
-    async def list_pages(self) -> list[Any]:
+    async def list_pages(self, space: str) -> list[Any]:
         if self.release is None:
             raise RuntimeError("database on fire")
         await asyncio.wait_for(self.release.wait(), WAIT)
@@ -230,7 +230,7 @@ async def test_access_lists_apply_to_slash_commands(world: WorldFactory) -> None
         ix = await w.server.inject_interaction("note write", {"title": "x", "content": "y"})
         refused = await w.server.wait_for_reply(ix)
         assert refused.ephemeral and refused.content == "You cannot use PlayChat here."
-        assert await w.services.notes.find("x") is None
+        assert await w.services.notes.find(w.space, "x") is None
         ix = await w.server.inject_interaction("note list", user=w.server.admin_user)
         assert "no notes yet" in (await w.server.wait_for_reply(ix)).content
 

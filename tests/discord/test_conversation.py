@@ -35,9 +35,9 @@ async def test_mention_opens_thread_and_streams_the_reply(world: WorldFactory) -
         typing = w.server.calls_to("POST", rf"^/channels/{thread_id}/typing$")
         assert typing and typing[0].at <= w.posts(thread_id)[0].at
 
-        session = await w.services.repos.sessions.open_for_channel(thread_id)
+        session = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
         assert session is not None and session.source == "discord"
-        stored = await w.services.repos.messages.all_for_session(session.id)
+        stored = await w.services.repos.messages.all_for_session(session.space_id, session.id)
         assert [(m.role, m.discord_message_id) for m in stored] == [
             ("user", sent.id),
             ("assistant", None),
@@ -52,7 +52,7 @@ async def test_mention_opens_thread_and_streams_the_reply(world: WorldFactory) -
         sent_text = "\n".join(str(m.get("content")) for m in requests[1].messages)
         assert answer.strip() in sent_text, "the earlier exchange is in the context"
         assert requests[1].messages[-1]["content"].endswith("Where?")
-        stored = await w.services.repos.messages.all_for_session(session.id)
+        stored = await w.services.repos.messages.all_for_session(session.space_id, session.id)
         assert [m.discord_message_id for m in stored if m.role == "user"] == [sent.id, follow.id]
 
 
@@ -118,9 +118,9 @@ async def test_dms_are_conversations_when_allowed(world: WorldFactory) -> None:
         await w.server.inject_message("again", channel_id=dm.id, mention_bot=False)
         await w.wait_text(dm.id, "Still here.")
         assert w.server.threads == []
-        session = await w.services.repos.sessions.open_for_channel(dm.id)
+        session = await w.services.repos.sessions.open_for_channel(f"dm:{w.server.user.id}", dm.id)
         assert session is not None and session.discord_guild_id is None
-        stored = await w.services.repos.messages.all_for_session(session.id)
+        stored = await w.services.repos.messages.all_for_session(session.space_id, session.id)
         assert [m.content for m in stored] == ["hi", "Hello in private.", "again", "Still here."]
         assert stored[0].discord_message_id == first.id
 
@@ -214,8 +214,8 @@ async def test_in_a_thread_the_bot_did_not_open_only_mentions_are_turns(
         await w.wait_text(thread.id, "Again.")
         assert [t.id for t in w.server.threads] == [thread.id], "no nested thread"
         assert len(w.llm.chat_requests) == 2
-        session = await w.services.repos.sessions.open_for_channel(thread.id)
+        session = await w.services.repos.sessions.open_for_channel(w.space, thread.id)
         assert session is not None
-        stored = await w.services.repos.messages.all_for_session(session.id)
+        stored = await w.services.repos.messages.all_for_session(session.space_id, session.id)
         assert [m.content for m in stored if m.role == "user"] == ["bot, join in", "bot, again"]
         assert stored[0].discord_message_id == asked.id

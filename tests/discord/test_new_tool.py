@@ -110,6 +110,7 @@ async def test_a_new_tool_shows_its_icon_and_failure_in_the_terminal(
     chat = TerminalChat(
         services.engine,
         ui=ui_text("en"),
+        space_id="local:local",
         stdin=io.StringIO("Weather tomorrow in Atlantis and Kyoto?\n"),
         stdout=out,
         stderr=err,

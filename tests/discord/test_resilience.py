@@ -36,9 +36,9 @@ async def _bot_says(bot: PlayChatBot, text: str) -> None:
 
 
 async def _user_messages(w: World, thread_id: int) -> list[tuple[str, int | None]]:
-    session = await w.services.repos.sessions.open_for_channel(thread_id)
+    session = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
     assert session is not None
-    stored = await w.services.repos.messages.all_for_session(session.id)
+    stored = await w.services.repos.messages.all_for_session(session.space_id, session.id)
     return [(m.role, m.discord_message_id) for m in stored]
 
 
@@ -162,7 +162,7 @@ async def test_shutdown_lets_a_running_turn_finish_first(world: WorldFactory) ->
         await w.bot.shutdown(grace=10)
         assert w.bot.is_closed()
         assert w.bot_messages(thread_id)[-1].content == "Slow but complete."
-        session = await w.services.repos.sessions.open_for_channel(thread_id)
+        session = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
         assert session is not None
-        stored = await w.services.repos.messages.all_for_session(session.id)
+        stored = await w.services.repos.messages.all_for_session(session.space_id, session.id)
         assert [m.role for m in stored] == ["user", "assistant"]

@@ -13,14 +13,16 @@ async def test_topic_post_arrives_and_a_reply_continues_with_the_topic(
     world: WorldFactory,
 ) -> None:
     async with world() as w:
-        await w.services.word_pool.add_texts(["ラーメンが好き"])
-        assert w.services.word_pool.snapshot() == ["ラーメン"]
         ix = await w.server.inject_interaction(
             "topic enable", {"idle_minutes": 30}, user=w.server.admin_user
         )
         assert "✅" in (await w.server.wait_for_reply(ix)).content
-        channel = await w.services.repos.topics.get(w.server.channel_id)
+        channel = await w.services.repos.topics.get(w.space, w.server.channel_id)
         assert channel is not None and channel.enabled and channel.idle_minutes == 30
+        assert channel.space_id == w.space
+        await w.services.topics.record_activity(w.space, w.server.channel_id, "ラーメンが好き")
+        pool = await w.services.word_pool.words(w.space, w.server.channel_id)
+        assert [word.word for word in pool] == ["ラーメン"]
 
         w.llm.script(Text(OPENER))
         ix = await w.server.inject_interaction("topic now", user=w.server.admin_user)
@@ -43,7 +45,7 @@ async def test_topic_post_arrives_and_a_reply_continues_with_the_topic(
         ]
         assert conversation[0] == ("assistant", OPENER), "the thread knows its topic"
         assert conversation[-1][0] == "user" and "駅前の新しい店" in conversation[-1][1]
-        session = await w.services.repos.sessions.open_for_channel(thread_id)
+        session = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
         assert session is not None and session.topic == "ラーメン"
 
 
@@ -54,7 +56,7 @@ async def test_topic_commands_are_admin_only_and_tools_lists_builtins(
         ix = await w.server.inject_interaction("topic enable", user=w.server.user)
         refused = await w.server.wait_for_reply(ix)
         assert "admin" in refused.content.lower() or "管理" in refused.content
-        assert await w.services.repos.topics.get(w.server.channel_id) is None
+        assert await w.services.repos.topics.get(w.space, w.server.channel_id) is None
 
         ix = await w.server.inject_interaction(
             "topic schedule", {"cron": "not a cron"}, user=w.server.admin_user
@@ -66,7 +68,7 @@ async def test_topic_commands_are_admin_only_and_tools_lists_builtins(
             user=w.server.admin_user,
         )
         assert "🗓️" in (await w.server.wait_for_reply(ix)).content
-        channel = await w.services.repos.topics.get(w.server.channel_id)
+        channel = await w.services.repos.topics.get(w.space, w.server.channel_id)
         assert channel is not None and channel.cron == "0 9 * * *"
 
         ix = await w.server.inject_interaction("tools", user=w.server.user)
@@ -80,6 +82,7 @@ async def test_knowledge_commands_list_read_and_delete(world: WorldFactory) -> N
     async with world() as w:
         repo = KnowledgeRepository(w.services.db)
         entry = await repo.add(
+            w.space,
             query="kyoto weather",
             title="Kyoto weather",
             summary="- sunny all week",
@@ -96,12 +99,14 @@ async def test_knowledge_commands_list_read_and_delete(world: WorldFactory) -> N
             "knowledge delete", {"entry": entry.id}, user=w.server.user
         )
         await w.server.wait_for_reply(ix)
-        assert await w.services.knowledge.get(entry.id) is not None, "members cannot delete"
+        assert await w.services.knowledge.get(w.space, entry.id) is not None, (
+            "members cannot delete"
+        )
         ix = await w.server.inject_interaction(
             "knowledge delete", {"entry": entry.id}, user=w.server.admin_user
         )
         assert "🗑️" in (await w.server.wait_for_reply(ix)).content
-        assert await w.services.knowledge.get(entry.id) is None
+        assert await w.services.knowledge.get(w.space, entry.id) is None
 
 
 async def test_the_topics_extension_registers_as_poster_and_unregisters_on_unload(

@@ -8,14 +8,14 @@ from bot.chat.engine import TurnRequest
 from bot.chat.events import ChunkEvent, DoneEvent, Event, SessionEvent, ToolEvent
 from bot.services import ServiceOptions, Services, open_services
 from bot.store.api_logs import ApiLogFilter
-from tests.conftest import SettingsFactory
+from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
 from tests.mcp.conftest import ConfigWriter, started_manager, stdio_entry, wait_server
 from tests.mcp.servers.loopback_http import McpHttpServer
 
 
 async def run(services: Services, text: str) -> list[Event]:
-    return [event async for event in services.engine.run_turn(TurnRequest(text))]
+    return [event async for event in services.engine.run_turn(TurnRequest(text, space_id=LOCAL))]
 
 
 def tool_results(request_messages: list[dict[str, object]]) -> list[str]:

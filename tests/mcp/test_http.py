@@ -8,7 +8,7 @@ import time
 
 from bot.services import ServiceOptions, open_services
 from bot.store.api_logs import ApiLogFilter
-from tests.conftest import SettingsFactory
+from tests.conftest import LOCAL, SettingsFactory
 from tests.mcp.conftest import ConfigWriter, server, started_manager, wait_server
 from tests.mcp.servers.demo import build_legacy_server
 from tests.mcp.servers.loopback_http import McpHttpServer
@@ -184,7 +184,7 @@ async def test_every_call_is_logged_with_secrets_redacted(
         open_services(make_settings(mcp_config=config), service_options) as services,
         started_manager(services),
     ):
-        session = await services.repos.sessions.create(title="t")
+        session = await services.repos.sessions.create(LOCAL, title="t")
         await services.registry.execute(
             "web__echo", {"text": f"my key is {secret}"}, injected={"session_id": session.id}
         )

@@ -26,7 +26,7 @@ from bot.store.db import Database
 from bot.tools.knowledge_tools import register_knowledge_tools
 from bot.tools.registry import ToolRegistry, ToolResult
 from bot.tools.web_search import web_search_sources
-from tests.conftest import FAST_RETRY, SettingsFactory
+from tests.conftest import FAST_RETRY, LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, HttpError, Text, ToolCalls
 
 HITS = [
@@ -49,8 +49,12 @@ async def knowledge(settings: Settings) -> AsyncIterator[KnowledgeService]:
     await db.close()
 
 
-def web_files(settings: Settings) -> list[Path]:
-    folder = settings.kb_dir / "web_search"
+S = "guild:1"
+S_DIR = "guild_1"
+
+
+def web_files(settings: Settings, space_dir: str = S_DIR) -> list[Path]:
+    folder = settings.kb_dir / "web_search" / space_dir
     return sorted(folder.iterdir()) if folder.exists() else []
 
 
@@ -102,7 +106,7 @@ async def test_save_search_stores_entry_sources_and_markdown(
     knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer
 ) -> None:
     llm.script(Text("# Kyoto weather\n- sunny\n- 24°C"))
-    entry = await knowledge.save_search("kyoto weather", HITS, session_id=None)
+    entry = await knowledge.save_search(S, "kyoto weather", HITS, session_id=None)
     assert entry is not None
     assert (entry.title, entry.summary, entry.query) == (
         "Kyoto weather",
@@ -116,12 +120,13 @@ async def test_save_search_stores_entry_sources_and_markdown(
     assert request.stream is False
 
     (path,) = web_files(settings)
-    assert entry.md_path == f"web_search/{path.name}"
+    assert entry.md_path == f"web_search/{S_DIR}/{path.name}"
+    assert entry.space_id == S
     assert path.name.endswith("-kyoto-weather.md")
     text = path.read_text("utf-8")
     assert text.startswith("# Kyoto weather\n")
     assert "- sunny" in text and "(https://weather.example/kyoto)" in text
-    assert await knowledge.get(entry.id) == entry
+    assert await knowledge.get(S, entry.id) == entry
 
 
 @pytest.mark.parametrize("query", ["../../etc/passwd", "😀" * 300, "/abs/../../x", "a\x00b"])
@@ -129,10 +134,10 @@ async def test_hostile_query_stays_inside_web_search_folder(
     knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer, query: str
 ) -> None:
     llm.script(Text("# T\n- x"))
-    entry = await knowledge.save_search(query, HITS, session_id=None)
+    entry = await knowledge.save_search(S, query, HITS, session_id=None)
     assert entry is not None and entry.md_path is not None
     (path,) = web_files(settings)
-    assert path.parent.resolve() == (settings.kb_dir / "web_search").resolve()
+    assert path.parent.resolve() == (settings.kb_dir / "web_search" / S_DIR).resolve()
     assert (settings.kb_dir / entry.md_path).resolve() == path.resolve()
     every_file = [p for p in settings.kb_dir.parent.rglob("*") if p.is_file()]
     assert [p for p in every_file if p.suffix == ".md"] == [path]
@@ -142,8 +147,8 @@ async def test_same_slug_twice_gets_two_files(
     knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer
 ) -> None:
     llm.script(Text("# A\n- 1"), Text("# B\n- 2"))
-    first = await knowledge.save_search("same", HITS, session_id=None)
-    second = await knowledge.save_search("Same!", HITS, session_id=None)
+    first = await knowledge.save_search(S, "same", HITS, session_id=None)
+    second = await knowledge.save_search(S, "Same!", HITS, session_id=None)
     assert first is not None and second is not None
     assert first.md_path is not None and second.md_path is not None
     assert first.md_path != second.md_path
@@ -155,8 +160,8 @@ async def test_repeated_query_reuses_the_fresh_entry(
     knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer
 ) -> None:
     llm.script(Text("# Kyoto weather\n- sunny"))
-    first = await knowledge.save_search("kyoto weather", HITS, session_id=None)
-    again = await knowledge.save_search("Kyoto Weather", HITS, session_id=None)
+    first = await knowledge.save_search(S, "kyoto weather", HITS, session_id=None)
+    again = await knowledge.save_search(S, "Kyoto Weather", HITS, session_id=None)
     assert first is not None and again == first
     assert len(llm.chat_requests) == 1, "the cached search is not summarised twice"
     assert len(web_files(settings)) == 1
@@ -166,10 +171,10 @@ async def test_llm_failure_saves_nothing(
     knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer
 ) -> None:
     llm.script(HttpError(500, "boom"), HttpError(500, "boom"))
-    assert await knowledge.save_search("q", HITS, session_id=None) is None
+    assert await knowledge.save_search(S, "q", HITS, session_id=None) is None
     llm.script(Text("   "))
-    assert await knowledge.save_search("q", HITS, session_id=None) is None
-    assert await knowledge.latest(10) == []
+    assert await knowledge.save_search(S, "q", HITS, session_id=None) is None
+    assert await knowledge.latest(S, 10) == []
     assert web_files(settings) == []
 
 
@@ -177,8 +182,8 @@ async def test_no_usable_results_costs_no_llm_call(
     knowledge: KnowledgeService, llm: FakeLLMServer
 ) -> None:
     junk = [{"title": "x", "href": "javascript:alert(1)"}, {"title": "no link"}]
-    assert await knowledge.save_search("q", junk, session_id=None) is None
-    assert await knowledge.save_search("q", [], session_id=None) is None
+    assert await knowledge.save_search(S, "q", junk, session_id=None) is None
+    assert await knowledge.save_search(S, "q", [], session_id=None) is None
     assert llm.chat_requests == []
 
 
@@ -186,28 +191,38 @@ async def test_delete_removes_row_and_file_but_never_outside(
     knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer
 ) -> None:
     llm.script(Text("# A\n- 1"))
-    entry = await knowledge.save_search("delete me", HITS, session_id=None)
+    entry = await knowledge.save_search(S, "delete me", HITS, session_id=None)
     assert entry is not None
     (path,) = web_files(settings)
-    assert await knowledge.delete(entry.id) is True
+    assert await knowledge.delete(S, entry.id) is True
     assert not path.exists()
-    assert await knowledge.get(entry.id) is None
-    assert await knowledge.delete(entry.id) is False
+    assert await knowledge.get(S, entry.id) is None
+    assert await knowledge.delete(S, entry.id) is False
 
     outside = settings.kb_dir / "precious.md"
     outside.write_text("keep me", "utf-8")
+    theirs = settings.kb_dir / "web_search" / "guild_2" / "theirs.md"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text("another space's", "utf-8")
     db = await Database.open(settings.db_path)
     try:
-        for md_path in ("precious.md", "web_search/../precious.md", str(outside)):
+        for md_path in (
+            "precious.md",
+            "web_search/../precious.md",
+            str(outside),
+            f"web_search/{S_DIR}/../guild_2/theirs.md",
+            "web_search/guild_2/theirs.md",
+        ):
             entry_id = await db.execute(
-                "INSERT INTO knowledge_entries (query, title, summary, md_path, created_at) "
-                "VALUES ('q', 't', 's', ?, '2024-01-01')",
-                (md_path,),
+                "INSERT INTO knowledge_entries (space_id, query, title, summary, md_path, "
+                "created_at) VALUES (?, 'q', 't', 's', ?, '2024-01-01')",
+                (S, md_path),
             )
-            assert await knowledge.delete(entry_id) is True
+            assert await knowledge.delete(S, entry_id) is True
     finally:
         await db.close()
     assert outside.read_text("utf-8") == "keep me"
+    assert theirs.read_text("utf-8") == "another space's"
 
 
 async def test_latest_and_list_page_newest_first(
@@ -215,28 +230,34 @@ async def test_latest_and_list_page_newest_first(
 ) -> None:
     for index in range(5):
         llm.script(Text(f"# Entry {index}\n- x"))
-        assert await knowledge.save_search(f"q{index}", HITS, session_id=None) is not None
-    assert [e.title for e in await knowledge.latest(2)] == ["Entry 4", "Entry 3"]
-    first = await knowledge.list(limit=3)
+        assert await knowledge.save_search(S, f"q{index}", HITS, session_id=None) is not None
+    assert [e.title for e in await knowledge.latest(S, 2)] == ["Entry 4", "Entry 3"]
+    first = await knowledge.list(S, limit=3)
     assert [e.title for e in first] == ["Entry 4", "Entry 3", "Entry 2"]
-    rest = await knowledge.list(limit=3, before_id=first[-1].id)
+    rest = await knowledge.list(S, limit=3, before_id=first[-1].id)
     assert [e.title for e in rest] == ["Entry 1", "Entry 0"]
 
 
 async def test_read_knowledge_tool(knowledge: KnowledgeService, llm: FakeLLMServer) -> None:
     llm.script(Text("# Kyoto weather\n- sunny"))
-    entry = await knowledge.save_search("kyoto weather", HITS, session_id=None)
+    entry = await knowledge.save_search(S, "kyoto weather", HITS, session_id=None)
     assert entry is not None
     registry = ToolRegistry()
     register_knowledge_tools(registry, knowledge)
-    result = await registry.execute("read_knowledge", {"entry_id": entry.id})
+    result = await registry.execute(
+        "read_knowledge", {"entry_id": entry.id}, injected={"space_id": S}
+    )
     assert not result.failed and registry.get("read_knowledge").icon == "📚"  # type: ignore[union-attr]
     text = result.text
     assert text.startswith(f"# Kyoto weather (knowledge #{entry.id}")
     assert "- sunny" in text and "https://jma.example/k" in text
-    missing = await registry.execute("read_knowledge", {"entry_id": 999})
+    missing = await registry.execute("read_knowledge", {"entry_id": 999}, injected={"space_id": S})
     assert missing.failed and "#999" in json.loads(missing.text)["error"]
-    bad = await registry.execute("read_knowledge", {"entry_id": "abc"})
+    elsewhere = await registry.execute(
+        "read_knowledge", {"entry_id": entry.id}, injected={"space_id": "guild:2"}
+    )
+    assert elsewhere.failed and "sunny" not in elsewhere.text, "another space's entry is unknown"
+    bad = await registry.execute("read_knowledge", {"entry_id": "abc"}, injected={"space_id": S})
     assert bad.failed and "entry_id" in json.loads(bad.text)["error"]
 
 
@@ -255,7 +276,7 @@ async def test_hook_ignores_other_tools_and_failed_searches(
         ("web_search", ToolResult("[]")),
         ("web_search", ToolResult("not json")),
     ]:
-        await hook(ToolOutcome("s", "1", name, {"query": "q"}, result, "q"), events.append)
+        await hook(ToolOutcome(S, "s", "1", name, {"query": "q"}, result, "q"), events.append)
     assert events == []
     assert llm.chat_requests == []
 
@@ -263,7 +284,9 @@ async def test_hook_ignores_other_tools_and_failed_searches(
 async def test_hook_reports_a_failed_save(knowledge: KnowledgeService, llm: FakeLLMServer) -> None:
     llm.script(HttpError(500, "boom"), HttpError(500, "boom"))
     events: list[Event] = []
-    outcome = ToolOutcome("s", "1", "web_search", {"query": "q"}, ToolResult(json.dumps(HITS)), "q")
+    outcome = ToolOutcome(
+        S, "s", "1", "web_search", {"query": "q"}, ToolResult(json.dumps(HITS)), "q"
+    )
     await SaveKnowledgeHook(knowledge)(outcome, events.append)
     assert [(e.id, e.status, e.icon) for e in events if isinstance(e, ToolEvent)] == [
         (SAVE_KNOWLEDGE_ID, "running", "💾"),
@@ -297,7 +320,12 @@ async def test_web_search_turn_saves_knowledge_and_next_turn_lists_heading(
             Text("# Kyoto weather\n- sunny"),
             Text("It is sunny in Kyoto."),
         )
-        events = [e async for e in services.engine.run_turn(TurnRequest("weather in kyoto?"))]
+        events = [
+            e
+            async for e in services.engine.run_turn(
+                TurnRequest("weather in kyoto?", space_id=LOCAL)
+            )
+        ]
         assert searched == ["kyoto weather"]
         first, summary_request, final = llm.chat_requests
         assert "web_search" in first.tool_names
@@ -333,7 +361,12 @@ async def test_web_search_turn_saves_knowledge_and_next_turn_lists_heading(
         assert [row[0] for row in logs] == ["chat", "knowledge", "chat"]
 
         llm.script(Text("Still sunny."))
-        [e async for e in services.engine.run_turn(TurnRequest("and now?", session.session_id))]
+        [
+            e
+            async for e in services.engine.run_turn(
+                TurnRequest("and now?", session.session_id, space_id=LOCAL)
+            )
+        ]
         next_first = llm.chat_requests[-1]
         systems = [m["content"] for m in next_first.messages if m["role"] == "system"]
         heading = f"- [#{entry['id']}] Kyoto weather ("
@@ -361,12 +394,69 @@ async def test_saved_search_reaches_layer_3_through_the_local_kb(
             Text("# Kyoto weather\n- sunny all week"),
             Text("Sunny."),
         )
-        events = [e async for e in services.engine.run_turn(TurnRequest("kyoto weather?"))]
+        events = [
+            e async for e in services.engine.run_turn(TurnRequest("kyoto weather?", space_id=LOCAL))
+        ]
         session = events[0]
         assert isinstance(session, SessionEvent)
         llm.script(Text("Yes."))
-        turn = TurnRequest("kyoto weather tomorrow?", session.session_id)
+        turn = TurnRequest("kyoto weather tomorrow?", session.session_id, space_id=LOCAL)
         [e async for e in services.engine.run_turn(turn)]
         systems = [m["content"] for m in llm.chat_requests[-1].messages if m["role"] == "system"]
         kb_layer = next(text for text in systems if text.startswith("[Local knowledge base"))
-        assert "- sunny all week" in kb_layer and "web_search/" in kb_layer
+        assert "- sunny all week" in kb_layer and "web_search/local_local/" in kb_layer
+
+
+async def test_move_gives_the_entry_and_its_file_to_another_space(
+    knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer
+) -> None:
+    llm.script(Text("# Kyoto weather\n- sunny"))
+    entry = await knowledge.save_search(S, "kyoto weather", HITS, session_id=None)
+    assert entry is not None
+    moved = await knowledge.move(S, entry.id, "guild:2")
+    assert moved is not None and moved.space_id == "guild:2"
+    assert web_files(settings) == []
+    (path,) = web_files(settings, "guild_2")
+    assert moved.md_path == f"web_search/guild_2/{path.name}"
+    assert path.read_text("utf-8").startswith("# Kyoto weather")
+    assert await knowledge.get(S, entry.id) is None
+    assert await knowledge.move(S, entry.id, "guild:3") is None, "not in S any more"
+    assert await knowledge.latest("guild:2", 5) == [moved]
+
+
+async def test_purge_files_removes_only_that_space_folder(
+    knowledge: KnowledgeService, settings: Settings, llm: FakeLLMServer
+) -> None:
+    llm.script(Text("# A\n- 1"), Text("# B\n- 2"))
+    await knowledge.save_search(S, "a", HITS, session_id=None)
+    await knowledge.save_search("guild:2", "b", HITS, session_id=None)
+    assert await knowledge.purge_files(S) == 1
+    assert not (settings.kb_dir / "web_search" / S_DIR).exists()
+    assert len(web_files(settings, "guild_2")) == 1
+
+
+async def test_files_saved_before_spaces_move_into_their_space_folder(
+    knowledge: KnowledgeService, settings: Settings
+) -> None:
+    root = settings.kb_dir / "web_search"
+    root.mkdir(parents=True)
+    (root / "old.md").write_text("# Old\n", "utf-8")
+    (root / "orphan.md").write_text("# Orphan\n", "utf-8")
+    db = await Database.open(settings.db_path)
+    try:
+        await db.execute(
+            "INSERT INTO spaces (id, kind, created_at) VALUES ('guild:9', 'guild', 'now')"
+        )
+        entry_id = await db.execute(
+            "INSERT INTO knowledge_entries (space_id, query, title, summary, md_path, created_at) "
+            "VALUES ('guild:9', 'q', 'Old', 's', 'web_search/old.md', 'now')"
+        )
+        assert await knowledge.relocate_files(LOCAL) == 2
+        assert await knowledge.relocate_files(LOCAL) == 0, "idempotent"
+        entry = await knowledge.get("guild:9", entry_id)
+        assert entry is not None and entry.md_path == "web_search/guild_9/old.md"
+    finally:
+        await db.close()
+    assert (root / "guild_9" / "old.md").read_text("utf-8") == "# Old\n"
+    assert (root / "local_local" / "orphan.md").is_file()
+    assert sorted(p.name for p in root.iterdir()) == ["guild_9", "local_local"]

@@ -30,6 +30,7 @@ from bot.store.sessions import SessionRepository
 from tests.conftest import SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text
 
+S = "local:local"
 BUDGETS = [0, 1, 5, 20, 37, 60, 90, 150, 240, 400, 800, 2000, 5000]
 
 
@@ -63,11 +64,11 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 
 @pytest.fixture
 async def session_id(db: Database) -> str:
-    return (await SessionRepository(db).create(title="t")).id
+    return (await SessionRepository(db).create(S, title="t")).id
 
 
 def request_for(session_id: str, settings: Settings, text: str = "hello") -> ContextRequest:
-    return ContextRequest(session_id, text, 1, settings)
+    return ContextRequest(S, session_id, text, 1, settings)
 
 
 async def add_entries(db: Database, count: int) -> list[int]:
@@ -75,6 +76,7 @@ async def add_entries(db: Database, count: int) -> list[int]:
     ids = []
     for index in range(count):
         entry = await repo.add(
+            S,
             query=f"query {index}",
             title=f"Heading number {index}",
             summary=f"- secret body {index}",
@@ -136,11 +138,11 @@ async def test_note_titles_grouped_by_section_with_linked_marks(
     request = request_for(session_id, settings)
     assert await layer.render(request, 500) is None
 
-    await notes.create("Loose", "no section here")
-    groceries = await notes.create("Groceries", "milk, eggs\n\nbread " + "x" * 100, "Home")
-    await notes.create("Standup", "", "Work")
-    await notes.create("Chores", "vacuum", "Home")
-    await notes.link(session_id, groceries.id)
+    await notes.create(S, "Loose", "no section here")
+    groceries = await notes.create(S, "Groceries", "milk, eggs\n\nbread " + "x" * 100, "Home")
+    await notes.create(S, "Standup", "", "Work")
+    await notes.create(S, "Chores", "vacuum", "Home")
+    await notes.link(S, session_id, groceries.id)
     text = await layer.render(request, 1000)
     assert text is not None
     header, *lines = text.splitlines()
@@ -154,14 +156,14 @@ async def test_note_titles_grouped_by_section_with_linked_marks(
         "## Work",
         "- Standup",
     ]
-    other = request_for((await SessionRepository(db).create(title="o")).id, settings)
+    other = request_for((await SessionRepository(db).create(S, title="o")).id, settings)
     other_text = await layer.render(other, 1000)
     assert other_text is not None
     assert "- Groceries: milk, eggs bread " + "x" * 23 + "…" in other_text
     assert "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" not in other_text
 
     for index in range(40):
-        await notes.create(f"Page {index:02d}", "some words " * 10, "Bulk")
+        await notes.create(S, f"Page {index:02d}", "some words " * 10, "Bulk")
     for budget in BUDGETS:
         assert_within(await layer.render(request, budget), budget)
     squeezed = await layer.render(request, 150)
@@ -175,12 +177,12 @@ async def test_linked_notes_full_text_with_char_limit(
     settings = settings_for(tmp_path, session_notes_content_limit=8000)
     layer = LinkedNotesLayer(notes)
     request = request_for(session_id, settings)
-    long_page = await notes.create("Long", "abc " * 2500)
-    short_page = await notes.create("Short", "tiny body")
-    await notes.create("Unlinked", "never shown")
+    long_page = await notes.create(S, "Long", "abc " * 2500)
+    short_page = await notes.create(S, "Short", "tiny body")
+    await notes.create(S, "Unlinked", "never shown")
     assert await layer.render(request, 10_000) is None
 
-    await notes.set_links(session_id, [long_page.id, short_page.id])
+    await notes.set_links(S, session_id, [long_page.id, short_page.id])
     text = await layer.render(request, 10_000)
     assert text is not None
     assert text.startswith("[Linked notes")
@@ -203,8 +205,9 @@ async def test_local_kb_layer_wraps_search(session_id: str, tmp_path: Path) -> N
     settings = settings_for(tmp_path)
     queries: list[str] = []
 
-    async def search(query: str) -> Sequence[Hit]:
+    async def search(query: str, space: str) -> Sequence[Hit]:
         queries.append(query)
+        assert space == S
         return [
             Hit("guide/ramen.md", "Ramen guide", "Tonkotsu is pork broth. " * 200, 0.91),
             Hit("faq.md", "FAQ", "Opening hours: 9-17.", 0.8),
@@ -222,7 +225,7 @@ async def test_local_kb_layer_wraps_search(session_id: str, tmp_path: Path) -> N
         assert_within(await layer.render(request_for(session_id, settings, "q"), budget), budget)
     assert await layer.render(request_for(session_id, settings, "  "), 2000) is None
 
-    async def broken(query: str) -> Sequence[Hit]:
+    async def broken(query: str, space: str) -> Sequence[Hit]:
         raise RuntimeError("index corrupt")
 
     assert await LocalKBLayer(broken).render(request_for(session_id, settings), 2000) is None
@@ -231,7 +234,7 @@ async def test_local_kb_layer_wraps_search(session_id: str, tmp_path: Path) -> N
 async def test_japanese_headers(db: Database, session_id: str, tmp_path: Path) -> None:
     settings = settings_for(tmp_path, language="ja")
     notes = NotesService(db)
-    await notes.create("買い物", "牛乳と卵")
+    await notes.create(S, "買い物", "牛乳と卵")
     text = await NoteTitlesLayer(notes).render(request_for(session_id, settings), 500)
     assert text is not None and text.startswith("[共有ノート") and "- 買い物: 牛乳と卵" in text
 
@@ -255,7 +258,7 @@ class NotesOnly:
     """Stands in for the services default_layer_slots only stores."""
 
 
-async def _no_search(query: str) -> list[Hit]:
+async def _no_search(query: str, space: str) -> list[Hit]:
     return []
 
 
@@ -273,15 +276,20 @@ async def test_layers_reach_the_model_in_layer_order(
     async with open_services(settings, service_options) as services:
         notes = services.notes
         llm.script(Text("first"))
-        events = [e async for e in services.engine.run_turn(TurnRequest("tea?"))]
+        events = [e async for e in services.engine.run_turn(TurnRequest("tea?", space_id=S))]
         session_id = events[0].session_id  # type: ignore[union-attr]
         await add_entries(services.db, 2)
-        page = await notes.create("Tea notes", "Sencha from Shizuoka, bought in May.", "Food")
-        await notes.create("Other", "unrelated")
-        await notes.link(session_id, page.id)
+        page = await notes.create(S, "Tea notes", "Sencha from Shizuoka, bought in May.", "Food")
+        await notes.create(S, "Other", "unrelated")
+        await notes.link(S, session_id, page.id)
 
         llm.script(Text("second"))
-        [e async for e in services.engine.run_turn(TurnRequest("more tea?", session_id))]
+        [
+            e
+            async for e in services.engine.run_turn(
+                TurnRequest("more tea?", session_id, space_id=S)
+            )
+        ]
         messages = llm.chat_requests[-1].messages
         systems = [m["content"] for m in messages if m["role"] == "system"]
         starts = [text.splitlines()[0][:18] for text in systems[1:]]

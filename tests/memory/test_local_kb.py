@@ -20,6 +20,7 @@ from bot.memory.local_kb import EMBED_MAX_CHARS, LocalKnowledgeBase
 from bot.store.db import Database
 from tests.fakes.llm_server import FakeLLMServer, HttpError
 
+S = "local:local"
 VOCAB = ["ラーメン", "デプロイ", "猫", "沖縄", "asyncio", "会議"]
 
 FILES = {
@@ -30,8 +31,8 @@ FILES = {
     "cats.md": "猫は一日に十数時間眠る。猫のキャットフードは年齢に合わせて選ぶ。爪とぎを用意する。",
     "asyncio.md": "# Python asyncio notes\n\nThe event loop runs coroutines. Use asyncio.gather to "
     "run tasks concurrently. Never block the loop; use asyncio.to_thread.",
-    "web_search/okinawa.md": "# 沖縄の観光情報\n\n沖縄の海はきれいで、夏はダイビングが人気。"
-    "梅雨は五月から六月。那覇の国際通りでお土産を買える。",
+    "web_search/local_local/okinawa.md": "# 沖縄の観光情報\n\n沖縄の海はきれいで、"
+    "夏はダイビングが人気。梅雨は五月から六月。那覇の国際通りでお土産を買える。",
 }
 HIDDEN = {
     ".draft.md": "# 下書き ラーメン",
@@ -178,7 +179,7 @@ async def test_restart_reuses_cached_vectors(
     report = await restarted.sync()
     assert (report.files, report.added, report.embedded) == (5, 0, 0)
     assert len(embedder.calls) == 1
-    hits = await restarted.search("おすすめのラーメン屋はどこ？")
+    hits = await restarted.search("おすすめのラーメン屋はどこ？", S)
     assert [hit.path for hit in hits] == ["ramen.md"]
     assert embedder.calls[-1] == ["おすすめのラーメン屋はどこ？"]
 
@@ -193,7 +194,7 @@ async def test_edited_file_is_reembedded_once_and_old_vector_dropped(
     edit(kb_dir / "ramen.md", new_text)
 
     embedder.calls.clear()
-    hits = await kb.search("猫カフェに行きたい")
+    hits = await kb.search("猫カフェに行きたい", S)
     assert embedder.calls == [[new_text], ["猫カフェに行きたい"]]
     assert kb.sync_count == syncs + 1
     assert {hit.path for hit in hits} == {"ramen.md", "cats.md"}
@@ -210,7 +211,7 @@ async def test_edited_file_is_reembedded_once_and_old_vector_dropped(
     )
 
     embedder.calls.clear()
-    await kb.search("猫カフェに行きたい")
+    await kb.search("猫カフェに行きたい", S)
     assert embedder.calls == [["猫カフェに行きたい"]]
     assert kb.sync_count == syncs + 1
 
@@ -241,7 +242,7 @@ async def test_deleted_file_removes_its_row(
 ) -> None:
     await kb.sync()
     (kb_dir / "cats.md").unlink()
-    assert await kb.search("猫のごはん") == []
+    assert await kb.search("猫のごはん", S) == []
     assert "cats.md" not in await rows(db)
     assert len(await rows(db)) == 4
 
@@ -267,7 +268,7 @@ async def test_a_file_gone_between_scan_and_read_is_looked_at_again_when_it_retu
     monkeypatch.setattr(local_kb, "scan_dir", scan)
     ghost.write_text(text, encoding="utf-8")
     os.utime(ghost, ns=(stamp, stamp))
-    await kb.search("沖縄")
+    await kb.search("沖縄", S)
     assert "ghost.md" in await rows(db), "same stamp as before, yet not taken as known"
 
 
@@ -286,21 +287,21 @@ async def test_renamed_file_reuses_its_vector(
 
 
 async def test_search_finds_the_right_file_above_min_score(kb: LocalKnowledgeBase) -> None:
-    hits = await kb.search("おすすめのラーメン屋はどこ？")
+    hits = await kb.search("おすすめのラーメン屋はどこ？", S)
     assert len(hits) == 1
     hit = hits[0]
     assert (hit.path, hit.method, hit.title) == ("ramen.md", "embedding", "東京のラーメン屋メモ")
     assert hit.score >= 0.75
     assert hit.content == FILES["ramen.md"]
 
-    okinawa = await kb.search("沖縄に行きたい")
-    assert [h.path for h in okinawa] == ["web_search/okinawa.md"]
-    assert await kb.search("明日の予定は？") == []
-    assert await kb.search("   ") == []
+    okinawa = await kb.search("沖縄に行きたい", S)
+    assert [h.path for h in okinawa] == ["web_search/local_local/okinawa.md"]
+    assert await kb.search("明日の予定は？", S) == []
+    assert await kb.search("   ", S) == []
 
 
 async def test_title_falls_back_to_file_stem(kb: LocalKnowledgeBase) -> None:
-    hits = await kb.search("猫について")
+    hits = await kb.search("猫について", S)
     assert [(h.path, h.title) for h in hits] == [("cats.md", "cats")]
 
 
@@ -311,7 +312,7 @@ async def test_search_does_not_rescan_or_reembed_when_nothing_changed(
     syncs = kb.sync_count
     embedder.calls.clear()
     for query in ["ラーメン", "デプロイ", "猫"]:
-        assert len(await kb.search(query)) == 1
+        assert len(await kb.search(query, S)) == 1
     assert embedder.calls == [["ラーメン"], ["デプロイ"], ["猫"]]
     assert kb.sync_count == syncs
 
@@ -319,7 +320,7 @@ async def test_search_does_not_rescan_or_reembed_when_nothing_changed(
 async def test_first_search_syncs_by_itself(
     kb: LocalKnowledgeBase, embedder: KeywordEmbedder
 ) -> None:
-    hits = await kb.search("デプロイの方法")
+    hits = await kb.search("デプロイの方法", S)
     assert [h.path for h in hits] == ["deploy.md"]
     assert kb.sync_count == 1
     assert [len(call) for call in embedder.calls] == [5, 1]
@@ -334,11 +335,11 @@ async def test_embedding_failure_falls_back_to_bm25_and_logs_once(
 ) -> None:
     embedder.error = LLMError("no embedding model")
     with caplog.at_level(logging.INFO, logger="bot.memory.local_kb"):
-        hits = await kb.search("PlayChatのデプロイ手順を教えて")
+        hits = await kb.search("PlayChatのデプロイ手順を教えて", S)
         calls_after_first = len(embedder.calls)
-        ramen = await kb.search("おすすめのラーメン屋はどこ？")
-        assert await kb.search("今日は何をしようかな") == []
-        assert await kb.search("明日の会議の資料を作りたい") == []
+        ramen = await kb.search("おすすめのラーメン屋はどこ？", S)
+        assert await kb.search("今日は何をしようかな", S) == []
+        assert await kb.search("明日の会議の資料を作りたい", S) == []
 
     assert [(h.path, h.method) for h in hits] == [("deploy.md", "bm25")]
     assert hits[0].content == FILES["deploy.md"]
@@ -353,7 +354,7 @@ async def test_embedding_failure_falls_back_to_bm25_and_logs_once(
     clock.now += 301
     embedder.calls.clear()
     with caplog.at_level(logging.INFO, logger="bot.memory.local_kb"):
-        recovered = await kb.search("おすすめのラーメン屋はどこ？")
+        recovered = await kb.search("おすすめのラーメン屋はどこ？", S)
     assert [(h.path, h.method) for h in recovered] == [("ramen.md", "embedding")]
     assert [len(call) for call in embedder.calls] == [5, 1]
     assert "available again" in caplog.text
@@ -365,7 +366,7 @@ async def test_failure_during_search_falls_back_in_the_same_request(
 ) -> None:
     await kb.sync()
     embedder.error = LLMError("embedding model unloaded")
-    hits = await kb.search("おすすめのラーメン屋はどこ？")
+    hits = await kb.search("おすすめのラーメン屋はどこ？", S)
     assert [(h.path, h.method) for h in hits] == [("ramen.md", "bm25")]
 
 
@@ -380,7 +381,7 @@ async def test_edit_while_embeddings_are_down_drops_the_old_vector(
     row = (await rows(db))["ramen.md"]
     assert row["embedding_json"] is None
     assert row["title"] == "味噌ラーメン"
-    hits = await kb.search("札幌の味噌ラーメン")
+    hits = await kb.search("札幌の味噌ラーメン", S)
     assert [(h.path, h.method) for h in hits] == [("ramen.md", "bm25")]
 
 
@@ -390,7 +391,7 @@ async def test_changing_the_embedding_model_reembeds(
     await kb.sync()
     conf.embed_model = "nomic-embed-text"
     embedder.calls.clear()
-    hits = await kb.search("ラーメン")
+    hits = await kb.search("ラーメン", S)
     assert [h.path for h in hits] == ["ramen.md"]
     assert [len(call) for call in embedder.calls] == [5, 1]
     assert embedder.models[-1] == "nomic-embed-text"
@@ -403,11 +404,11 @@ async def test_a_new_vector_size_reembeds(
     await kb.sync()
     embedder.extra_dims = 4
     embedder.calls.clear()
-    hits = await kb.search("ラーメン")
+    hits = await kb.search("ラーメン", S)
     assert [h.path for h in hits] == ["ramen.md"]
     assert [len(call) for call in embedder.calls] == [1, 5]
     embedder.calls.clear()
-    await kb.search("ラーメン")
+    await kb.search("ラーメン", S)
     assert embedder.calls == [["ラーメン"]]
 
 
@@ -415,12 +416,12 @@ async def test_top_k_and_min_score_come_from_settings(
     kb: LocalKnowledgeBase, embedder: KeywordEmbedder, conf: Conf
 ) -> None:
     conf.local_kb_min_score = 0.0
-    assert len(await kb.search("ラーメン")) == 3
+    assert len(await kb.search("ラーメン", S)) == 3
     conf.local_kb_top_k = 1
-    assert [h.path for h in await kb.search("ラーメン")] == ["ramen.md"]
+    assert [h.path for h in await kb.search("ラーメン", S)] == ["ramen.md"]
     conf.local_kb_top_k = 0
     calls = len(embedder.calls)
-    assert await kb.search("ラーメン") == []
+    assert await kb.search("ラーメン", S) == []
     assert len(embedder.calls) == calls
 
 
@@ -432,7 +433,7 @@ async def test_large_file_is_embedded_by_its_first_part(
     await kb.sync()
     embedded = [text for text in embedder.texts() if text.startswith("# 大きな")]
     assert [len(text) for text in embedded] == [EMBED_MAX_CHARS]
-    hits = await kb.search("ラーメンの歴史")
+    hits = await kb.search("ラーメンの歴史", S)
     big_hit = next(h for h in hits if h.path == "big.md")
     assert big_hit.content == big
 
@@ -442,7 +443,7 @@ async def test_missing_directory_is_empty_not_an_error(
 ) -> None:
     kb = LocalKnowledgeBase(tmp_path / "nope", db, embedder, analyzer, Conf)
     assert (await kb.sync()).files == 0
-    assert await kb.search("ラーメン") == []
+    assert await kb.search("ラーメン", S) == []
     assert embedder.calls == []
 
 
@@ -457,7 +458,7 @@ async def test_works_with_real_settings(
 ) -> None:
     settings = Settings(_env_file=None, local_kb_top_k=2, local_kb_min_score=0.5)  # type: ignore[call-arg]
     kb = LocalKnowledgeBase(kb_dir, db, embedder, analyzer, lambda: settings)
-    hits = await kb.search("ラーメン")
+    hits = await kb.search("ラーメン", S)
     assert [h.path for h in hits] == ["ramen.md"]
 
 
@@ -473,14 +474,14 @@ async def test_through_the_gateway_and_the_loopback_llm(
     gateway = LLMGateway(lambda: settings, retry=RetryPolicy(attempts=1))
     try:
         kb = LocalKnowledgeBase(kb_dir, db, gateway, analyzer, lambda: settings)
-        hits = await kb.search("おすすめのラーメン屋はどこ？")
+        hits = await kb.search("おすすめのラーメン屋はどこ？", S)
         assert [(h.path, h.method) for h in hits] == [("ramen.md", "embedding")]
         embeds = [r for r in llm.requests if r.path == "/api/embed"]
         assert len(embeds) == 2  # the five files in one batch, then the query
 
         llm.embed_error = HttpError(404, 'model "nomic-embed-text" not found, try pulling it first')
         down = LocalKnowledgeBase(kb_dir, db, gateway, analyzer, lambda: settings)
-        hits = await down.search("PlayChatのデプロイ手順を教えて")
+        hits = await down.search("PlayChatのデプロイ手順を教えて", S)
         assert [(h.path, h.method) for h in hits] == [("deploy.md", "bm25")]
     finally:
         await gateway.close()
@@ -497,17 +498,17 @@ async def test_directory_is_rescanned_at_most_every_interval_unless_invalidated(
     kb = LocalKnowledgeBase(
         kb_dir, db, embedder, analyzer, lambda: conf, clock=clock, rescan_interval=2.0
     )
-    await kb.search("ラーメン")
+    await kb.search("ラーメン", S)
     syncs = kb.sync_count
     edit(kb_dir / "cats.md", "# 猫\n\n猫カフェのラーメン")
-    await kb.search("ラーメン")
+    await kb.search("ラーメン", S)
     assert kb.sync_count == syncs, "no scan within the interval"
     clock.now += 2.5
-    await kb.search("ラーメン")
+    await kb.search("ラーメン", S)
     assert kb.sync_count == syncs + 1, "the edit is seen once the interval has passed"
     edit(kb_dir / "cats.md", "# 猫\n\n猫カフェ")
     kb.invalidate()
-    await kb.search("ラーメン")
+    await kb.search("ラーメン", S)
     assert kb.sync_count == syncs + 2, "invalidate() forces the next search to rescan"
 
 
@@ -522,3 +523,58 @@ async def test_the_folders_own_readme_is_not_knowledge(
     report = await kb.sync()
     assert report.files == 1
     assert set(await rows(db)) == {"sub/README.md"}
+
+
+SPACE_FILES = {
+    "ramen.md": "# 共有 ラーメン\n\nラーメンの基本。",
+    "spaces/100/a.md": "# A ラーメン\n\nサーバー A だけのラーメン情報。",
+    "spaces/guild_200/b.md": "# B ラーメン\n\nサーバー B だけのラーメン情報。",
+    "web_search/guild_100/c.md": "# A の検索 ラーメン\n\nA で検索したラーメン。",
+    "web_search/guild_200/d.md": "# B の検索 ラーメン\n\nB で検索したラーメン。",
+    "web_search/loose.md": "# 置き場所のない ラーメン\n\nラーメン。",
+    "spaces/e.md": "# どこでもない ラーメン\n\nラーメン。",
+}
+
+
+def test_visibility_rules() -> None:
+    assert local_kb.visible_in("guide/x.md", "guild:1")
+    assert local_kb.visible_in("spaces/1/x.md", "guild:1")
+    assert local_kb.visible_in("spaces/guild_1/deep/x.md", "guild:1")
+    assert local_kb.visible_in("web_search/guild_1/x.md", "guild:1")
+    assert local_kb.visible_in("web_search/dm_7/x.md", "dm:7")
+    assert local_kb.visible_in("spaces/local_home/x.md", "local:home")
+    assert not local_kb.visible_in("spaces/7/x.md", "dm:7"), "a bare id names a server only"
+    assert not local_kb.visible_in("spaces/2/x.md", "guild:1")
+    assert not local_kb.visible_in("web_search/guild_2/x.md", "guild:1")
+    assert not local_kb.visible_in("web_search/x.md", "guild:1")
+    assert not local_kb.visible_in("spaces/x.md", "guild:1")
+
+
+@pytest.mark.parametrize("mode", ["embedding", "bm25"])
+async def test_a_space_sees_shared_files_and_only_its_own_folders(
+    tmp_path: Path, db: Database, analyzer: JapaneseAnalyzer, mode: str
+) -> None:
+    root = tmp_path / "spaced_kb"
+    for rel, text in SPACE_FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    embedder = KeywordEmbedder()
+    if mode == "bm25":
+        embedder.error = LLMError("no embedding model")
+    conf = Conf(local_kb_top_k=10, local_kb_min_score=0.0)
+    kb = LocalKnowledgeBase(root, db, embedder, analyzer, lambda: conf, rescan_interval=0.0)
+
+    async def seen(space: str) -> set[str]:
+        hits = await kb.search("ラーメン", space)
+        assert {hit.method for hit in hits} <= {mode}
+        return {hit.path for hit in hits}
+
+    assert await seen("guild:100") == {"ramen.md", "spaces/100/a.md", "web_search/guild_100/c.md"}
+    assert await seen("guild:200") == {
+        "ramen.md",
+        "spaces/guild_200/b.md",
+        "web_search/guild_200/d.md",
+    }
+    assert await seen("dm:5") == {"ramen.md"}
+    assert await seen("local:local") == {"ramen.md"}

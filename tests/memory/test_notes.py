@@ -23,8 +23,11 @@ from bot.tools.notes_tools import (
     register_notes_tools,
 )
 from bot.tools.registry import ToolRegistry
-from tests.conftest import SettingsFactory
+from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
+
+S = "guild:1"
+INJECTED = {"session_id": "s1", "space_id": S}
 
 
 @pytest.fixture
@@ -51,7 +54,7 @@ def assert_invariant(pages: list[NotePage]) -> None:
 async def make(notes: NotesService, *specs: tuple[str, str]) -> dict[str, int]:
     ids = {}
     for title, section in specs:
-        ids[title] = (await notes.create(title, f"body of {title}", section)).id
+        ids[title] = (await notes.create(S, title, f"body of {title}", section)).id
     return ids
 
 
@@ -60,21 +63,23 @@ async def make(notes: NotesService, *specs: tuple[str, str]) -> dict[str, int]:
 
 async def test_create_appends_at_end_of_its_section(notes: NotesService) -> None:
     await make(notes, ("a", "x"), ("b", "y"), ("c", "x"), ("d", ""), ("e", "y"))
-    pages = await notes.list_pages()
+    pages = await notes.list_pages(
+        S,
+    )
     assert layout(pages) == [("a", "x"), ("c", "x"), ("b", "y"), ("e", "y"), ("d", "")]
     assert_invariant(pages)
 
 
 async def test_set_section_moves_to_end_of_target_and_renumbers(notes: NotesService) -> None:
     ids = await make(notes, ("a", "x"), ("b", "x"), ("c", "y"), ("d", "y"))
-    pages = await notes.set_section(ids["a"], "y")
+    pages = await notes.set_section(S, ids["a"], "y")
     assert layout(pages) == [("b", "x"), ("c", "y"), ("d", "y"), ("a", "y")]
     assert_invariant(pages)
-    pages = await notes.set_section(ids["c"], "new")
+    pages = await notes.set_section(S, ids["c"], "new")
     assert layout(pages) == [("b", "x"), ("d", "y"), ("a", "y"), ("c", "new")]
     assert_invariant(pages)
     with pytest.raises(NotFoundError):
-        await notes.set_section(999, "x")
+        await notes.set_section(S, 999, "x")
 
 
 async def test_sections_stay_contiguous_under_random_operations(notes: NotesService) -> None:
@@ -82,19 +87,21 @@ async def test_sections_stay_contiguous_under_random_operations(notes: NotesServ
     sections = ["", "work", "home", "ideas"]
     counter = 0
     for _ in range(120):
-        pages = await notes.list_pages()
+        pages = await notes.list_pages(
+            S,
+        )
         ids = [page.id for page in pages]
         op = rng.choice(["create", "create", "set_section", "reorder", "delete", "rename"])
         if op == "create" or not ids:
             counter += 1
-            await notes.create(f"page {counter}", "x", rng.choice(sections))
+            await notes.create(S, f"page {counter}", "x", rng.choice(sections))
         elif op == "set_section":
-            await notes.set_section(rng.choice(ids), rng.choice(sections))
+            await notes.set_section(S, rng.choice(ids), rng.choice(sections))
         elif op == "delete":
-            assert await notes.delete(rng.choice(ids))
+            assert await notes.delete(S, rng.choice(ids))
         elif op == "rename":
             present = sorted({page.section for page in pages})
-            await notes.rename_section(rng.choice(present), rng.choice(sections))
+            await notes.rename_section(S, rng.choice(present), rng.choice(sections))
         else:
             # A drag and drop as the client computes it: move one page into a target
             # section's run (at its end), keeping every run together.
@@ -104,17 +111,21 @@ async def test_sections_stay_contiguous_under_random_operations(notes: NotesServ
             last = max((i for i, p in enumerate(rest) if p.section == target), default=None)
             order = [page.id for page in rest]
             order.insert(len(order) if last is None else last + 1, moved.id)
-            await notes.reorder(moved.id, target, order)
-        assert_invariant(await notes.list_pages())
+            await notes.reorder(S, moved.id, target, order)
+        assert_invariant(
+            await notes.list_pages(
+                S,
+            )
+        )
     assert counter > 10
 
 
 async def test_reorder_applies_the_order_and_moves_the_page(notes: NotesService) -> None:
     ids = await make(notes, ("a", "x"), ("b", "x"), ("c", "y"))
-    pages = await notes.reorder(ids["a"], "y", [ids["b"], ids["c"], ids["a"]])
+    pages = await notes.reorder(S, ids["a"], "y", [ids["b"], ids["c"], ids["a"]])
     assert layout(pages) == [("b", "x"), ("c", "y"), ("a", "y")]
     assert_invariant(pages)
-    pages = await notes.reorder(ids["c"], "y", [ids["c"], ids["a"], ids["b"]])
+    pages = await notes.reorder(S, ids["c"], "y", [ids["c"], ids["a"], ids["b"]])
     assert layout(pages) == [("c", "y"), ("a", "y"), ("b", "x")]
 
 
@@ -140,36 +151,51 @@ async def test_reorder_with_a_wrong_id_set_is_refused_and_changes_nothing(
         "split": [a, c, b],
         "not_ints": [a, b, "c"],
     }
-    before = await notes.list_pages()
+    before = await notes.list_pages(
+        S,
+    )
     with pytest.raises(ValidationError) as excinfo:
-        await notes.reorder(c, "y", orders[case])
+        await notes.reorder(S, c, "y", orders[case])
     assert fragment in str(excinfo.value)
-    assert await notes.list_pages() == before
+    assert (
+        await notes.list_pages(
+            S,
+        )
+        == before
+    )
 
 
 async def test_rename_section_relabels_and_merges(notes: NotesService) -> None:
     await make(notes, ("a", "x"), ("b", "y"), ("c", "z"), ("d", "x"))
-    assert await notes.rename_section("x", "work") == 2
-    assert layout(await notes.list_pages()) == [
+    assert await notes.rename_section(S, "x", "work") == 2
+    assert layout(
+        await notes.list_pages(
+            S,
+        )
+    ) == [
         ("a", "work"),
         ("d", "work"),
         ("b", "y"),
         ("c", "z"),
     ]
     # Renaming onto an existing name merges the groups and keeps them together.
-    assert await notes.rename_section("z", "work") == 1
-    pages = await notes.list_pages()
+    assert await notes.rename_section(S, "z", "work") == 1
+    pages = await notes.list_pages(
+        S,
+    )
     assert layout(pages) == [("a", "work"), ("d", "work"), ("c", "work"), ("b", "y")]
     assert_invariant(pages)
     with pytest.raises(NotFoundError):
-        await notes.rename_section("nope", "x")
+        await notes.rename_section(S, "nope", "x")
 
 
 async def test_delete_closes_the_gap(notes: NotesService) -> None:
     ids = await make(notes, ("a", ""), ("b", ""), ("c", ""))
-    assert await notes.delete(ids["b"]) is True
-    assert await notes.delete(ids["b"]) is False
-    pages = await notes.list_pages()
+    assert await notes.delete(S, ids["b"]) is True
+    assert await notes.delete(S, ids["b"]) is False
+    pages = await notes.list_pages(
+        S,
+    )
     assert layout(pages) == [("a", ""), ("c", "")]
     assert_invariant(pages)
 
@@ -178,49 +204,49 @@ async def test_delete_closes_the_gap(notes: NotesService) -> None:
 
 
 async def test_titles_are_validated_and_unique(notes: NotesService) -> None:
-    page = await notes.create("  Shopping List  ", "milk")
+    page = await notes.create(S, "  Shopping List  ", "milk")
     assert page.title == "Shopping List"
     with pytest.raises(ConflictError):
-        await notes.create("shopping list")
+        await notes.create(S, "shopping list")
     for bad in ("", "   ", "x" * 101, "two\nlines"):
         with pytest.raises(ValidationError):
-            await notes.create(bad)
-    other = await notes.create("Other")
+            await notes.create(S, bad)
+    other = await notes.create(S, "Other")
     with pytest.raises(ConflictError):
-        await notes.update(other.id, title="SHOPPING LIST")
-    renamed = await notes.update(page.id, title="shopping list")  # its own title, new case
+        await notes.update(S, other.id, title="SHOPPING LIST")
+    renamed = await notes.update(S, page.id, title="shopping list")  # its own title, new case
     assert renamed.title == "shopping list"
     with pytest.raises(NotFoundError):
-        await notes.update(999, content="x")
+        await notes.update(S, 999, content="x")
 
 
 async def test_content_limit(notes: NotesService) -> None:
     with pytest.raises(ValidationError):
-        await notes.create("big", "x" * (MAX_CONTENT_CHARS + 1))
-    page = await notes.create("big", "x" * (MAX_CONTENT_CHARS - 5))
+        await notes.create(S, "big", "x" * (MAX_CONTENT_CHARS + 1))
+    page = await notes.create(S, "big", "x" * (MAX_CONTENT_CHARS - 5))
     with pytest.raises(ValidationError):
-        await notes.append(page.id, "123456")
-    assert (await notes.get(page.id)) == page
-    appended = await notes.append(page.id, "1234")
+        await notes.append(S, page.id, "123456")
+    assert (await notes.get(S, page.id)) == page
+    appended = await notes.append(S, page.id, "1234")
     assert appended.content.endswith("x\n1234")
 
 
 async def test_find_by_title_or_id_and_search(notes: NotesService) -> None:
     ids = await make(notes, ("Travel plans", ""), ("Trivia", ""), ("Old travel log", ""))
-    found = await notes.find("travel PLANS")
+    found = await notes.find(S, "travel PLANS")
     assert found is not None and found.id == ids["Travel plans"]
-    by_id = await notes.find(str(ids["Trivia"]))
+    by_id = await notes.find(S, str(ids["Trivia"]))
     assert by_id is not None and by_id.title == "Trivia"
-    by_hash = await notes.find(f"#{ids['Trivia']}")
+    by_hash = await notes.find(S, f"#{ids['Trivia']}")
     assert by_hash is not None and by_hash.title == "Trivia"
-    assert await notes.find("nothing") is None
-    assert await notes.find("  ") is None
-    hits = await notes.search_titles("tr")
+    assert await notes.find(S, "nothing") is None
+    assert await notes.find(S, "  ") is None
+    hits = await notes.search_titles(S, "tr")
     assert [page.title for page in hits] == ["Travel plans", "Trivia", "Old travel log"]
-    assert [page.title for page in await notes.search_titles("TRI")] == ["Trivia"]
-    hits = await notes.search_titles("travel")
+    assert [page.title for page in await notes.search_titles(S, "TRI")] == ["Trivia"]
+    hits = await notes.search_titles(S, "travel")
     assert [page.title for page in hits] == ["Travel plans", "Old travel log"]
-    assert len(await notes.search_titles("", limit=2)) == 2
+    assert len(await notes.search_titles(S, "", limit=2)) == 2
 
 
 # --------------------------------------------------------------------------- session links
@@ -228,29 +254,29 @@ async def test_find_by_title_or_id_and_search(notes: NotesService) -> None:
 
 async def test_links_are_unique_per_session_and_page(db: Database, notes: NotesService) -> None:
     sessions = SessionRepository(db)
-    one = (await sessions.create(title="one")).id
-    two = (await sessions.create(title="two")).id
+    one = (await sessions.create(S, title="one")).id
+    two = (await sessions.create(S, title="two")).id
     ids = await make(notes, ("a", ""), ("b", ""), ("c", ""))
-    assert await notes.link(one, ids["b"]) is True
-    assert await notes.link(one, ids["b"]) is False
-    assert await notes.link(two, ids["b"]) is True
+    assert await notes.link(S, one, ids["b"]) is True
+    assert await notes.link(S, one, ids["b"]) is False
+    assert await notes.link(S, two, ids["b"]) is True
     rows = await db.fetchall("SELECT session_id, page_id FROM session_note_pages")
     assert sorted((r[0], r[1]) for r in rows) == sorted([(one, ids["b"]), (two, ids["b"])])
 
-    assert await notes.set_links(one, [ids["c"], ids["a"], ids["c"]]) == [ids["a"], ids["c"]]
+    assert await notes.set_links(S, one, [ids["c"], ids["a"], ids["c"]]) == [ids["a"], ids["c"]]
     with pytest.raises(ValidationError):
-        await notes.set_links(one, [ids["a"], 999])
-    assert await notes.linked_page_ids(one) == [ids["a"], ids["c"]], "nothing changed"
+        await notes.set_links(S, one, [ids["a"], 999])
+    assert await notes.linked_page_ids(S, one) == [ids["a"], ids["c"]], "nothing changed"
     with pytest.raises(NotFoundError):
-        await notes.link("no-such-session", ids["a"])
+        await notes.link(S, "no-such-session", ids["a"])
     with pytest.raises(NotFoundError):
-        await notes.link(one, 999)
+        await notes.link(S, one, 999)
 
-    assert await notes.unlink(one, ids["a"]) is True
-    assert await notes.unlink(one, ids["a"]) is False
-    await notes.delete(ids["c"])
-    assert await notes.linked_page_ids(one) == [], "links go with their page"
-    assert await notes.linked_page_ids(two) == [ids["b"]]
+    assert await notes.unlink(S, one, ids["a"]) is True
+    assert await notes.unlink(S, one, ids["a"]) is False
+    await notes.delete(S, ids["c"])
+    assert await notes.linked_page_ids(S, one) == [], "links go with their page"
+    assert await notes.linked_page_ids(S, two) == [ids["b"]]
 
 
 # --------------------------------------------------------------------------- tools
@@ -265,13 +291,13 @@ async def test_tools_read_write_and_clear_errors(notes: NotesService) -> None:
     assert "session_id" not in write_schema["function"]["parameters"]["properties"]
 
     async def call(name: str, **args: object) -> str:
-        result = await registry.execute(name, args, injected={"session_id": "s1"})
+        result = await registry.execute(name, args, injected={"session_id": "s1", "space_id": S})
         assert not result.failed, result
         return result.text
 
     async def error(name: str, **args: object) -> str:
         """The message of a failed call (the model receives it as a JSON error object)."""
-        result = await registry.execute(name, args, injected={"session_id": "s1"})
+        result = await registry.execute(name, args, injected={"session_id": "s1", "space_id": S})
         assert result.failed, result
         return str(json.loads(result.text)["error"])
 
@@ -290,7 +316,7 @@ async def test_tools_read_write_and_clear_errors(notes: NotesService) -> None:
     await call("write_note", title="Recipes", content="Ramen")
     assert (await call("read_note", title="recipes")).endswith("Curry\nRamen")
     await call("write_note", title="Recipes", content="Only soba", mode="replace")
-    page = await notes.find("Recipes")
+    page = await notes.find(S, "Recipes")
     assert page is not None and page.content == "Only soba" and page.section == "Food"
     bad_mode = await error("write_note", title="Recipes", content="x", mode="delete")
     assert "mode" in bad_mode
@@ -303,12 +329,14 @@ async def test_read_note_pages_through_a_long_page(notes: NotesService) -> None:
     registry = ToolRegistry()
     register_notes_tools(registry, notes)
     body = "".join(f"line {i:05d}\n" for i in range(1500))
-    await notes.create("Long", body)
-    first = (await registry.execute("read_note", {"title": "Long"})).text
+    await notes.create(S, "Long", body)
+    first = (await registry.execute("read_note", {"title": "Long"}, injected=INJECTED)).text
     assert len(first) < 6000
     assert f"offset={READ_CHUNK_CHARS}" in first
     second = (
-        await registry.execute("read_note", {"title": "Long", "offset": READ_CHUNK_CHARS})
+        await registry.execute(
+            "read_note", {"title": "Long", "offset": READ_CHUNK_CHARS}, injected=INJECTED
+        )
     ).text
     chunk_one = first.split("\n", 1)[1].rsplit("\n[", 1)[0]
     chunk_two = second.split("\n", 1)[1].rsplit("\n[", 1)[0]
@@ -334,7 +362,7 @@ async def test_write_then_read_note_through_the_engine(
             Text("Noted."),
         )
         events: list[Event] = [
-            e async for e in services.engine.run_turn(TurnRequest("note my trip"))
+            e async for e in services.engine.run_turn(TurnRequest("note my trip", space_id=LOCAL))
         ]
         session = events[0]
         assert isinstance(session, SessionEvent)
@@ -346,14 +374,14 @@ async def test_write_then_read_note_through_the_engine(
         updated = [i for i, e in enumerate(events) if isinstance(e, NotesUpdatedEvent)]
         assert len(updated) == 1
         assert events.index(tool_events[1]) < updated[0]
-        rows = await services.db.fetchall("SELECT title, content FROM note_pages")
-        assert [(r[0], r[1]) for r in rows] == [("Trip", "Kyoto in May")]
+        rows = await services.db.fetchall("SELECT title, content, space_id FROM note_pages")
+        assert [tuple(r) for r in rows] == [("Trip", "Kyoto in May", LOCAL)]
 
         llm.script(ToolCalls([("read_note", {"title": "trip"})]), Text("You go to Kyoto."))
         events = [
             e
             async for e in services.engine.run_turn(
-                TurnRequest("where do I go?", session.session_id)
+                TurnRequest("where do I go?", session.session_id, space_id=LOCAL)
             )
         ]
         assert not any(isinstance(e, NotesUpdatedEvent) for e in events), "reads do not notify"
@@ -372,7 +400,10 @@ async def test_failed_write_emits_no_notes_updated(
             ToolCalls([("write_note", {"title": "Ghost", "content": "x", "mode": "append"})]),
             Text("That page does not exist."),
         )
-        events = [e async for e in services.engine.run_turn(TurnRequest("append to ghost"))]
+        events = [
+            e
+            async for e in services.engine.run_turn(TurnRequest("append to ghost", space_id=LOCAL))
+        ]
         statuses = [(e.name, e.status) for e in events if isinstance(e, ToolEvent)]
         assert statuses == [("write_note", "running"), ("write_note", "error")]
         assert not any(isinstance(e, NotesUpdatedEvent) for e in events)
@@ -385,17 +416,33 @@ async def test_outline_is_cached_until_a_write_or_its_age_limit(db: Database) ->
 
     now = [100.0]
     notes = NotesService(db, clock=lambda: now[0])
-    page = await notes.create("First", "body")
-    assert [item.title for item in await notes.outline()] == ["First"]
-    await notes.update(page.id, title="Renamed")
-    assert [item.title for item in await notes.outline()] == ["Renamed"], "own writes show at once"
+    page = await notes.create(S, "First", "body")
+    assert [item.title for item in await notes.outline(S)] == ["First"]
+    await notes.update(S, page.id, title="Renamed")
+    assert [item.title for item in await notes.outline(S)] == ["Renamed"], "own writes show at once"
     await db.execute("UPDATE note_pages SET title = 'Outside' WHERE id = ?", (page.id,))
-    assert [item.title for item in await notes.outline()] == ["Renamed"], "served from cache"
+    assert [item.title for item in await notes.outline(S)] == ["Renamed"], "served from cache"
     now[0] += OUTLINE_CACHE_SECONDS + 1
-    assert [item.title for item in await notes.outline()] == ["Outside"], "another process's write"
+    assert [item.title for item in await notes.outline(S)] == ["Outside"], "another process's write"
     with pytest.raises(ValidationError):
-        await notes.create("", "")
+        await notes.create(S, "", "")
     await db.execute("UPDATE note_pages SET title = 'Again' WHERE id = ?", (page.id,))
-    assert [item.title for item in await notes.outline()] == ["Again"], (
+    assert [item.title for item in await notes.outline(S)] == ["Again"], (
         "a failed write drops it too"
     )
+
+
+async def test_tools_work_only_inside_a_space(notes: NotesService) -> None:
+    registry = ToolRegistry()
+    register_notes_tools(registry, notes)
+    await notes.create(S, "Mine", "secret of S")
+    await notes.create("guild:2", "Theirs", "secret of guild 2")
+    read_schema = next(s for s in registry.schemas() if s["function"]["name"] == "read_note")
+    assert "space_id" not in read_schema["function"]["parameters"]["properties"]
+    forged = await registry.execute(
+        "read_note", {"title": "Theirs", "space_id": "guild:2"}, injected=INJECTED
+    )
+    assert forged.failed and "Existing pages: 'Mine'" in forged.text
+    assert "secret" not in forged.text, "the injected space wins over a forged argument"
+    outside = await registry.execute("read_note", {"title": "Mine"})
+    assert outside.failed and "outside a conversation" in outside.text

@@ -50,9 +50,14 @@ def analyzer() -> Iterator[JapaneseAnalyzer]:
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
     database = await Database.open(tmp_path / "t.db")
     now = utcnow()
+    for space in (S, OTHER):
+        await database.execute(
+            "INSERT INTO spaces (id, kind, created_at) VALUES (?, 'guild', ?)", (space, now)
+        )
     await database.executemany(
-        "INSERT INTO sessions (id, title, created_at, updated_at) VALUES (?, 't', ?, ?)",
-        [("s1", now, now), ("s2", now, now)],
+        "INSERT INTO sessions (id, space_id, title, discord_channel_id, created_at, updated_at) "
+        "VALUES (?, ?, 't', ?, ?, ?)",
+        [("s1", S, 1, now, now), ("s2", S, 2, now, now), ("o1", OTHER, 1, now, now)],
     )
     yield database
     await database.close()
@@ -60,16 +65,21 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 
 async def add_message(db: Database, content: str, role: str = "user", session: str = "s1") -> int:
     return await db.execute(
-        "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
-        (session, role, content, utcnow()),
+        "INSERT INTO messages (space_id, session_id, role, content, created_at) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (OTHER if session == "o1" else S, session, role, content, utcnow()),
     )
 
 
 async def add_memory(db: Database, summary: str, session: str = "s1") -> int:
     return await db.execute(
-        "INSERT INTO memories (session_id, summary, created_at) VALUES (?, ?, ?)",
-        (session, summary, utcnow()),
+        "INSERT INTO memories (space_id, session_id, summary, created_at) VALUES (?, ?, ?, ?)",
+        (OTHER if session == "o1" else S, session, summary, utcnow()),
     )
+
+
+S = "guild:1"
+OTHER = "guild:2"
 
 
 # keyword_tags ----------------------------------------------------------------------------
@@ -135,9 +145,9 @@ async def test_keyword_mode_gives_three_tags_without_llm(
     tagger = Tagger(analyzer, repo, NoLLM(), lambda: "keywords")
     text = "カメラを買って公園で写真を撮った。カメラのレンズが良い。写真は猫の写真"
     message_id = await add_message(db, text)
-    tags = await tagger.tag_message(message_id, text)
+    tags = await tagger.tag_message(S, message_id, text)
     assert tags == ["写真", "カメラ", "レンズ"]
-    assert await repo.tags_for_message(message_id) == tags
+    assert await repo.tags_for_message(S, message_id) == tags
     assert await db.scalar("SELECT tagged_at FROM messages WHERE id = ?", (message_id,))
 
 
@@ -146,12 +156,12 @@ async def test_llm_mode_uses_one_call_and_parses(db: Database, analyzer: Japanes
     repo = TagRepository(db)
     tagger = Tagger(analyzer, repo, llm, lambda: "llm")
     memory_id = await add_memory(db, "ペットと写真についての会話の要約")
-    assert await tagger.tag_memory(memory_id, "ペットと写真についての会話の要約") == [
+    assert await tagger.tag_memory(S, memory_id, "ペットと写真についての会話の要約") == [
         "猫",
         "犬",
         "カメラ",
     ]
-    assert await repo.tags_for_memory(memory_id) == ["猫", "犬", "カメラ"]
+    assert await repo.tags_for_memory(S, memory_id) == ["猫", "犬", "カメラ"]
     assert len(llm.calls) == 1
     messages, kwargs = llm.calls[0]
     assert kwargs["purpose"] == "tagging"
@@ -166,7 +176,7 @@ async def test_llm_failure_falls_back_to_keywords(
     text = "沖縄旅行の写真。沖縄の海と沖縄の空、写真とカメラ"
     message_id = await add_message(db, text)
     with caplog.at_level(logging.WARNING, logger="bot.memory.tagging"):
-        tags = await tagger.tag_message(message_id, text)
+        tags = await tagger.tag_message(S, message_id, text)
     assert tags == ["写真", "沖縄", "沖縄旅行"]
     assert len(llm.calls) == 1
     assert "LLMError" in caplog.text
@@ -201,14 +211,17 @@ async def test_backfill_tags_everything_once(db: Database, analyzer: JapaneseAna
     empty_id = await add_message(db, "うん、そうだね")
     system_id = await add_message(db, "システムの設定", role="system")
     memory_ids = [await add_memory(db, "旅行と沖縄と海の要約") for _ in range(3)]
+    other_id = await add_message(db, "映画と音楽", session="o1")
     tagger = Tagger(analyzer, repo, NoLLM(), lambda: "keywords")
 
-    assert await tagger.backfill() == 7 + 1 + 3
+    assert await tagger.backfill() == 7 + 1 + 3 + 1
+    assert await repo.tags_for_message(OTHER, other_id) == ["映画", "音楽"]
+    assert await repo.tags_for_message(S, other_id) == []
     for message_id in ids:
-        assert await repo.tags_for_message(message_id) == ["カメラ", "写真", "公園"]
-    assert await repo.tags_for_message(empty_id) == []
+        assert await repo.tags_for_message(S, message_id) == ["カメラ", "写真", "公園"]
+    assert await repo.tags_for_message(S, empty_id) == []
     for memory_id in memory_ids:
-        assert await repo.tags_for_memory(memory_id) == ["旅行", "沖縄", "要約"]
+        assert await repo.tags_for_memory(S, memory_id) == ["旅行", "沖縄", "要約"]
     assert await db.scalar("SELECT COUNT(*) FROM messages WHERE tagged_at IS NULL") == 1
     assert await db.scalar("SELECT tagged_at FROM messages WHERE id = ?", (system_id,)) is None
 
@@ -233,15 +246,15 @@ async def test_backfill_respects_limit(db: Database, analyzer: JapaneseAnalyzer)
 async def test_retagging_replaces_tags(db: Database) -> None:
     repo = TagRepository(db)
     message_id = await add_message(db, "x")
-    assert await repo.add_message_tags(message_id, ["a", "b", "c"])
-    assert await repo.add_message_tags(message_id, ["d"])
-    assert await repo.tags_for_message(message_id) == ["d"]
+    assert await repo.add_message_tags(S, message_id, ["a", "b", "c"])
+    assert await repo.add_message_tags(S, message_id, ["d"])
+    assert await repo.tags_for_message(S, message_id) == ["d"]
 
 
 async def test_tagging_a_deleted_row_is_harmless(db: Database) -> None:
     repo = TagRepository(db)
-    assert await repo.add_message_tags(9999, ["a"]) is False
-    assert await repo.add_memory_tags(9999, ["a"]) is False
+    assert await repo.add_message_tags(S, 9999, ["a"]) is False
+    assert await repo.add_memory_tags(S, 9999, ["a"]) is False
     assert await db.scalar("SELECT COUNT(*) FROM message_tags") == 0
 
 
@@ -255,39 +268,41 @@ async def test_related_tags_rank_by_co_occurrence(db: Database) -> None:
         ["犬", "公園", "散歩"],
     ]
     for tags in tagged:
-        assert await repo.add_message_tags(await add_message(db, "x"), tags)
-    assert await repo.add_memory_tags(await add_memory(db, "y"), ["猫", "写真", "旅行"])
+        assert await repo.add_message_tags(S, await add_message(db, "x"), tags)
+    assert await repo.add_memory_tags(S, await add_memory(db, "y"), ["猫", "写真", "旅行"])
 
-    related = await repo.related_tags("猫", limit=10)
+    related = await repo.related_tags(S, "猫", limit=10)
     assert related[:2] == ["カメラ", "写真"]
     assert set(related[2:]) == {"公園", "渋谷", "旅行"}
     assert "猫" not in related and "猫カフェ" not in related
     assert "散歩" not in related and "犬" not in related
-    assert await repo.related_tags("猫", limit=1) == ["カメラ"]
-    assert await repo.related_tags("猫", exclude={"カメラ"}) == ["写真", *related[2:]]
-    assert await repo.related_tags("犬") == ["公園", "散歩"]
+    assert await repo.related_tags(S, "猫", limit=1) == ["カメラ"]
+    assert await repo.related_tags(S, "猫", exclude={"カメラ"}) == ["写真", *related[2:]]
+    assert await repo.related_tags(S, "犬") == ["公園", "散歩"]
 
 
 async def test_related_tags_bad_input(db: Database) -> None:
     repo = TagRepository(db)
-    assert await repo.add_message_tags(await add_message(db, "x"), ["100%", "割引"])
-    assert await repo.related_tags("") == []
-    assert await repo.related_tags("   ") == []
-    assert await repo.related_tags("%") == ["割引"]
-    assert await repo.related_tags("_") == []
-    assert await repo.related_tags("存在しない") == []
+    assert await repo.add_message_tags(S, await add_message(db, "x"), ["100%", "割引"])
+    assert await repo.related_tags(S, "") == []
+    assert await repo.related_tags(S, "   ") == []
+    assert await repo.related_tags(S, "%") == ["割引"]
+    assert await repo.related_tags(S, "_") == []
+    assert await repo.related_tags(S, "存在しない") == []
 
 
 async def test_recent_tags_newest_first_and_by_session(db: Database) -> None:
     repo = TagRepository(db)
-    await repo.add_message_tags(await add_message(db, "x", session="s1"), ["古い", "共通"])
-    await repo.add_message_tags(await add_message(db, "x", session="s2"), ["別部屋"])
-    await repo.add_memory_tags(await add_memory(db, "y", session="s1"), ["要約タグ"])
-    await repo.add_message_tags(await add_message(db, "x", session="s1"), ["新しい", "共通"])
+    await repo.add_message_tags(S, await add_message(db, "x", session="s1"), ["古い", "共通"])
+    await repo.add_message_tags(S, await add_message(db, "x", session="s2"), ["別部屋"])
+    await repo.add_memory_tags(S, await add_memory(db, "y", session="s1"), ["要約タグ"])
+    await repo.add_message_tags(S, await add_message(db, "x", session="s1"), ["新しい", "共通"])
 
-    assert await repo.recent_tags(10) == ["共通", "新しい", "要約タグ", "別部屋", "古い"]
-    assert await repo.recent_tags(2) == ["共通", "新しい"]
-    assert await repo.recent_tags(10, ["s1"]) == ["共通", "新しい", "要約タグ", "古い"]
-    assert await repo.recent_tags(10, ["s2"]) == ["別部屋"]
-    assert await repo.recent_tags(10, []) == []
-    assert await repo.recent_tags(0) == []
+    await repo.add_message_tags(OTHER, await add_message(db, "x", session="o1"), ["よそ"])
+    assert await repo.recent_tags(S, 10) == ["共通", "新しい", "要約タグ", "別部屋", "古い"]
+    assert await repo.recent_tags(S, 2) == ["共通", "新しい"]
+    assert await repo.recent_tags(S, 10, channel_id=1) == ["共通", "新しい", "要約タグ", "古い"]
+    assert await repo.recent_tags(S, 10, channel_id=2) == ["別部屋"]
+    assert await repo.recent_tags(S, 10, channel_id=3) == []
+    assert await repo.recent_tags(OTHER, 10, channel_id=1) == ["よそ"]
+    assert await repo.recent_tags(S, 0) == []

@@ -1,4 +1,4 @@
-"""WordPool: bounded noun history, reseed from the database equals the live pool."""
+"""WordPool: per-(space, channel) noun pools, bounded, persisted (a restart sees the same pool)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from bot.memory.japanese import JapaneseAnalyzer
-from bot.memory.word_pool import POOL_SIZE, WordPool, load_recent_texts
-from bot.store.db import Database, utcnow
+from bot.memory.word_pool import POOL_SIZE, WordPool
+from bot.store.db import Database
+from bot.store.word_pool import WordPoolRepository
 
 TOPICS = ["ラーメン", "カメラ", "写真", "旅行", "沖縄", "天気", "映画", "音楽", "猫", "公園"]
+A = "guild:1"
+B = "guild:2"
 
 
 @pytest.fixture(scope="module")
@@ -26,24 +29,8 @@ def analyzer() -> Iterator[JapaneseAnalyzer]:
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
     database = await Database.open(tmp_path / "t.db")
-    now = utcnow()
-    await database.execute(
-        "INSERT INTO sessions (id, title, created_at, updated_at) VALUES ('s1', 't', ?, ?)",
-        (now, now),
-    )
     yield database
     await database.close()
-
-
-async def add_message(
-    db: Database, content: str, role: str = "user", archived: bool = False
-) -> int:
-    now = utcnow()
-    return await db.execute(
-        "INSERT INTO messages (session_id, role, content, archived_at, created_at)"
-        " VALUES ('s1', ?, ?, ?, ?)",
-        (role, content, now if archived else None, now),
-    )
 
 
 def one_noun_words(count: int) -> list[str]:
@@ -57,83 +44,76 @@ def chat_line(i: int) -> str:
     return f"昨日は{first}の話をした。{second}も気になる"
 
 
-async def test_each_message_adds_its_nouns(analyzer: JapaneseAnalyzer) -> None:
-    pool = WordPool(analyzer)
-    assert await pool.add_text("東京でラーメンを食べた") == ["東京", "ラーメン"]
-    assert await pool.add_text("https://example.com <@1>") == []
-    assert pool.snapshot() == ["東京", "ラーメン"]
-    assert len(pool) == 2
+async def test_each_message_adds_its_nouns(analyzer: JapaneseAnalyzer, db: Database) -> None:
+    pool = WordPool(analyzer, WordPoolRepository(db))
+    assert await pool.add_text(A, 10, "東京でラーメンを食べた") == ["東京", "ラーメン"]
+    assert await pool.add_text(A, 10, "https://example.com <@1>") == []
+    assert sorted(await pool.snapshot(A)) == ["ラーメン", "東京"]
+    assert [(w.word, w.count) for w in await pool.words(A, 10)] == [("ラーメン", 1), ("東京", 1)]
 
 
-async def test_the_201st_word_evicts_the_oldest(analyzer: JapaneseAnalyzer) -> None:
+async def test_pools_are_per_space_and_channel(analyzer: JapaneseAnalyzer, db: Database) -> None:
+    pool = WordPool(analyzer, WordPoolRepository(db))
+    await pool.add_texts(A, 10, ["猫とカメラ"])
+    await pool.add_texts(A, 11, ["沖縄の天気"])
+    await pool.add_texts(B, 10, ["映画と音楽"])
+    assert {w.word for w in await pool.words(A, 10)} == {"猫", "カメラ"}
+    assert {w.word for w in await pool.words(A, 11)} == {"沖縄", "天気"}
+    assert {w.word for w in await pool.words(B, 10)} == {"映画", "音楽"}
+    rng = random.Random(5)
+    assert {await pool.pick(B, 10, rng) for _ in range(30)} == {"映画", "音楽"}
+    assert await pool.pick(B, 11, rng) is None
+
+
+async def test_the_201st_word_evicts_the_least_recent(
+    analyzer: JapaneseAnalyzer, db: Database
+) -> None:
     words = one_noun_words(POOL_SIZE + 1)
-    pool = WordPool(analyzer)
+    pool = WordPool(analyzer, WordPoolRepository(db))
     for word in words[:POOL_SIZE]:
-        await pool.add_text(f"{word} について")
-    assert pool.snapshot() == words[:POOL_SIZE]
-    await pool.add_text(f"{words[POOL_SIZE]} について")
-    snapshot = pool.snapshot()
-    assert len(snapshot) == POOL_SIZE
-    assert words[0] not in snapshot
-    assert snapshot[0] == words[1]
-    assert snapshot[-1] == words[POOL_SIZE]
-
-
-async def test_reseed_equals_the_pool_built_incrementally(analyzer: JapaneseAnalyzer) -> None:
-    texts = [chat_line(i) for i in range(200)]
-    live = WordPool(analyzer)
-    for text in texts:
-        await live.add_text(text)
-    rebuilt = WordPool(analyzer)
-    await rebuilt.add_text("古い話題のカメラ")
-    await rebuilt.reseed(texts)
-    assert rebuilt.snapshot() == live.snapshot()
-    assert len(rebuilt) == POOL_SIZE
+        await pool.add_text(A, 1, f"{word} について")
+    assert sorted(w.word for w in await pool.words(A, 1)) == sorted(words[:POOL_SIZE])
+    await pool.add_text(A, 1, f"{words[POOL_SIZE]} について")
+    kept = [w.word for w in await pool.words(A, 1)]
+    assert len(kept) == POOL_SIZE
+    assert words[0] not in kept
+    assert kept[0] == words[POOL_SIZE], "most recently seen first"
 
 
 async def test_pool_after_restart_equals_pool_before(
+    analyzer: JapaneseAnalyzer, tmp_path: Path
+) -> None:
+    path = tmp_path / "restart.db"
+    db = await Database.open(path)
+    live = WordPool(analyzer, WordPoolRepository(db))
+    for i in range(260):
+        await live.add_text(A, 7, chat_line(i))
+    before = await live.words(A, 7)
+    await db.close()
+
+    reopened = await Database.open(path)
+    restarted = WordPool(analyzer, WordPoolRepository(reopened))
+    assert len(before) == len(set(TOPICS)) and await restarted.words(A, 7) == before
+    await reopened.close()
+
+
+async def test_pick_respects_exclusions_and_counts(
     analyzer: JapaneseAnalyzer, db: Database
 ) -> None:
-    live = WordPool(analyzer)
-    for i in range(260):
-        role = "user" if i % 2 else "assistant"
-        text = chat_line(i)
-        await add_message(db, text, role=role, archived=i < 100)
-        await live.add_text(text)
-    await add_message(db, "システムの指示: 英語で答える", role="system")
-
-    texts = await load_recent_texts(db)
-    assert len(texts) == 200
-    assert texts[-1] == chat_line(259)
-    assert texts[0] == chat_line(60)
-
-    restarted = WordPool(analyzer)
-    await restarted.reseed(texts)
-    assert restarted.snapshot() == live.snapshot()
-
-
-async def test_load_recent_texts_order_roles_and_archived(db: Database) -> None:
-    await add_message(db, "一番目", archived=True)
-    await add_message(db, "指示", role="system")
-    await add_message(db, "二番目", role="assistant")
-    await add_message(db, "三番目")
-    assert await load_recent_texts(db, limit=10) == ["一番目", "二番目", "三番目"]
-    assert await load_recent_texts(db, limit=2) == ["二番目", "三番目"]
-    assert await load_recent_texts(db, limit=0) == []
-
-
-async def test_pick_respects_exclusions(analyzer: JapaneseAnalyzer) -> None:
-    pool = WordPool(analyzer)
-    assert pool.pick(random.Random(1)) is None
-    await pool.add_text("猫とカメラと写真")
+    pool = WordPool(analyzer, WordPoolRepository(db))
+    assert await pool.pick(A, 1, random.Random(1)) is None
+    await pool.add_text(A, 1, "猫とカメラと写真")
     rng = random.Random(7)
-    picks = {pool.pick(rng, exclude={"猫"}) for _ in range(50)}
+    picks = {await pool.pick(A, 1, rng, exclude={"猫"}) for _ in range(50)}
     assert picks == {"カメラ", "写真"}
-    assert pool.pick(rng, exclude={"猫", "カメラ", "写真"}) is None
-    assert pool.pick(random.Random(3)) == pool.pick(random.Random(3))
+    assert await pool.pick(A, 1, rng, exclude={"猫", "カメラ", "写真"}) is None
+    for _ in range(30):
+        await pool.add_text(A, 1, "猫")
+    counts = [await pool.pick(A, 1, rng) for _ in range(200)]
+    assert counts.count("猫") > 150, "a word seen more often is picked more often"
 
 
-async def test_pick_exclusion_ignores_case(analyzer: JapaneseAnalyzer) -> None:
-    pool = WordPool(analyzer)
-    await pool.add_text("Python and Kubernetes")
-    assert pool.pick(random.Random(0), exclude={"python"}) == "Kubernetes"
+async def test_pick_exclusion_ignores_case(analyzer: JapaneseAnalyzer, db: Database) -> None:
+    pool = WordPool(analyzer, WordPoolRepository(db))
+    await pool.add_text(A, 1, "Python and Kubernetes")
+    assert await pool.pick(A, 1, random.Random(0), exclude={"python"}) == "Kubernetes"

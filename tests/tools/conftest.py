@@ -16,6 +16,9 @@ from bot.tools.isolate import IsolatedRunner
 from bot.tools.safe_http import FetchPolicy, SafeFetcher
 from tests.fakes.web_server import FakeWebServer
 
+# The space of the sessions s1 and s2.
+SPACE = "local:local"
+
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def runner() -> AsyncIterator[IsolatedRunner]:
@@ -41,13 +44,17 @@ async def fetcher() -> AsyncIterator[SafeFetcher]:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def attachments(tmp_path: Path) -> AsyncIterator[AttachmentRepository]:
-    """Attachments over a real SQLite file with sessions s1 and s2."""
+    """Attachments over a real SQLite file with sessions s1 and s2 (in SPACE)."""
     db = await Database.open(tmp_path / "tools.db")
     try:
+        await db.execute(
+            "INSERT OR IGNORE INTO spaces (id, kind, created_at) VALUES (?, 'local', ?)",
+            (SPACE, utcnow()),
+        )
         for session in ("s1", "s2"):
             await db.execute(
-                "INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?)",
-                (session, utcnow(), utcnow()),
+                "INSERT INTO sessions (id, space_id, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                (session, SPACE, utcnow(), utcnow()),
             )
         yield AttachmentRepository(db)
     finally:

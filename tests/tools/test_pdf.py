@@ -29,7 +29,7 @@ from bot.tools.pdf import (
 )
 from bot.tools.safe_http import FetchPolicy, SafeFetcher
 from tests.fakes.web_server import FakeWebServer
-from tests.tools.conftest import failure
+from tests.tools.conftest import SPACE, failure
 from tests.tools.pdfgen import (
     japanese_page_text,
     latin_page_text,
@@ -235,27 +235,37 @@ async def test_session_attachment(
     tool: PdfToText, attachments: AttachmentRepository, latin_pdf: tuple[bytes, str]
 ) -> None:
     pdf, expected = latin_pdf
-    stored = await attachments.add("s1", "doc.pdf", "application/pdf", pdf)
+    stored = await attachments.add(SPACE, "s1", "doc.pdf", "application/pdf", pdf)
     ref = f"attachment:{stored.id}"
-    results = [await tool.pdf_to_text(ref, session_id="s1")]
+    results = [await tool.pdf_to_text(ref, session_id="s1", space_id=SPACE)]
     while (meta := parse_paged_result(results[-1])[1])["has_more"]:
-        results.append(await tool.pdf_to_text(continue_from=meta["next_token"], session_id="s1"))
+        results.append(
+            await tool.pdf_to_text(
+                continue_from=meta["next_token"], session_id="s1", space_id=SPACE
+            )
+        )
     assert "".join(parse_paged_result(result)[0] for result in results) == expected
     token = parse_paged_result(results[0])[1]["next_token"]
     assert parse_token(token, "pdf_to_text")["url"] == ref
     # Another session can use neither the reference nor the token.
     missing = ATTACHMENT_NOT_FOUND.format(ref=ref)
-    assert await failure(tool.pdf_to_text(ref, session_id="s2")) == missing
-    assert await failure(tool.pdf_to_text(continue_from=token, session_id="s2")) == missing
+    assert await failure(tool.pdf_to_text(ref, session_id="s2", space_id=SPACE)) == missing
+    assert (
+        await failure(tool.pdf_to_text(continue_from=token, session_id="s2", space_id=SPACE))
+        == missing
+    )
     assert await failure(tool.pdf_to_text(ref)) == NO_SESSION
 
 
 async def test_attachment_that_is_not_a_pdf(
     tool: PdfToText, attachments: AttachmentRepository
 ) -> None:
-    stored = await attachments.add("s1", "notes.txt", "text/plain", b"hello")
+    stored = await attachments.add(SPACE, "s1", "notes.txt", "text/plain", b"hello")
     ref = f"attachment:{stored.id}"
-    assert await failure(tool.pdf_to_text(ref, session_id="s1")) == f"{ref} is not a PDF."
+    assert (
+        await failure(tool.pdf_to_text(ref, session_id="s1", space_id=SPACE))
+        == f"{ref} is not a PDF."
+    )
 
 
 @pytest.mark.parametrize(
@@ -263,7 +273,9 @@ async def test_attachment_that_is_not_a_pdf(
     ["/etc/passwd", "file:///etc/passwd", "C:\\docs\\a.pdf", "../secret.pdf", "doc.pdf", "~/a.pdf"],
 )
 async def test_local_paths_are_refused(tool: PdfToText, path: str) -> None:
-    assert await failure(tool.pdf_to_text(path, session_id="s1")) == LOCAL_PATH_REFUSED
+    assert (
+        await failure(tool.pdf_to_text(path, session_id="s1", space_id=SPACE)) == LOCAL_PATH_REFUSED
+    )
 
 
 async def test_other_schemes_are_blocked(tool: PdfToText) -> None:

@@ -27,7 +27,7 @@ from bot.tools.search_and_fetch import (
 )
 from bot.tools.web_search import WebSearch
 from tests.fakes.web_server import FakeWebServer
-from tests.tools.conftest import failure
+from tests.tools.conftest import SPACE, failure
 from tests.tools.pdfgen import latin_page_text, make_pdf
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -143,7 +143,9 @@ async def test_reads_every_candidate_one_file_per_page(
     attachments: AttachmentRepository,
 ) -> None:
     files = serve_csv_files(web, search)
-    results = await read_all(tool, "sales data", "csv", max_chars=2000, session_id="s1")
+    results = await read_all(
+        tool, "sales data", "csv", max_chars=2000, session_id="s1", space_id=SPACE
+    )
     assert search.queries == [("sales data filetype:csv", 12)]
     assert all(len(result) <= MAX_TOOL_RESULT_CHARS for result in results)
     texts = by_file(results)
@@ -159,12 +161,12 @@ async def test_reads_every_candidate_one_file_per_page(
     assert requests_for(web, "/a.csv") == 1
     assert len([r for r in results if web.url_for("/a.csv") in r]) > 3
     assert all(result.count("=== Candidate ") == 1 for result in results)
-    stored = await attachments.list_for_session("s1")
+    stored = await attachments.list_for_session(SPACE, "s1")
     assert sorted(item.source_url or "" for item in stored) == sorted(
         [web.url_for("/a.csv"), web.url_for("/c.csv?download=1"), web.url_for("/d.csv")]
     )
     assert {item.filename for item in stored} == {"a.csv", "c.csv", "d.csv"}
-    assert await attachments.list_for_session("s2") == []
+    assert await attachments.list_for_session(SPACE, "s2") == []
 
 
 async def test_block_format(tool: SearchAndFetch, web: FakeWebServer, search: FakeSearch) -> None:
@@ -349,9 +351,11 @@ async def test_session_id_is_injected_by_the_engine_only(
     assert tool.icon == "🗂️"
     assert tool.label({"query": "sales", "file_type": "csv"}) == 'search_and_fetch csv "sales"'
     args = {"query": "sales", "file_type": "csv", "session_id": "s2"}
-    result = await registry.execute("search_and_fetch", args, injected={"session_id": "s1"})
+    result = await registry.execute(
+        "search_and_fetch", args, injected={"session_id": "s1", "space_id": SPACE}
+    )
     assert result.text.startswith("=== Candidate 1 ===") and not result.failed
-    assert [item.source_url for item in await attachments.list_for_session("s1")] == [
+    assert [item.source_url for item in await attachments.list_for_session(SPACE, "s1")] == [
         web.url_for("/a.csv")
     ]
-    assert await attachments.list_for_session("s2") == []
+    assert await attachments.list_for_session(SPACE, "s2") == []

@@ -9,7 +9,7 @@ import pytest
 
 from bot.services import ServiceOptions, Services, open_services
 from bot.topics.scheduler import TopicScheduler
-from tests.conftest import SettingsFactory
+from tests.conftest import LOCAL, SettingsFactory
 
 CHANNEL = 4242
 
@@ -33,7 +33,7 @@ async def test_every_settings_change_calls_the_listeners_once(opened: Services) 
     topics.add_change_listener(listener)  # registering twice still means one call
     await topics.configure(CHANNEL, {"enabled": True})
     await topics.configure(CHANNEL, {"idle_minutes": 30})
-    await topics.record_activity(CHANNEL)
+    await topics.record_activity(LOCAL, CHANNEL, "hello")
     assert calls == ["changed", "changed"], "activity is not a settings change"
     with pytest.raises(ValueError):
         await topics.configure(CHANNEL, {"timezone": "Mars/Olympus"})

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.services import ServiceOptions, Services, open_services
+from bot.store.spaces import ALL_SPACES
 from bot.store.tags import TagRepository
 from bot.store.topics import TopicRepository
 from bot.topics.picker import TopicPicker
@@ -22,6 +23,7 @@ from tests.conftest import SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text
 
 CHANNEL = 555
+SPACE = "guild:1"
 START = datetime(2026, 3, 2, 3, 0, tzinfo=UTC)  # 12:00 in Tokyo
 
 
@@ -40,7 +42,12 @@ class Clock:
 class Words:
     words: list[str] = field(default_factory=list)
 
-    def pick(self, rng: random.Random, exclude: object = frozenset()) -> str | None:
+    asked: list[tuple[str, int]] = field(default_factory=list)
+
+    async def pick(
+        self, space: str, channel_id: int, rng: random.Random, exclude: object = frozenset()
+    ) -> str | None:
+        self.asked.append((space, channel_id))
         choices = [w for w in self.words if w not in exclude]  # type: ignore[operator]
         return rng.choice(choices) if choices else None
 
@@ -89,6 +96,7 @@ async def world(
                 "max_posts_per_day": 3,
                 "language": "ja",
             },
+            space=SPACE,
         )
         clock.now = START
         llm.default_reply = Text("最近おいしいラーメン食べた？")
@@ -96,7 +104,7 @@ async def world(
 
 
 async def test_no_post_before_threshold_exactly_one_after(world: World) -> None:
-    await world.service.record_activity(CHANNEL, START)
+    await world.service.record_activity(SPACE, CHANNEL, at=START)
     world.clock.advance(minutes=59)
     assert not (await world.service.check_idle(CHANNEL)).posted
     assert world.poster.posts == []
@@ -108,6 +116,7 @@ async def test_no_post_before_threshold_exactly_one_after(world: World) -> None:
     assert len(world.poster.posts) == 1
     system = world.llm.chat_requests[-1].messages[0]["content"]
     assert "Japanese" in system
+    assert set(world.words.asked) == {(SPACE, CHANNEL)}, "the channel's own pool only"
 
 
 async def test_none_outside_active_hours(world: World) -> None:
@@ -132,7 +141,7 @@ async def test_daily_cap_holds(world: World) -> None:
 async def test_no_burst_after_twelve_hours_of_downtime(world: World) -> None:
     # The bot was down for 12 hours (the last message came just before); at restart the missed
     # interval runs would fire back to back if they were not coalesced.
-    await world.service.record_activity(CHANNEL, START - timedelta(hours=12))
+    await world.service.record_activity(SPACE, CHANNEL, at=START - timedelta(hours=12))
     results = [await world.service.check_idle(CHANNEL) for _ in range(72)]
     assert sum(r.posted for r in results) == 1
     assert len(world.poster.posts) == 1
@@ -164,9 +173,15 @@ async def test_empty_pool_and_no_tags_skip_with_a_log_line(
 
 async def test_empty_pool_falls_back_to_recent_tags(world: World) -> None:
     world.words.words.clear()
-    session = await world.services.repos.sessions.create()
-    message = await world.services.repos.messages.add(session.id, "user", "富士山に登った")
-    await TagRepository(world.services.db).add_message_tags(message.id, ["富士山", "登山"])
+    repos = world.services.repos
+    tags = TagRepository(world.services.db)
+    for space, channel, said in ((SPACE, CHANNEL, ["富士山", "登山"]), (SPACE, 999, ["よそ"])):
+        session = await repos.sessions.create(space, parent_channel_id=channel)
+        message = await repos.messages.add(space, session.id, "user", "富士山に登った")
+        await tags.add_message_tags(space, message.id, said)
+    elsewhere = await repos.sessions.create("guild:2", parent_channel_id=CHANNEL)
+    message = await repos.messages.add("guild:2", elsewhere.id, "user", "海")
+    await tags.add_message_tags("guild:2", message.id, ["海"])
     world.clock.advance(minutes=61)
     result = await world.service.check_idle(CHANNEL)
     assert result.posted and result.topic in {"富士山", "登山"}
@@ -176,8 +191,9 @@ async def test_cron_post_respects_cap_and_records(world: World) -> None:
     await world.service.configure(CHANNEL, {"cron": "0 9 * * *", "max_posts_per_day": 1})
     assert (await world.service.run_cron(CHANNEL)).posted
     assert not (await world.service.run_cron(CHANNEL)).posted
-    post = await TopicRepository(world.services.db).post_for_message(9001)
-    assert post is not None and post.kind == "cron"
+    post = await TopicRepository(world.services.db).post_for_message(SPACE, 9001)
+    assert post is not None and post.kind == "cron" and post.space_id == SPACE
+    assert await TopicRepository(world.services.db).post_for_message("guild:2", 9001) is None
 
 
 def test_active_hours_wrap_past_midnight() -> None:
@@ -203,5 +219,6 @@ async def test_scheduler_jobs_follow_the_database_and_coalesce(world: World) -> 
 async def test_activity_in_unconfigured_channels_costs_nothing(
     world: World, tmp_path: Path
 ) -> None:
-    await world.service.record_activity(123456)
-    assert await TopicRepository(world.services.db).get(123456) is None
+    await world.service.record_activity(SPACE, 123456, "ラーメン")
+    assert await TopicRepository(world.services.db).get(ALL_SPACES, 123456) is None
+    assert await world.services.word_pool.snapshot(ALL_SPACES) == []

@@ -14,7 +14,7 @@ from bot.bot import BotDeps
 from bot.chat.attachments import PreparedFiles
 from bot.chat.engine import TurnRequest
 from bot.exts._access import AccessPolicy, Cooldown, Requester
-from bot.exts._common import deps_of
+from bot.exts._common import deps_of, space_of_message
 from bot.exts._text import readable_mentions, strip_bot_mention, thread_name
 from bot.exts.chat._attachments import AttachmentReader
 from bot.exts.chat._reply import ReplyRenderer
@@ -92,7 +92,7 @@ class Chat(commands.Cog):
             return
         if message.type not in _CHAT_TYPES or self.deps.turns.closing:
             return
-        await self._record_activity(message)
+        await self._record_activity(message, me)
         route = await self._route(message, me)
         if route is None:
             return
@@ -114,12 +114,20 @@ class Chat(commands.Cog):
                 log.exception("turn for message %d failed", message.id)
                 await self._say(message, ui.error_prefix + ui.generic_error, in_thread=True)
 
-    async def _record_activity(self, message: discord.Message) -> None:
-        """A person wrote: the channel (a thread counts for its parent) is not idle."""
+    async def _record_activity(self, message: discord.Message, me: discord.ClientUser) -> None:
+        """A person wrote: the channel (a thread counts for its parent) is not idle.
+
+        The channel's own messages feed its word pool here; a thread's conversation (and a
+        mention that opens one) feeds it when the turn is done.
+        """
         channel = message.channel
+        in_thread = isinstance(channel, discord.Thread)
         channel_id = channel.parent_id if isinstance(channel, discord.Thread) else channel.id
         if message.guild is not None and channel_id is not None:
-            await self.deps.services.topics.record_activity(channel_id)
+            text = "" if in_thread or _addressed(message, me) else message.content
+            await self.deps.services.topics.record_activity(
+                space_of_message(message), channel_id, text
+            )
 
     async def _route(self, message: discord.Message, me: discord.ClientUser) -> Route | None:
         channel = message.channel
@@ -137,7 +145,8 @@ class Chat(commands.Cog):
             # In threads the bot did not open, only messages addressed to it are turns.
             if channel.owner_id != me.id and not _addressed(message, me):
                 return None
-        if await self.deps.services.conversations.current(channel.id) is not None:
+        space = space_of_message(message)
+        if await self.deps.services.conversations.current(space, channel.id) is not None:
             return Route("session", channel.id, parent)
         if message.guild is None:
             return Route("dm", channel.id)
@@ -159,30 +168,35 @@ class Chat(commands.Cog):
             if route.kind in ("channel", "thread"):
                 await self._say(message, ui.empty_mention)
             return
-        if await services.repos.messages.by_discord_id(message.id) is not None:
+        space = space_of_message(message)
+        if await services.repos.messages.by_discord_id(space, message.id) is not None:
             log.info("message %d already answered; skipping", message.id)
             return
         title = thread_name(text, ui.thread_fallback.format(name=message.author.display_name))
         channel: discord.abc.Messageable = message.channel
         channel_id = message.channel.id
+        parent_id = route.parent_id
         if route.kind == "channel":
             thread = await self._open_thread(message, title)
-            channel, channel_id = thread, thread.id
+            channel, channel_id, parent_id = thread, thread.id, message.channel.id
         # Looked up again under the channel lock: a /reset may have happened meanwhile.
         ref = message.reference
         session = await services.conversations.for_channel(
+            space,
             channel_id,
             title=title,
             guild_id=message.guild.id if message.guild else None,
+            parent_channel_id=parent_id,
             # A reply to one of our topic openers (or a thread on it) continues that topic.
             reply_to=ref.message_id if ref is not None else None,
         )
         files = PreparedFiles()
         if message.attachments:
-            files = await self.files.prepare(message.attachments, session.id, ui)
+            files = await self.files.prepare(message.attachments, session, ui)
         settings = self.deps.services.settings()
         request = TurnRequest(
             text=files.text_for_model(text),
+            space_id=session.space_id,
             session_id=session.id,
             source="discord",
             title=title,

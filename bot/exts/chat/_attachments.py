@@ -21,6 +21,7 @@ from bot.chat.attachments import (
     human_size,
 )
 from bot.prompts.ui_text import UiText
+from bot.store.sessions import Session
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +35,10 @@ class AttachmentReader:
     async def prepare(
         self,
         attachments: Sequence[discord.Attachment],
-        session_id: str,
+        session: Session,
         ui: UiText,
     ) -> PreparedFiles:
-        """Store documents under `session_id`, resize images, collect notices."""
+        """Store documents under `session` (in its space), resize images, collect notices."""
         out = PreparedFiles()
         for attachment in attachments:
             name = attachment.filename
@@ -59,7 +60,8 @@ class AttachmentReader:
                 name=name,
                 content_type=attachment.content_type,
                 data=data,
-                session_id=session_id,
+                space=session.space_id,
+                session_id=session.id,
             )
         return out
 
