@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     except PydanticValidationError as exc:
         print(f"Invalid configuration:\n{exc}", file=sys.stderr)
         return 2
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, debug=settings.debug, secrets=settings.secret_values())
     if args.command == "run":
         if settings.discord_token is None:
             print(SETUP_HELP, file=sys.stderr, end="")

@@ -71,7 +71,7 @@ class Settings(BaseSettings):
     llm_api_base: str = "http://localhost:11434"
     llm_api_key: SecretStr | None = None
     llm_timeout: float = 120.0
-    llm_context_tokens: int = 8192
+    llm_context_tokens: int = 16384
     llm_vision: bool = False
     embed_model: str = ""
     system_prompt_extra: str = ""
@@ -109,6 +109,7 @@ class Settings(BaseSettings):
     admin_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     log_level: str = "INFO"
+    debug: bool = False
 
     @field_validator(
         "discord_guild_ids",
@@ -147,6 +148,10 @@ class Settings(BaseSettings):
         """The plain value of a secret setting, or '' when unset."""
         value = getattr(self, name)
         return value.get_secret_value() if isinstance(value, SecretStr) else ""
+
+    def secret_values(self) -> list[str]:
+        """The plain values of the secret settings that are set (to mask them in output)."""
+        return [value for name in sorted(SECRET_KEYS) if (value := self.secret(name))]
 
 
 def is_ollama_model(model: str) -> bool:

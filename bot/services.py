@@ -34,6 +34,7 @@ from bot.store.model_presets import ModelPresetRepository
 from bot.store.sessions import SessionRepository
 from bot.store.stats import StatsRepository
 from bot.store.tags import TagRepository
+from bot.store.token_factors import TokenFactorRepository
 from bot.store.topics import TopicRepository
 from bot.store.transfer import SessionTransfer
 from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
@@ -68,6 +69,7 @@ class Repositories:
     presets: ModelPresetRepository
     stats: StatsRepository
     admin_sessions: AdminSessionRepository
+    token_factors: TokenFactorRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
@@ -84,6 +86,7 @@ class Repositories:
             presets=ModelPresetRepository(db),
             stats=StatsRepository(db),
             admin_sessions=AdminSessionRepository(db),
+            token_factors=TokenFactorRepository(db),
         )
 
 
@@ -163,9 +166,14 @@ async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOpt
     tasks = BackgroundTasks()
     stack.push_async_callback(tasks.close)
     gateway = LLMGateway(
-        runtime, repos.api_logs, retry=opts.retry, backend_factory=opts.backend_factory
+        runtime,
+        repos.api_logs,
+        retry=opts.retry,
+        backend_factory=opts.backend_factory,
+        token_factors=repos.token_factors,
     )
     stack.push_async_callback(gateway.close)
+    await gateway.load_token_factors()
     return _Core(db, repos, runtime, tasks, gateway, ToolRegistry())
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from bot.llm.types import Completion, Message, StreamDelta, ToolSchema
+from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSchema
 
 
 class BackendError(Exception):
@@ -40,8 +40,8 @@ class ChatBackend(Protocol):
         """The whole answer at once, without tools."""
         ...
 
-    async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
-        """One vector per text."""
+    async def embed(self, model: str, texts: list[str]) -> Embeddings:
+        """One vector per text, with the prompt tokens counted when the backend reports them."""
         ...
 
     async def list_models(self) -> list[str]:

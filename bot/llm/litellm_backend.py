@@ -11,7 +11,15 @@ from types import ModuleType
 from typing import Any
 
 from bot.llm.backend import BackendError, BackendUnavailable
-from bot.llm.types import Completion, Message, StreamDelta, ToolCall, ToolSchema, Usage
+from bot.llm.types import (
+    Completion,
+    Embeddings,
+    Message,
+    StreamDelta,
+    ToolCall,
+    ToolSchema,
+    Usage,
+)
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +179,7 @@ class LiteLLMBackend:
         ]
         return Completion(text=choice.content or "", tool_calls=calls, usage=usage)
 
-    async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
+    async def embed(self, model: str, texts: list[str]) -> Embeddings:
         """Embeddings through the provider's embeddings endpoint."""
         kwargs = self._kwargs(model)
         kwargs.pop("max_retries")
@@ -179,7 +187,10 @@ class LiteLLMBackend:
             response = await self._litellm.aembedding(input=texts, **kwargs)
         except Exception as exc:
             raise self._error(exc, model) from exc
-        return [list(item["embedding"]) for item in response.data]
+        reported = getattr(response, "usage", None)
+        usage = Usage(getattr(reported, "prompt_tokens", None) if reported else None)
+        usage.cost = self._cost(model, usage)
+        return Embeddings([list(item["embedding"]) for item in response.data], usage)
 
     async def list_models(self) -> list[str]:
         """LiteLLM cannot list a provider's models in general."""

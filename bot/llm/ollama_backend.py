@@ -12,7 +12,15 @@ import ollama
 
 from bot.config import strip_ollama_prefix
 from bot.llm.backend import BackendError, BackendUnavailable
-from bot.llm.types import Completion, Message, StreamDelta, ToolCall, ToolSchema, Usage
+from bot.llm.types import (
+    Completion,
+    Embeddings,
+    Message,
+    StreamDelta,
+    ToolCall,
+    ToolSchema,
+    Usage,
+)
 
 log = logging.getLogger(__name__)
 
@@ -189,13 +197,15 @@ class OllamaBackend:
             usage=Usage(response.prompt_eval_count, response.eval_count),
         )
 
-    async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
+    async def embed(self, model: str, texts: list[str]) -> Embeddings:
         """Embeddings through /api/embed."""
         try:
             response = await self._client.embed(model=strip_ollama_prefix(model), input=texts)
         except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
             raise self._error(exc, model) from exc
-        return [list(vector) for vector in response.embeddings]
+        return Embeddings(
+            [list(vector) for vector in response.embeddings], Usage(response.prompt_eval_count)
+        )
 
     async def list_models(self) -> list[str]:
         """Names of the models pulled on the Ollama server."""

@@ -207,6 +207,17 @@ MIGRATIONS: tuple[str, ...] = (
         expires_at TEXT NOT NULL
     );
     """,
+    # 2: per-model correction of the token estimator (real prompt tokens per estimated token),
+    # learned from the counts the backend reports.
+    """
+    CREATE TABLE model_token_factors (
+        model TEXT PRIMARY KEY,
+        factor REAL NOT NULL,
+        samples INTEGER NOT NULL DEFAULT 0,
+        partial_counts INTEGER NOT NULL DEFAULT 0,
+        updated_at TEXT NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
