@@ -43,6 +43,7 @@ class ChatTurns:
         Errors in the preparation raise here, before anything is streamed.
         """
         session_id = chat.session_id
+        created = False
         if chat.note_page_ids is not None:
             wanted = set(chat.note_page_ids)
             found = {page.id for page in await self._notes.get_many(list(wanted))}
@@ -54,9 +55,13 @@ class ChatTurns:
                 session = await self._sessions.create(
                     session_id=session_id, title=chat.message[:60], source=SOURCE
                 )
-                session_id = session.id
+                session_id, created = session.id, True
             await self._notes.set_links(session_id, list(chat.note_page_ids))
-        return self._events(TurnRequest(chat.message, session_id, source=SOURCE, model=chat.model))
+        return self._events(
+            TurnRequest(
+                chat.message, session_id, source=SOURCE, model=chat.model, new_session=created
+            )
+        )
 
     async def _events(self, request: TurnRequest) -> AsyncGenerator[Event, None]:
         events = self._engine.run_turn(request)

@@ -21,13 +21,15 @@ from bot.chat.events import (
     ToolEvent,
 )
 from bot.chat.hooks import Emit, ToolHook, ToolOutcome, TurnHook, TurnResult
-from bot.chat.tool_budget import ToolBudget, trim_tool_result
+from bot.chat.tokens import message_tokens
+from bot.chat.tool_budget import ToolBudget, resume_footer, split_footer, trim_tool_result
+from bot.chat.turn_fit import ToolText, fit_tool_texts
 from bot.config import Settings
 from bot.errors import UserFacingError
 from bot.llm.gateway import LLMGateway
 from bot.llm.litellm_backend import arguments_text
 from bot.llm.types import Message, ToolCall
-from bot.prompts import prompts_for
+from bot.prompts import Prompts, prompts_for
 from bot.store.messages import MessageRepository, StoredMessage
 from bot.store.sessions import Session, SessionRepository
 from bot.tools.core import ToolRegistry
@@ -60,6 +62,8 @@ class TurnRequest:
     discord_guild_id: int | None = None
     images: tuple[str, ...] = ()
     model: str | None = None
+    # The caller created `session_id` for this turn, so the turn announces it as new.
+    new_session: bool = False
 
 
 @dataclass
@@ -151,7 +155,8 @@ class ChatEngine:
     async def _run(self, request: TurnRequest, emit: Emit) -> None:
         try:
             session, created = await self._session_for(request)
-            emit(SessionEvent(session.id, created))
+            if created or request.new_session:
+                emit(SessionEvent(session.id, created=True))
             try:
                 user_message = await self._messages.add(
                     session.id,
@@ -187,13 +192,21 @@ class ChatEngine:
                 tools=self.registry.schemas(),
                 images=request.images,
             )
-            messages = context.messages
+            turn = _TurnMessages(context.messages, context.budget)
             while True:
                 offer_tools = state.budget.tools_allowed and len(self.registry) > 0
-                calls = await self._stream_round(messages, model, state, emit, tools_on=offer_tools)
+                messages = turn.request()
+                if messages is None:
+                    turn.stop(_notice(prompts["tool_window_exhausted"]))
+                    messages = turn.without_tools()
+                    offer_tools = False
+                calls, text = await self._stream_round(
+                    messages, model, state, emit, tools_on=offer_tools
+                )
                 if not calls or not offer_tools:
                     break
-                await self._run_tools(calls, messages, state, request, emit)
+                turn.steps.append(_assistant_message(text, calls))
+                await self._run_tools(calls, turn, state, request, emit)
                 state.budget.rounds += 1
                 if not state.budget.tools_allowed:
                     key = (
@@ -201,12 +214,7 @@ class ChatEngine:
                         if state.budget.chars_exhausted
                         else "tool_rounds_exhausted"
                     )
-                    messages.append(
-                        {
-                            "role": "system",
-                            "content": prompts.format(key, limit=state.budget.max_chars),
-                        }
-                    )
+                    turn.steps.append(_notice(prompts.format(key, limit=state.budget.max_chars)))
         except UserFacingError as exc:
             emit(ErrorEvent(str(exc)))
             return
@@ -234,7 +242,8 @@ class ChatEngine:
         emit: Emit,
         *,
         tools_on: bool,
-    ) -> list[ToolCall]:
+    ) -> tuple[list[ToolCall], str]:
+        """One model call: its text is streamed out; returns its tool calls and its text."""
         calls: list[ToolCall] = []
         round_text: list[str] = []
         async for delta in self._gateway.stream(
@@ -249,42 +258,35 @@ class ChatEngine:
                 emit(ChunkEvent(delta.text))
             if delta.done:
                 calls = delta.tool_calls
-        if calls and tools_on:
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": "".join(round_text),
-                    "tool_calls": [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {
-                                "name": call.name,
-                                "arguments": arguments_text(call.arguments),
-                            },
-                        }
-                        for call in calls
-                    ],
-                }
-            )
-        return calls
+        return calls, "".join(round_text)
 
     async def _run_tools(
         self,
         calls: list[ToolCall],
-        messages: list[Message],
+        turn: _TurnMessages,
         state: _TurnState,
         request: TurnRequest,
         emit: Emit,
     ) -> None:
+        settings = self._settings()
+        prompts = prompts_for(settings.language)
+        round_number = state.budget.rounds + 1
         for index, call in enumerate(calls):
-            call_id = f"{state.budget.rounds + 1}-{index + 1}-{call.id}"
+            if state.budget.chars_exhausted:
+                # Every tool_call id needs its tool message; this one says why nothing ran.
+                notice = prompts.format("tool_not_run", limit=state.budget.max_chars)
+                turn.steps.append(_ToolStep(call, ToolText(notice, round=round_number)))
+                continue
+            call_id = f"{round_number}-{index + 1}-{call.id}"
             arguments = _arguments(call)
             running = self._running_event(call_id, call.name, arguments)
             emit(running)
             raw = await self._execute(call.name, arguments, state)
-            result = trim_tool_result(raw)
-            state.budget.spend(result.text)
+            result = trim_tool_result(raw, settings.max_tool_result_chars)
+            item, tails = self._tool_text(
+                call, arguments, result, round_number, prompts=prompts, cap=state.budget.max_chars
+            )
+            item = state.budget.take(item, tails)
             state.tool_names.append(call.name)
             emit(_finished_event(running, result))
             self._add_sources(raw.sources, state, emit)
@@ -292,7 +294,45 @@ class ChatEngine:
                 state.session.id, call_id, call.name, arguments, raw, request.text
             )
             await self._run_hooks(outcome, emit)
-            messages.append(self._tool_message(call, result))
+            turn.steps.append(_ToolStep(call, item))
+
+    def _tool_text(
+        self,
+        call: ToolCall,
+        arguments: dict[str, Any],
+        result: ToolResult,
+        round_number: int,
+        *,
+        prompts: Prompts,
+        cap: int,
+    ) -> tuple[ToolText, list[tuple[str, str]]]:
+        """The result as a tool message in parts, and the tails the turn's cap may cut it with.
+
+        A cut page's footer resumes at the start of the page (the token the call was made
+        with); without such a token the marker says to repeat the call instead.
+        """
+        head = prompts.format("tool_result_prefix", name=call.name) + "\n"
+        body, footer = split_footer(result.text)
+        tool = self.registry.get(call.name)
+        start = arguments.get("continue_from")
+        paged = bool(footer) or (tool is not None and tool.paged)
+        resume = (
+            resume_footer(footer, start)
+            if paged and not result.failed and isinstance(start, str)
+            else ""
+        )
+
+        def tails(resume_with: str) -> tuple[str, str]:
+            hint = prompts.format(
+                "tool_resume_token" if resume_with else "tool_resume_call", name=call.name
+            )
+            budget_cut = prompts.format("tool_result_cut", limit=cap, resume=hint)
+            window_cut = prompts.format("tool_result_shortened", resume=hint)
+            return f"\n{budget_cut}{resume_with}", f"\n{window_cut}{resume_with}"
+
+        options = [tails(resume)] + ([tails("")] if resume else [])
+        item = ToolText(head, body, footer, options[0][1], round_number)
+        return item, options
 
     def _running_event(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolEvent:
         """The `running` event of a call: the tool's icon and label for its arguments."""
@@ -304,11 +344,6 @@ class ChatEngine:
         return ToolEvent(call_id, name, "running", label=label, detail=detail, icon=tool.icon)
 
     async def _execute(self, name: str, arguments: dict[str, Any], state: _TurnState) -> ToolResult:
-        if state.budget.chars_exhausted:
-            prompts = prompts_for(self._settings().language)
-            return ToolResult.error(
-                prompts.format("tool_budget_exhausted", limit=state.budget.max_chars)
-            )
         return await self.registry.execute(
             name, arguments, injected={"session_id": state.session.id}
         )
@@ -332,14 +367,89 @@ class ChatEngine:
             except Exception:
                 log.exception("tool hook failed after %s", outcome.name)
 
-    def _tool_message(self, call: ToolCall, result: ToolResult) -> Message:
-        prefix = prompts_for(self._settings().language).format("tool_result_prefix", name=call.name)
-        return {
-            "role": "tool",
-            "tool_call_id": call.id,
-            "name": call.name,
-            "content": f"{prefix}\n{result.text}",
-        }
+
+@dataclass(frozen=True)
+class _ToolStep:
+    """A tool message of this turn: the call it answers and its content in fittable parts."""
+
+    call: ToolCall
+    text: ToolText
+
+
+class _TurnMessages:
+    """The context plus this turn's steps, fitted into one budget before every model call."""
+
+    def __init__(self, context: list[Message], budget: int) -> None:
+        self.context = context
+        self.budget = budget
+        self.steps: list[Message | _ToolStep] = []
+
+    def request(self) -> list[Message] | None:
+        """The messages of the next model call within the budget, or None if they cannot fit."""
+        fixed = sum(message_tokens(message) for message in self.context) + sum(
+            message_tokens(step) for step in self.steps if not isinstance(step, _ToolStep)
+        )
+        tools = [step.text for step in self.steps if isinstance(step, _ToolStep)]
+        if not tools:
+            return self.without_tools()
+        fitted = fit_tool_texts(tools, fixed, self.budget)
+        if fitted is None:
+            return None
+        if fitted.shortened:
+            log.info(
+                "shortened %d of %d tool results to fit the window (%d + %d of %d tokens)",
+                fitted.shortened,
+                len(tools),
+                fixed,
+                fitted.tokens,
+                self.budget,
+            )
+        contents = iter(fitted.contents)
+        messages = list(self.context)
+        for step in self.steps:
+            if isinstance(step, _ToolStep):
+                messages.append(_tool_message(step.call, next(contents)))
+            else:
+                messages.append(step)
+        return messages
+
+    def stop(self, notice: Message) -> None:
+        """Tools end here: this turn's tool exchange does not fit, so the model answers without."""
+        log.warning("this turn's tool results do not fit the window; answering without them")
+        self.steps = [notice]
+
+    def without_tools(self) -> list[Message]:
+        """The context and this turn's notices: nothing here can be shortened or dropped."""
+        messages = [*self.context, *(step for step in self.steps if isinstance(step, dict))]
+        spent = sum(message_tokens(message) for message in messages)
+        if spent > self.budget:
+            log.warning("the context alone needs %d of %d tokens", spent, self.budget)
+        return messages
+
+
+def _assistant_message(text: str, calls: Sequence[ToolCall]) -> Message:
+    """The model's turn that asked for `calls`, as the protocol wants it repeated."""
+    return {
+        "role": "assistant",
+        "content": text,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": arguments_text(call.arguments)},
+            }
+            for call in calls
+        ],
+    }
+
+
+def _tool_message(call: ToolCall, content: str) -> Message:
+    return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
+
+
+def _notice(text: str) -> Message:
+    """A one-sentence instruction to the model from the engine."""
+    return {"role": "system", "content": text}
 
 
 def _finished_event(running: ToolEvent, result: ToolResult) -> ToolEvent:

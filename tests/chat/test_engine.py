@@ -279,7 +279,7 @@ async def test_summarisation_archives_and_loses_nothing(
             if index == 2:
                 llm.script(Text("SUMMARY: the user asked three questions."))
             events = await run(services, f"question {index}", session_id)
-            session_id = session_of(events)
+            session_id = session_id or session_of(events)
         await services.tasks.drain()
         assert session_id is not None
         memories = await services.repos.memories.live(session_id)
@@ -420,7 +420,8 @@ async def test_summaries_are_condensed_when_they_outgrow_their_budget(
     async with open_services(settings, service_options) as services:
         session_id: str | None = None
         for index in range(3):
-            session_id = session_of(await run(services, f"question {index}", session_id))
+            events = await run(services, f"question {index}", session_id)
+            session_id = session_id or session_of(events)
             await services.tasks.drain()
         assert session_id is not None
         live = await services.repos.memories.live(session_id)
