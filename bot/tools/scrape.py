@@ -1,4 +1,4 @@
-"""The `scrape_url` tool: a page's main text, paged by characters (seed 000)."""
+"""The `scrape_url` tool: a page's main text, paged by characters."""
 
 from __future__ import annotations
 
@@ -162,7 +162,9 @@ class ScrapeUrl:
         offset = 0
         if continue_from:
             try:
-                payload = parse_token(continue_from, "scrape_url")
+                payload = parse_token(
+                    continue_from, "scrape_url", max_age=settings.pagination_token_ttl
+                )
             except InvalidTokenError as exc:
                 raise ToolError(str(exc)) from None
             url, offset = payload["url"], payload["offset"]
