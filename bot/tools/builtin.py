@@ -37,6 +37,13 @@ class ToolDeps:
     web_search: WebSearch
     attachments: AttachmentRepository | None = None
 
+    async def page_text(self, url: str) -> str:
+        """A web page's main text, fetched as scrape_url fetches it (and sharing its cache)."""
+        scraper = ScrapeUrl(
+            fetcher=self.fetcher, runner=self.runner, cache=self.doc_cache, settings=self.settings
+        )
+        return await scraper.page_text(url)
+
     async def close(self) -> None:
         """Release the HTTP session, the parser workers and the search threads."""
         self.web_search.close()
