@@ -163,6 +163,7 @@ async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOpt
     repos = Repositories.over(db)
     runtime = RuntimeSettings(settings, repos.app_settings)
     await runtime.load()
+    await repos.presets.seed(runtime().llm_model)
     tasks = BackgroundTasks()
     stack.push_async_callback(tasks.close)
     gateway = LLMGateway(
@@ -195,14 +196,19 @@ def _open_builtin_tools(
     return tool_deps
 
 
-def _open_memory(stack: AsyncExitStack, core: _Core) -> _Memory:
+def _open_memory(stack: AsyncExitStack, core: _Core, tool_deps: ToolDeps | None) -> _Memory:
     """Word analysis, the word pool, tagging, the local KB, notes and knowledge."""
     runtime, gateway = core.runtime, core.gateway
     analyzer = JapaneseAnalyzer()
     stack.callback(analyzer.close)
     local_kb = LocalKnowledgeBase(runtime().kb_dir, core.db, gateway, analyzer, runtime)
     knowledge = KnowledgeService(
-        core.db, gateway, lambda: runtime().kb_dir, runtime, on_files_changed=local_kb.invalidate
+        core.db,
+        gateway,
+        lambda: runtime().kb_dir,
+        runtime,
+        on_files_changed=local_kb.invalidate,
+        read_page=tool_deps.page_text if tool_deps is not None else None,
     )
     return _Memory(
         analyzer=analyzer,
@@ -303,7 +309,7 @@ async def open_services(
     async with AsyncExitStack() as stack:
         core = await _open_core(stack, settings, opts)
         tool_deps = _open_builtin_tools(stack, core, opts)
-        memory = _open_memory(stack, core)
+        memory = _open_memory(stack, core, tool_deps)
         topics = await _open_topics(core, memory)
         register_notes_tools(core.registry, memory.notes)
         register_knowledge_tools(core.registry, memory.knowledge)

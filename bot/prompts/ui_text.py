@@ -81,6 +81,8 @@ class UiText:
     knowledge_header: str
     knowledge_not_found: str
     knowledge_deleted: str
+    knowledge_regenerated: str
+    knowledge_regenerate_failed: str
     tools_builtin: str
     tools_mcp: str
     terminal_banner: str

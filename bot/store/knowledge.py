@@ -103,6 +103,22 @@ class KnowledgeRepository:
         )
         return await self._with_sources(rows)
 
+    async def replace(
+        self, entry_id: int, *, title: str, summary: str, md_path: str | None
+    ) -> KnowledgeEntry | None:
+        """Give an entry a new title, body and file; its id, query and sources stay.
+
+        None when the entry no longer exists.
+        """
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE knowledge_entries SET title = ?, summary = ?, md_path = ? WHERE id = ?",
+                (title, summary, md_path, entry_id),
+            )
+            if cursor.rowcount == 0:
+                return None
+        return await self.get(entry_id)
+
     async def delete(self, entry_id: int) -> KnowledgeEntry | None:
         """Delete an entry (its sources cascade); returns what was deleted."""
         entry = await self.get(entry_id)

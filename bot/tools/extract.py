@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
 
-# Tags the seed's heuristic drops before taking text.
+# Page chrome the fallback heuristic drops before taking text.
 DROPPED_TAGS = ("script", "style", "noscript", "template", "head", "nav", "footer", "aside")
 # Lexbor's tree building is quadratic in nesting depth (200k nested divs: ~100 s); real pages
 # stay far below this, so deeper input is refused instead of burning the worker's deadline.
@@ -131,7 +131,7 @@ def _trafilatura_text(html: str, url: str) -> str:
 
 
 def heuristic_text(html: str) -> str:
-    """The seed's heuristic: drop chrome tags, prefer article > main > body, text by lines."""
+    """Fallback main text: drop chrome tags, prefer article > main > body, text by lines."""
     from selectolax.lexbor import LexborHTMLParser
 
     tree = LexborHTMLParser(html)

@@ -157,14 +157,15 @@ async def test_foreign_origin_on_state_change_is_refused(admin: Admin) -> None:
         reply = await admin.post("/api/models/presets", body, headers=headers)
         assert reply.status == 403, headers
         assert reply.json["error"] == "forbidden_origin"
-    assert await admin.services.db.fetchall("SELECT * FROM model_presets") == []
+    rows = await admin.services.db.fetchall("SELECT value FROM model_presets")
+    assert [row["value"] for row in rows] == ["ollama/test-model"], "only the one seeded at start"
     read = await admin.get("/api/models/presets", headers={"Origin": "http://evil.example"})
     assert read.status == 200, "reads are not state-changing"
-    assert (
-        await admin.post("/api/models/presets", body, headers={"Origin": admin.origin})
-    ).status == 201
+    created = await admin.post("/api/models/presets", body, headers={"Origin": admin.origin})
+    assert created.status == 201
     ok_referer = {"Referer": admin.url + "/notes"}
-    assert (await admin.delete("/api/models/presets/1", headers=ok_referer)).status == 200
+    path = f"/api/models/presets/{created.json['id']}"
+    assert (await admin.delete(path, headers=ok_referer)).status == 200
     assert (await admin.post("/api/models/presets", body)).status == 201, "bearer without Origin"
 
 

@@ -142,6 +142,28 @@ async def test_token_url_wins_over_the_argument(tool: ScrapeUrl, web: FakeWebSer
     assert requests_for(web, "/b") == 0
 
 
+@pytest.mark.parametrize(("age", "ttl", "expired"), [(590, 600, False), (610, 600, True)])
+async def test_tokens_expire_after_the_configured_time(
+    tool: ScrapeUrl,
+    web: FakeWebServer,
+    current: dict[str, Settings],
+    age: int,
+    ttl: int,
+    expired: bool,
+) -> None:
+    current["settings"] = settings_of(pagination_token_ttl=ttl)
+    web.add_page("/t", "T" * 100, content_type="text/plain")
+    issued = int(time.time()) - age
+    token = make_token("scrape_url", url=web.url_for("/t"), offset=40, issued_at=issued)
+    if not expired:
+        assert await tool.scrape_url("", continue_from=token) == "T" * 60
+        return
+    message = await failure(tool.scrape_url("", continue_from=token))
+    assert message.startswith(f"{PREFIX}expired (issued 10 min ago")
+    assert message.endswith(", call the tool again without continue_from to start over.")
+    assert requests_for(web, "/t") == 0
+
+
 @pytest.mark.parametrize(
     "url",
     ["http://169.254.169.254/latest/meta-data", "http://10.0.0.1/", "ftp://example.com/x"],
