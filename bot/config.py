@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -109,6 +110,11 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = None
     admin_enabled: bool = True
     admin_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    admin_header_timeout: float = Field(default=10.0, gt=0)
+    admin_body_timeout: float = Field(default=60.0, gt=0)
+    admin_keepalive_timeout: float = Field(default=15.0, gt=0)
+    admin_max_connections: int = Field(default=100, ge=1)
+    admin_trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     log_level: str = "INFO"
     debug: bool = False
@@ -140,6 +146,22 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("admin_trusted_proxies", mode="before")
+    @classmethod
+    def _split_networks(cls, value: Any) -> Any:
+        """Accept comma-separated IP addresses and CIDR networks; store them normalised."""
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if not isinstance(value, list):
+            return value
+        networks = []
+        for part in value:
+            try:
+                networks.append(str(ipaddress.ip_network(str(part).strip())))
+            except ValueError as exc:
+                raise ValueError(f"not an IP address or CIDR network: {part!r} ({exc})") from exc
+        return networks
 
     @property
     def uses_ollama(self) -> bool:
