@@ -66,12 +66,15 @@ class Settings(BaseSettings):
     discord_denied_role_ids: IdList = Field(default_factory=list)
     discord_admin_role_ids: IdList = Field(default_factory=list)
     user_cooldown_seconds: float = 3.0
+    user_max_concurrent_turns: int = Field(default=2, ge=1)
     stream_edit_interval: float = 1.2
 
     llm_model: str = "ollama/qwen3:8b"
     llm_api_base: str = "http://localhost:11434"
     llm_api_key: SecretStr | None = None
     llm_timeout: float = 120.0
+    turn_timeout: float = Field(default=300.0, gt=0)
+    max_answer_chars: int = Field(default=20_000, ge=100)
     llm_context_tokens: int = 16384
     llm_vision: bool = False
     embed_model: str = ""

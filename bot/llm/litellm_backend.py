@@ -6,11 +6,12 @@ import importlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from types import ModuleType
 from typing import Any
 
-from bot.llm.backend import BackendError, BackendUnavailable
+from bot.llm.backend import BackendError, BackendUnavailable, ProtocolError
 from bot.llm.types import (
     Completion,
     Embeddings,
@@ -24,6 +25,9 @@ from bot.llm.types import (
 log = logging.getLogger(__name__)
 
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+PROTOCOL = "OpenAI-compatible"
+# What LiteLLM says when a 200 reply could not be read as the protocol (it reports HTTP 500).
+_UNREADABLE = ("empty or invalid response from llm endpoint", "response with no 'choices'")
 
 
 def import_litellm() -> ModuleType:
@@ -72,6 +76,9 @@ class LiteLLMBackend:
         }
 
     def _error(self, exc: Exception, model: str) -> BackendError:
+        not_protocol = _unreadable_reply(exc)
+        if not_protocol is not None:
+            return ProtocolError(self.api_base or f"{model}'s provider", PROTOCOL, not_protocol)
         exceptions = self._litellm.exceptions
         status = getattr(exc, "status_code", None)
         where = f" at {self.api_base}" if self.api_base else ""
@@ -119,10 +126,11 @@ class LiteLLMBackend:
         messages: list[Message],
         tools: list[ToolSchema] | None,
         context_tokens: int,
-    ) -> AsyncIterator[StreamDelta]:
+    ) -> AsyncGenerator[StreamDelta, None]:
         """Stream a chat answer; tool-call deltas are reassembled by index."""
         pending: dict[int, dict[str, str]] = {}
         usage = Usage()
+        said = False
         kwargs = self._kwargs(model)
         if tools:
             kwargs["tools"] = tools
@@ -133,21 +141,41 @@ class LiteLLMBackend:
                 stream_options={"include_usage": True},
                 **kwargs,
             )
-            async for chunk in response:
-                chunk_usage = getattr(chunk, "usage", None)
-                if chunk_usage:
-                    usage = Usage(chunk_usage.prompt_tokens, chunk_usage.completion_tokens)
-                if not chunk.choices:
-                    continue
-                delta = chunk.choices[0].delta
-                for call in getattr(delta, "tool_calls", None) or ():
-                    slot = pending.setdefault(call.index or 0, {"id": "", "name": "", "args": ""})
-                    slot["id"] = call.id or slot["id"]
-                    if call.function is not None:
-                        slot["name"] = call.function.name or slot["name"]
-                        slot["args"] += call.function.arguments or ""
-                if delta.content:
-                    yield StreamDelta(text=delta.content)
+            content_type = _content_type(response)
+            if content_type.startswith(("text/html", "application/xhtml")):
+                # LiteLLM reads an HTML page as an empty stream that finished normally.
+                where = self.api_base or f"{model}'s provider"
+                raise ProtocolError(where, PROTOCOL, f"an HTML page ({content_type})", status=200)
+            # Closing this stream early (a caller's bound) closes the HTTP response at once.
+            async with aclosing(response) as chunks:
+                async for chunk in chunks:
+                    chunk_usage = getattr(chunk, "usage", None)
+                    if chunk_usage:
+                        usage = Usage(chunk_usage.prompt_tokens, chunk_usage.completion_tokens)
+                    if not chunk.choices:
+                        continue
+                    delta = chunk.choices[0].delta
+                    for call in getattr(delta, "tool_calls", None) or ():
+                        index = call.index or 0
+                        slot = pending.setdefault(index, {"id": "", "name": "", "args": ""})
+                        slot["id"] = call.id or slot["id"]
+                        if call.function is not None:
+                            slot["name"] = call.function.name or slot["name"]
+                            slot["args"] += call.function.arguments or ""
+                    if delta.content:
+                        said = True
+                        yield StreamDelta(text=delta.content)
+            if (
+                not (said or pending or _reported(usage))
+                and content_type
+                and (not content_type.startswith("text/event-stream"))
+            ):
+                # Not a stream of events and nothing in it: LiteLLM found no chunk to read.
+                where = self.api_base or f"{model}'s provider"
+                detail = f"a body of type {content_type} instead of a stream of events"
+                raise ProtocolError(where, PROTOCOL, detail, status=200)
+        except ProtocolError:
+            raise
         except Exception as exc:  # LiteLLM raises many types mid-stream; all become BackendError
             raise self._error(exc, model) from exc
         calls = [
@@ -198,6 +226,43 @@ class LiteLLMBackend:
 
     async def close(self) -> None:
         """LiteLLM keeps its own pooled clients; nothing to release per backend."""
+
+
+def _reported(usage: Usage) -> bool:
+    """True when the stream reported token counts."""
+    return usage.prompt_tokens is not None or usage.completion_tokens is not None
+
+
+def _content_type(response: Any) -> str:
+    """The Content-Type the provider answered with, as LiteLLM reports it ('' if unknown)."""
+    hidden = getattr(response, "_hidden_params", None)
+    headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
+    value = headers.get("llm_provider-content-type") if isinstance(headers, dict) else None
+    return value.strip().lower() if isinstance(value, str) else ""
+
+
+def _unreadable_reply(exc: BaseException) -> str | None:
+    """What the reply was when LiteLLM failed because it is not the protocol, else None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, json.JSONDecodeError):
+            return _describe(current.doc)
+        text = str(current)
+        lowered = text.lower()
+        if any(marker in lowered for marker in _UNREADABLE):
+            received = text.partition("Received: ")[2]
+            return _describe(received.strip("'\"")) if received else "JSON without 'choices'"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _describe(text: str) -> str:
+    head = text.lstrip()[:200].lower()
+    if head.startswith(("<!doctype html", "<html")) or "<html" in head:
+        return "an HTML page"
+    return f"text that is not JSON: {text.strip()[:60]!r}" if head else "an empty body"
 
 
 def arguments_text(arguments: dict[str, Any] | str) -> str:
