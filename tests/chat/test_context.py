@@ -220,9 +220,10 @@ async def test_summaries_that_do_not_fit_show_the_newest_and_a_marker_never_a_ga
     assert estimate_tokens(text) + estimate_tokens(summaries[0]) + 2 > allotted, "as many as fit"
 
     unwired = await build(store, user, 1400)
-    assert f"[{left} older summaries left out to fit the context window.]" in unwired.messages[1][
-        "content"
-    ], "without a summariser nothing claims to be condensing"
+    assert (
+        f"[{left} older summaries left out to fit the context window.]"
+        in unwired.messages[1]["content"]
+    ), "without a summariser nothing claims to be condensing"
 
 
 def test_a_summary_too_long_for_the_layer_is_cut_and_marked() -> None:
