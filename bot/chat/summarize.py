@@ -62,10 +62,6 @@ class Summarizer:
         while len(self._condense_requests) > MAX_CONDENSE_REQUESTS:
             del self._condense_requests[next(iter(self._condense_requests))]
 
-    def condense_pending(self, session_id: str) -> bool:
-        """True while the session's summaries wait to be condensed."""
-        return session_id in self._condense_requests
-
     async def maybe_summarize(self, session_id: str) -> list[Memory]:
         """Summarise while the session is over the threshold; then condense if it was asked."""
         created: list[Memory] = []
