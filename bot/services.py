@@ -161,7 +161,6 @@ async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOpt
     runtime = RuntimeSettings(settings, repos.app_settings)
     await runtime.load()
     tasks = BackgroundTasks()
-    stack.push_async_callback(tasks.close)
     gateway = LLMGateway(
         runtime, repos.api_logs, retry=opts.retry, backend_factory=opts.backend_factory
     )
@@ -303,6 +302,8 @@ async def open_services(
         mcp = await _start_mcp(stack, core, opts)
         context, summarizer, engine = _build_engine(core, memory)
         _add_engine_hooks(engine, memory, summarizer)
+        # Closed first: background work (summaries, tags) still needs the gateway and tools.
+        stack.push_async_callback(core.tasks.close)
         if opts.warm_start:
             await _warm_start(core, memory)
         repos = core.repos

@@ -257,3 +257,7 @@ async def test_at_a_small_window_every_layer_shrinks_and_says_so(
             "content": "tell me about the guides and my trip",
         }
         assert_inside_the_window(services, request, 6144)
+    # Closing waits for background work: the summaries were condensed before the gateway closed.
+    async with open_services(settings, service_options) as reopened:
+        live = await reopened.repos.memories.live(filled.session_id)
+        assert [m.level for m in live] == [1]
