@@ -50,14 +50,12 @@ class ContextRequest:
 class Draft:
     """A layer's text at the seed's limits, and the layer's own way of cutting it shorter.
 
-    `shorten(budget)` returns a text of at most `budget` tokens that ends with (or carries) a
-    marker saying what was left out, or None when nothing useful fits. `complete` is False when
-    even the full text is not everything (the marker is then already in it).
+    `shorten(budget)` returns a text of at most `budget` tokens that carries a marker saying
+    what was left out, or None when nothing useful fits.
     """
 
     text: str
     shorten: Callable[[int], str | None]
-    complete: bool = True
 
     @cached_property
     def demand(self) -> int:
@@ -222,7 +220,7 @@ class ContextBuilder:
         for name, draft in present:
             allotted = plan.layers[name] - MESSAGE_OVERHEAD
             text = draft.fit(allotted)
-            if text != draft.text or not draft.complete:
+            if text != draft.text:
                 cut.append(name)
                 if name == MEMORY_LAYER and self._on_memory_cut is not None:
                     self._on_memory_cut(request.session_id, max(0, allotted))
