@@ -82,7 +82,6 @@ class Settings(BaseSettings):
     language: Literal["ja", "en"] = "ja"
 
     memory_summarize_threshold: int = 20
-    memory_summary_token_budget: int = 1500
     knowledge_context_limit: int = 15
     session_notes_content_limit: int = 8000
     local_kb_top_k: int = 3
