@@ -6,7 +6,7 @@ import importlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -24,6 +24,11 @@ from bot.llm.types import (
 log = logging.getLogger(__name__)
 
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# An exception from these packages means the call failed (network, HTTP status, provider);
+# anything else at the bottom of the chain is LiteLLM failing on our side of the wire.
+CALL_FAILURE_PACKAGES = frozenset(
+    {"litellm", "openai", "anthropic", "httpx", "httpcore", "aiohttp"}
+)
 
 
 def import_litellm() -> ModuleType:
@@ -34,6 +39,34 @@ def import_litellm() -> ModuleType:
     setattr(module, "telemetry", False)  # noqa: B010 - attributes unknown to the type checker
     setattr(module, "suppress_debug_info", True)  # noqa: B010
     return module
+
+
+def causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and what it wraps, outermost first (LiteLLM keeps some in `original_exception`)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        wrapped = getattr(current, "original_exception", None)
+        if isinstance(wrapped, BaseException) and id(wrapped) not in seen:
+            current = wrapped
+        else:
+            current = current.__cause__ or current.__context__
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception `exc` wraps (itself when it wraps none)."""
+    *_, root = causes(exc)
+    return root
+
+
+def failed_on_our_side(exc: BaseException) -> bool:
+    """Whether LiteLLM itself broke (a Python error, a warning made an error), not the call."""
+    root = root_cause(exc)
+    if isinstance(root, OSError):
+        return False
+    return type(root).__module__.partition(".")[0] not in CALL_FAILURE_PACKAGES
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -71,12 +104,29 @@ class LiteLLMBackend:
             "max_retries": 0,
         }
 
-    def _error(self, exc: Exception, model: str) -> BackendError:
+    def _error(self, exc: Exception, model: str, *, answered: bool = False) -> BackendError:
+        """Classify a LiteLLM failure; `answered`: the provider's stream had already begun.
+
+        Nothing that fails after the provider answered, or inside LiteLLM, is transient:
+        retrying would send (and bill) the same request again for a reply that already came.
+        """
         exceptions = self._litellm.exceptions
         status = getattr(exc, "status_code", None)
         where = f" at {self.api_base}" if self.api_base else ""
         if isinstance(exc, exceptions.Timeout):
             return BackendError(f"{model}{where} did not answer in time.", status=status)
+        ours = failed_on_our_side(exc)
+        if answered or ours:
+            log.debug("LiteLLM call to %s failed (answered: %s)", model, answered, exc_info=exc)
+            root = root_cause(exc)
+            if ours:
+                detail = f"{type(root).__name__}: {root}"
+                return BackendError(
+                    f"LiteLLM failed on the answer of {model}{where}: {detail}"[:500]
+                )
+            return BackendError(
+                f"The answer from {model}{where} broke off ({type(root).__name__})."
+            )
         if isinstance(exc, exceptions.APIConnectionError) and status in (None, 500):
             text = str(exc).lower()
             if "connect" in text or "refused" in text or "resolve" in text:
@@ -133,6 +183,9 @@ class LiteLLMBackend:
                 stream_options={"include_usage": True},
                 **kwargs,
             )
+        except Exception as exc:  # LiteLLM maps provider errors to many types; all become ours
+            raise self._error(exc, model) from exc
+        try:
             async for chunk in response:
                 chunk_usage = getattr(chunk, "usage", None)
                 if chunk_usage:
@@ -149,7 +202,7 @@ class LiteLLMBackend:
                 if delta.content:
                     yield StreamDelta(text=delta.content)
         except Exception as exc:  # LiteLLM raises many types mid-stream; all become BackendError
-            raise self._error(exc, model) from exc
+            raise self._error(exc, model, answered=True) from exc
         calls = [
             ToolCall(
                 id=slot["id"] or f"call_{index + 1}", name=slot["name"], arguments=slot["args"]
