@@ -6,6 +6,7 @@ import os
 
 # LiteLLM must never fetch its price list (no internet here); set before anything imports it.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
 
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator

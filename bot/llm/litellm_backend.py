@@ -35,6 +35,9 @@ def import_litellm() -> ModuleType:
     """Import LiteLLM without letting it reach for the internet (price list download)."""
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     os.environ.setdefault("LITELLM_TELEMETRY", "False")
+    # In its default DEV mode LiteLLM copies the working folder's .env into os.environ on import;
+    # PlayChat reads .env through its own settings, so nothing else should see those secrets.
+    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
     module = importlib.import_module("litellm")
     setattr(module, "telemetry", False)  # noqa: B010 - attributes unknown to the type checker
     setattr(module, "suppress_debug_info", True)  # noqa: B010
