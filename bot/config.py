@@ -97,6 +97,7 @@ class Settings(BaseSettings):
     max_pdf_pages: int = 25
     fetch_timeout: float = 20.0
     max_image_pixels: int = 16_000_000
+    parser_workers: int = Field(default=2, ge=1, le=8)
 
     mcp_config: Path | None = None
     mcp_call_timeout: float = Field(default=60.0, gt=0)
