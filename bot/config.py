@@ -99,6 +99,7 @@ class Settings(BaseSettings):
     max_image_pixels: int = 16_000_000
     max_tool_result_chars: int = Field(default=6000, ge=1000)
     pagination_token_ttl: int = Field(default=3600, ge=0)
+    parser_workers: int = Field(default=2, ge=1, le=8)
 
     mcp_config: Path | None = None
     mcp_call_timeout: float = Field(default=60.0, gt=0)
