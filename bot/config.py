@@ -85,7 +85,6 @@ class Settings(BaseSettings):
     language: Literal["ja", "en"] = "ja"
 
     memory_summarize_threshold: int = 20
-    memory_summary_token_budget: int = 1500
     knowledge_context_limit: int = 15
     session_notes_content_limit: int = 8000
     local_kb_top_k: int = 3
@@ -103,6 +102,7 @@ class Settings(BaseSettings):
     max_image_pixels: int = 16_000_000
     max_tool_result_chars: int = Field(default=6000, ge=1000)
     pagination_token_ttl: int = Field(default=3600, ge=0)
+    parser_workers: int = Field(default=2, ge=1, le=8)
 
     mcp_config: Path | None = None
     mcp_call_timeout: float = Field(default=60.0, gt=0)

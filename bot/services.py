@@ -18,7 +18,7 @@ from bot.config import RuntimeSettings, Settings
 from bot.llm.gateway import BackendFactory, LLMGateway, RetryPolicy, default_backend_factory
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
-from bot.memory.layers import default_layer_slots
+from bot.memory.layers import default_layers
 from bot.memory.local_kb import LocalKnowledgeBase
 from bot.memory.notes import NotesService
 from bot.memory.tagging import Tagger
@@ -165,7 +165,6 @@ async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOpt
     await runtime.load()
     await repos.presets.seed(runtime().llm_model)
     tasks = BackgroundTasks()
-    stack.push_async_callback(tasks.close)
     gateway = LLMGateway(
         runtime,
         repos.api_logs,
@@ -249,17 +248,18 @@ async def _start_mcp(stack: AsyncExitStack, core: _Core, opts: ServiceOptions) -
 def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summarizer, ChatEngine]:
     """The context builder, the summariser and the engine that uses both."""
     repos = core.repos
-    context = ContextBuilder(
-        repos.messages,
-        repos.memories,
-        default_layer_slots(memory.knowledge, memory.notes, memory.local_kb.search),
-    )
 
     async def tag_summary(summary: Memory) -> None:
         await memory.tagger.tag_memory(summary.id, summary.summary, session_id=summary.session_id)
 
     summarizer = Summarizer(
         core.runtime, core.gateway, repos.messages, repos.memories, on_memory=tag_summary
+    )
+    context = ContextBuilder(
+        repos.messages,
+        repos.memories,
+        default_layers(memory.knowledge, memory.notes, memory.local_kb.search),
+        on_memory_cut=summarizer.request_condense,
     )
     engine = ChatEngine(
         settings=core.runtime,
@@ -316,6 +316,8 @@ async def open_services(
         mcp = await _start_mcp(stack, core, opts)
         context, summarizer, engine = _build_engine(core, memory)
         _add_engine_hooks(engine, memory, summarizer)
+        # Closed first: background work (summaries, tags) still needs the gateway and tools.
+        stack.push_async_callback(core.tasks.close)
         if opts.warm_start:
             await _warm_start(core, memory)
         repos = core.repos

@@ -6,7 +6,7 @@ import importlib
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 from contextlib import aclosing
 from types import ModuleType
 from typing import Any
@@ -28,16 +28,52 @@ TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 PROTOCOL = "OpenAI-compatible"
 # What LiteLLM says when a 200 reply could not be read as the protocol (it reports HTTP 500).
 _UNREADABLE = ("empty or invalid response from llm endpoint", "response with no 'choices'")
+# An exception from these packages means the call failed (network, HTTP status, provider);
+# anything else at the bottom of the chain is LiteLLM failing on our side of the wire.
+CALL_FAILURE_PACKAGES = frozenset(
+    {"litellm", "openai", "anthropic", "httpx", "httpcore", "aiohttp"}
+)
 
 
 def import_litellm() -> ModuleType:
     """Import LiteLLM without letting it reach for the internet (price list download)."""
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     os.environ.setdefault("LITELLM_TELEMETRY", "False")
+    # In its default DEV mode LiteLLM copies the working folder's .env into os.environ on import;
+    # PlayChat reads .env through its own settings, so nothing else should see those secrets.
+    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
     module = importlib.import_module("litellm")
     setattr(module, "telemetry", False)  # noqa: B010 - attributes unknown to the type checker
     setattr(module, "suppress_debug_info", True)  # noqa: B010
     return module
+
+
+def causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and what it wraps, outermost first (LiteLLM keeps some in `original_exception`)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        wrapped = getattr(current, "original_exception", None)
+        if isinstance(wrapped, BaseException) and id(wrapped) not in seen:
+            current = wrapped
+        else:
+            current = current.__cause__ or current.__context__
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception `exc` wraps (itself when it wraps none)."""
+    *_, root = causes(exc)
+    return root
+
+
+def failed_on_our_side(exc: BaseException) -> bool:
+    """Whether LiteLLM itself broke (a Python error, a warning made an error), not the call."""
+    root = root_cause(exc)
+    if isinstance(root, OSError):
+        return False
+    return type(root).__module__.partition(".")[0] not in CALL_FAILURE_PACKAGES
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -75,7 +111,12 @@ class LiteLLMBackend:
             "max_retries": 0,
         }
 
-    def _error(self, exc: Exception, model: str) -> BackendError:
+    def _error(self, exc: Exception, model: str, *, answered: bool = False) -> BackendError:
+        """Classify a LiteLLM failure; `answered`: the provider's stream had already begun.
+
+        Nothing that fails after the provider answered, or inside LiteLLM, is transient:
+        retrying would send (and bill) the same request again for a reply that already came.
+        """
         not_protocol = _unreadable_reply(exc)
         if not_protocol is not None:
             return ProtocolError(self.api_base or f"{model}'s provider", PROTOCOL, not_protocol)
@@ -84,6 +125,18 @@ class LiteLLMBackend:
         where = f" at {self.api_base}" if self.api_base else ""
         if isinstance(exc, exceptions.Timeout):
             return BackendError(f"{model}{where} did not answer in time.", status=status)
+        ours = failed_on_our_side(exc)
+        if answered or ours:
+            log.debug("LiteLLM call to %s failed (answered: %s)", model, answered, exc_info=exc)
+            root = root_cause(exc)
+            if ours:
+                detail = f"{type(root).__name__}: {root}"
+                return BackendError(
+                    f"LiteLLM failed on the answer of {model}{where}: {detail}"[:500]
+                )
+            return BackendError(
+                f"The answer from {model}{where} broke off ({type(root).__name__})."
+            )
         if isinstance(exc, exceptions.APIConnectionError) and status in (None, 500):
             text = str(exc).lower()
             if "connect" in text or "refused" in text or "resolve" in text:
@@ -141,11 +194,15 @@ class LiteLLMBackend:
                 stream_options={"include_usage": True},
                 **kwargs,
             )
-            content_type = _content_type(response)
-            if content_type.startswith(("text/html", "application/xhtml")):
-                # LiteLLM reads an HTML page as an empty stream that finished normally.
-                where = self.api_base or f"{model}'s provider"
-                raise ProtocolError(where, PROTOCOL, f"an HTML page ({content_type})", status=200)
+        except Exception as exc:  # LiteLLM maps provider errors to many types; all become ours
+            raise self._error(exc, model) from exc
+        where = self.api_base or f"{model}'s provider"
+        content_type = _content_type(response)
+        if content_type.startswith(("text/html", "application/xhtml")):
+            # LiteLLM reads an HTML page as an empty stream that finished normally.
+            await response.aclose()
+            raise ProtocolError(where, PROTOCOL, f"an HTML page ({content_type})", status=200)
+        try:
             # Closing this stream early (a caller's bound) closes the HTTP response at once.
             async with aclosing(response) as chunks:
                 async for chunk in chunks:
@@ -165,19 +222,13 @@ class LiteLLMBackend:
                     if delta.content:
                         said = True
                         yield StreamDelta(text=delta.content)
-            if (
-                not (said or pending or _reported(usage))
-                and content_type
-                and (not content_type.startswith("text/event-stream"))
-            ):
-                # Not a stream of events and nothing in it: LiteLLM found no chunk to read.
-                where = self.api_base or f"{model}'s provider"
-                detail = f"a body of type {content_type} instead of a stream of events"
-                raise ProtocolError(where, PROTOCOL, detail, status=200)
-        except ProtocolError:
-            raise
         except Exception as exc:  # LiteLLM raises many types mid-stream; all become BackendError
-            raise self._error(exc, model) from exc
+            raise self._error(exc, model, answered=True) from exc
+        silent = not (said or pending or _reported(usage))
+        if silent and content_type and not content_type.startswith("text/event-stream"):
+            # Not a stream of events and nothing in it: LiteLLM found no chunk to read.
+            detail = f"a body of type {content_type} instead of a stream of events"
+            raise ProtocolError(where, PROTOCOL, detail, status=200)
         calls = [
             ToolCall(
                 id=slot["id"] or f"call_{index + 1}", name=slot["name"], arguments=slot["args"]
@@ -243,22 +294,18 @@ def _content_type(response: Any) -> str:
 
 def _unreadable_reply(exc: BaseException) -> str | None:
     """What the reply was when LiteLLM failed because it is not the protocol, else None."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in causes(exc):
         if isinstance(current, json.JSONDecodeError):
             return _describe(current.doc)
         text = str(current)
-        lowered = text.lower()
-        if any(marker in lowered for marker in _UNREADABLE):
+        if any(marker in text.lower() for marker in _UNREADABLE):
             received = text.partition("Received: ")[2]
             return _describe(received.strip("'\"")) if received else "JSON without 'choices'"
-        current = current.__cause__ or current.__context__
     return None
 
 
 def _describe(text: str) -> str:
+    """What a reply that should have been JSON was instead (an HTML page, some text…)."""
     head = text.lstrip()[:200].lower()
     if head.startswith(("<!doctype html", "<html")) or "<html" in head:
         return "an HTML page"

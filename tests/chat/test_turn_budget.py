@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.chat.context import ANSWER_RESERVE_SHARE, MIN_ANSWER_RESERVE
+from bot.chat.allocation import ANSWER_RESERVE_SHARE, MIN_ANSWER_RESERVE
 from bot.chat.engine import TurnRequest
 from bot.chat.events import ChunkEvent, DoneEvent, Event, SessionEvent, ToolEvent
 from bot.chat.tokens import estimate_tokens, message_tokens

@@ -270,10 +270,6 @@ async def test_the_engine_hands_the_learned_factor_to_the_context(
         assert seen == [1.5]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bot/chat/context.py divides its budget by the token factor on H6's branch (issue 13)",
-)
 async def test_a_factor_of_one_and_a_half_shrinks_the_request_to_the_window_over_it(
     make_settings: SettingsFactory, service_options: ServiceOptions, llm: FakeLLMServer
 ) -> None:
