@@ -7,6 +7,9 @@ from typing import Protocol
 
 from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSchema
 
+# How much of a reply that is not the protocol is quoted in the error.
+QUOTE_CHARS = 60
+
 
 class BackendError(Exception):
     """A backend call failed; `transient` says whether retrying may help.
@@ -65,6 +68,16 @@ class ProtocolError(BackendError):
             short=short,
         )
         self.detail = detail
+
+
+def describe_not_json(text: str) -> str:
+    """What a reply that should have been JSON was instead (an HTML page, some text…)."""
+    head = text.lstrip()[:200].lower()
+    if head.startswith(("<!doctype html", "<html")) or "<html" in head:
+        return "an HTML page"
+    if not head:
+        return "an empty body"
+    return f"text that is not JSON: {text.strip()[:QUOTE_CHARS]!r}"
 
 
 class ChatBackend(Protocol):

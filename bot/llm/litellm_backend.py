@@ -11,7 +11,7 @@ from contextlib import aclosing
 from types import ModuleType
 from typing import Any
 
-from bot.llm.backend import BackendError, BackendUnavailable, ProtocolError
+from bot.llm.backend import BackendError, BackendUnavailable, ProtocolError, describe_not_json
 from bot.llm.types import (
     Completion,
     Embeddings,
@@ -296,20 +296,14 @@ def _unreadable_reply(exc: BaseException) -> str | None:
     """What the reply was when LiteLLM failed because it is not the protocol, else None."""
     for current in causes(exc):
         if isinstance(current, json.JSONDecodeError):
-            return _describe(current.doc)
+            return describe_not_json(current.doc)
         text = str(current)
         if any(marker in text.lower() for marker in _UNREADABLE):
             received = text.partition("Received: ")[2]
-            return _describe(received.strip("'\"")) if received else "JSON without 'choices'"
+            return (
+                describe_not_json(received.strip("'\"")) if received else "JSON without 'choices'"
+            )
     return None
-
-
-def _describe(text: str) -> str:
-    """What a reply that should have been JSON was instead (an HTML page, some text…)."""
-    head = text.lstrip()[:200].lower()
-    if head.startswith(("<!doctype html", "<html")) or "<html" in head:
-        return "an HTML page"
-    return f"text that is not JSON: {text.strip()[:60]!r}" if head else "an empty body"
 
 
 def arguments_text(arguments: dict[str, Any] | str) -> str:

@@ -13,7 +13,7 @@ import ollama
 import pydantic
 
 from bot.config import strip_ollama_prefix
-from bot.llm.backend import BackendError, BackendUnavailable, ProtocolError
+from bot.llm.backend import BackendError, BackendUnavailable, ProtocolError, describe_not_json
 from bot.llm.types import (
     Completion,
     Embeddings,
@@ -29,8 +29,6 @@ log = logging.getLogger(__name__)
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # Errors of the ollama client's own transport; anything else it raises means the reply was bad.
 _TRANSPORT_ERRORS = (ollama.ResponseError, ConnectionError, httpx.HTTPError)
-# How much of a reply that is not the protocol is quoted in the error.
-QUOTE_CHARS = 60
 
 
 def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -100,16 +98,6 @@ def to_ollama_tools(tools: list[ToolSchema] | None) -> list[dict[str, Any]] | No
         function["parameters"] = params
         converted.append({"type": "function", "function": function})
     return converted
-
-
-def describe_not_json(text: str) -> str:
-    """What a reply that should have been JSON was instead (an HTML page, some text…)."""
-    head = text.lstrip()[:200].lower()
-    if head.startswith(("<!doctype html", "<html")) or "<html" in head:
-        return "an HTML page"
-    if not head:
-        return "an empty line where JSON was expected"
-    return f"text that is not JSON: {text.strip()[:QUOTE_CHARS]!r}"
 
 
 def _arguments_dict(arguments: Any) -> dict[str, Any]:
