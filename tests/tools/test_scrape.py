@@ -134,6 +134,18 @@ async def test_large_max_chars_is_capped_by_the_result_limit(
     assert parse_token(meta["next_token"], "scrape_url")["offset"] == len(body)
 
 
+@pytest.mark.parametrize("limit", [2999, 3000, 9000])
+async def test_the_result_limit_follows_max_tool_result_chars(
+    tool: ScrapeUrl, web: FakeWebServer, current: dict[str, Settings], limit: int
+) -> None:
+    web.add_page("/text", "x" * 50_000, content_type="text/plain")
+    current["settings"] = settings_of(max_tool_result_chars=limit)
+    result = await tool.scrape_url(web.url_for("/text"), max_chars=100_000)
+    assert len(result) == limit
+    body, meta = parse_paged_result(result)
+    assert parse_token(meta["next_token"], "scrape_url")["offset"] == len(body)
+
+
 async def test_token_url_wins_over_the_argument(tool: ScrapeUrl, web: FakeWebServer) -> None:
     web.add_page("/a", "A" * 100, content_type="text/plain")
     web.add_page("/b", "B" * 100, content_type="text/plain")
