@@ -208,11 +208,7 @@ class LLMGateway:
                 session_id,
                 name,
                 purpose,
-                {
-                    "model": name,
-                    "messages": messages,
-                    "tools": [tool["function"]["name"] for tool in tools or ()],
-                },
+                {"model": name, "messages": messages, "tools": _tool_names(tools)},
                 time.perf_counter(),
             )
             text: list[str] = []
@@ -224,18 +220,12 @@ class LLMGateway:
                 ) as deltas:
                     async for delta in deltas:
                         if delta.done:
-                            response = "".join(text)
-                            if delta.tool_calls:
-                                response += "\n[tool_calls] " + json.dumps(
-                                    [
-                                        {"name": c.name, "arguments": c.arguments}
-                                        for c in delta.tool_calls
-                                    ],
-                                    ensure_ascii=False,
-                                )
                             logged = True
                             await self._write_log(
-                                call, response=response, error=None, usage=delta.usage
+                                call,
+                                response=_logged_answer(text, delta),
+                                error=None,
+                                usage=delta.usage,
                             )
                             await self._learn(call, messages, tools, delta.usage)
                         else:
@@ -358,3 +348,16 @@ class LLMGateway:
         for backend in self._backends.values():
             await backend.close()
         self._backends.clear()
+
+
+def _tool_names(tools: list[ToolSchema] | None) -> list[str]:
+    return [tool["function"]["name"] for tool in tools or ()]
+
+
+def _logged_answer(text: list[str], done: StreamDelta) -> str:
+    """The streamed answer as the API log keeps it: the text, then the tool calls, if any."""
+    response = "".join(text)
+    if done.tool_calls:
+        calls = [{"name": c.name, "arguments": c.arguments} for c in done.tool_calls]
+        response += "\n[tool_calls] " + json.dumps(calls, ensure_ascii=False)
+    return response
