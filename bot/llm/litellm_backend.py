@@ -6,7 +6,7 @@ import importlib
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Iterable, Iterator
 from contextlib import aclosing
 from types import ModuleType
 from typing import Any
@@ -212,13 +212,7 @@ class LiteLLMBackend:
                     if not chunk.choices:
                         continue
                     delta = chunk.choices[0].delta
-                    for call in getattr(delta, "tool_calls", None) or ():
-                        index = call.index or 0
-                        slot = pending.setdefault(index, {"id": "", "name": "", "args": ""})
-                        slot["id"] = call.id or slot["id"]
-                        if call.function is not None:
-                            slot["name"] = call.function.name or slot["name"]
-                            slot["args"] += call.function.arguments or ""
+                    _collect_tool_calls(pending, getattr(delta, "tool_calls", None) or ())
                     if delta.content:
                         said = True
                         yield StreamDelta(text=delta.content)
@@ -229,15 +223,8 @@ class LiteLLMBackend:
             # Not a stream of events and nothing in it: LiteLLM found no chunk to read.
             detail = f"a body of type {content_type} instead of a stream of events"
             raise ProtocolError(where, PROTOCOL, detail, status=200)
-        calls = [
-            ToolCall(
-                id=slot["id"] or f"call_{index + 1}", name=slot["name"], arguments=slot["args"]
-            )
-            for index, slot in sorted(pending.items())
-            if slot["name"]
-        ]
         usage.cost = self._cost(model, usage)
-        yield StreamDelta(tool_calls=calls, usage=usage, done=True)
+        yield StreamDelta(tool_calls=_assembled_calls(pending), usage=usage, done=True)
 
     async def complete(
         self, model: str, messages: list[Message], context_tokens: int
@@ -309,3 +296,23 @@ def _unreadable_reply(exc: BaseException) -> str | None:
 def arguments_text(arguments: dict[str, Any] | str) -> str:
     """Tool-call arguments as the JSON string OpenAI-style messages carry."""
     return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def _collect_tool_calls(pending: dict[int, dict[str, str]], parts: Iterable[Any]) -> None:
+    """Add streamed tool-call fragments to `pending`, by their index."""
+    for call in parts:
+        index = call.index or 0
+        slot = pending.setdefault(index, {"id": "", "name": "", "args": ""})
+        slot["id"] = call.id or slot["id"]
+        if call.function is not None:
+            slot["name"] = call.function.name or slot["name"]
+            slot["args"] += call.function.arguments or ""
+
+
+def _assembled_calls(pending: dict[int, dict[str, str]]) -> list[ToolCall]:
+    """The finished tool calls, in index order (fragments without a name are dropped)."""
+    return [
+        ToolCall(id=slot["id"] or f"call_{index + 1}", name=slot["name"], arguments=slot["args"])
+        for index, slot in sorted(pending.items())
+        if slot["name"]
+    ]
