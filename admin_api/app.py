@@ -10,6 +10,7 @@ from pathlib import Path
 from aiohttp import web
 
 from admin_api.config import AdminConfig, check_bind
+from admin_api.connections import ConnectionGuard, GuardedSite
 from admin_api.middlewares import MIDDLEWARES
 from admin_api.openapi import build_openapi
 from admin_api.routing import Route, register
@@ -80,6 +81,11 @@ def _state(services: Services, config: AdminConfig, routes: list[Route]) -> Admi
             services.notes,
             lambda: services.settings().local_space_id,
         ),
+        connections=ConnectionGuard(
+            header_timeout=config.header_timeout,
+            body_timeout=config.body_timeout,
+            max_connections=config.max_connections,
+        ),
         public_routes=public,
         openapi=build_openapi(routes),
     )
@@ -138,10 +144,12 @@ async def serve(services: Services, *, config: AdminConfig | None = None) -> Adm
     config = config or AdminConfig.from_settings(services.settings())
     check_bind(config.host, password_set=config.password is not None)
     app = create_app(services, config=config)
-    runner = web.AppRunner(app, shutdown_timeout=config.shutdown_timeout)
+    runner = web.AppRunner(
+        app, shutdown_timeout=config.shutdown_timeout, keepalive_timeout=config.keepalive_timeout
+    )
     await runner.setup()
     try:
-        site = web.TCPSite(runner, config.host, config.port)
+        site = GuardedSite(runner, app[ADMIN].connections, config.host, config.port)
         await site.start()
     except BaseException:
         await runner.cleanup()

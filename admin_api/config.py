@@ -17,6 +17,7 @@ from bot.errors import PlayChatError
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 MIN_TOKEN_CHARS = 16
@@ -99,6 +100,11 @@ class AdminConfig:
     login_max_failures: int = 5
     login_window: float = 60.0
     shutdown_timeout: float = 5.0
+    header_timeout: float = 10.0
+    body_timeout: float = 60.0
+    keepalive_timeout: float = 15.0
+    max_connections: int = 100
+    trusted_proxies: tuple[Network, ...] = ()
     clock: Clock = time.time
 
     @classmethod
@@ -116,6 +122,13 @@ class AdminConfig:
             password=PasswordHash.create(password) if password else None,
             token=token_digest(token) if token else None,
             allowed_hosts=tuple(host.strip().lower() for host in allowed_hosts if host.strip()),
+            header_timeout=settings.admin_header_timeout,
+            body_timeout=settings.admin_body_timeout,
+            keepalive_timeout=settings.admin_keepalive_timeout,
+            max_connections=settings.admin_max_connections,
+            trusted_proxies=tuple(
+                ipaddress.ip_network(net) for net in settings.admin_trusted_proxies
+            ),
             clock=clock,
         )
 

@@ -1,4 +1,5 @@
-"""Middlewares, outermost first: errors → JSON, Host check, Origin check, authentication."""
+"""Middlewares, outermost first: connection deadlines, errors → JSON, the client behind a trusted
+proxy, Host check, Origin check, authentication."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from aiohttp import web
 
 from admin_api.config import LOOPBACK_NAMES
 from admin_api.errors import ApiError, from_user_error
+from admin_api.forwarded import client_view
 from admin_api.security import COOKIE_NAME, bearer_of
 from admin_api.state import ADMIN, AdminState
 from bot.errors import UserFacingError
@@ -38,6 +40,17 @@ def _http_error(exc: web.HTTPException) -> ApiError:
 
 
 @web.middleware
+async def connection_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Tell the connection guard when a request's headers are in and when it is done."""
+    connections = request.app[ADMIN].connections
+    connections.request_started(request)
+    try:
+        return await handler(request)
+    finally:
+        connections.request_finished(request)
+
+
+@web.middleware
 async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every failure becomes JSON {error, detail}; request bodies are never echoed or logged."""
     try:
@@ -55,6 +68,15 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     except Exception:
         log.exception("admin API %s %s failed", request.method, request.path)
         return error_json(ApiError(500, "internal_error", "Internal server error."))
+
+
+@web.middleware
+async def forwarded_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Behind a trusted proxy, the request carries the client's scheme and address."""
+    view = client_view(request, request.app[ADMIN].config.trusted_proxies)
+    if view.scheme != request.scheme or view.remote != request.remote:
+        request = request.clone(scheme=view.scheme, remote=view.remote or request.remote or "")
+    return await handler(request)
 
 
 def _split_host(value: str) -> tuple[str, int | None]:
@@ -178,4 +200,11 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     return await handler(request)
 
 
-MIDDLEWARES = (errors_middleware, host_middleware, origin_middleware, auth_middleware)
+MIDDLEWARES = (
+    connection_middleware,
+    errors_middleware,
+    forwarded_middleware,
+    host_middleware,
+    origin_middleware,
+    auth_middleware,
+)

@@ -26,43 +26,69 @@ def iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="microseconds")
 
 
+class LoginThrottled(Exception):
+    """A client has used up its failed logins for now."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"retry after {retry_after:.1f} s")
+        self.retry_after = retry_after
+
+
+@dataclass(eq=False)
+class LoginAttempt:
+    """One reserved login attempt (compared by identity, so a refund removes exactly this one)."""
+
+    client: str
+    at: float
+
+
 class LoginThrottle:
-    """At most `max_failures` failed logins per client in any rolling `window` seconds."""
+    """At most `max_failures` failed logins per client in any rolling `window` seconds.
+
+    An attempt is counted as a failure when it starts, before the slow password check, and
+    refunded only when it succeeds: concurrent guesses cannot all pass the check before any of
+    them is recorded, so N guesses in flight cost N attempts.
+    """
 
     def __init__(self, max_failures: int, window: float, clock: Clock) -> None:
         self._max = max_failures
         self._window = window
         self._clock = clock
-        self._failures: dict[str, deque[float]] = {}
+        self._attempts: dict[str, deque[LoginAttempt]] = {}
 
-    def _recent(self, client: str, now: float) -> deque[float] | None:
-        failures = self._failures.get(client)
-        if failures is None:
+    def _recent(self, client: str, now: float) -> deque[LoginAttempt] | None:
+        attempts = self._attempts.get(client)
+        if attempts is None:
             return None
-        while failures and failures[0] <= now - self._window:
-            failures.popleft()
-        if not failures:
-            del self._failures[client]
+        while attempts and attempts[0].at <= now - self._window:
+            attempts.popleft()
+        if not attempts:
+            del self._attempts[client]
             return None
-        return failures
+        return attempts
 
-    def retry_after(self, client: str) -> float | None:
-        """Seconds until `client` may try again, or None when it may try now."""
+    def reserve(self, client: str) -> LoginAttempt:
+        """Count one attempt for `client` now; raise LoginThrottled when it has none left."""
         now = self._clock()
-        failures = self._recent(client, now)
-        if failures is None or len(failures) < self._max:
-            return None
-        return max(failures[0] + self._window - now, 0.001)
-
-    def record_failure(self, client: str) -> None:
-        """Count one failed login."""
-        now = self._clock()
-        if len(self._failures) >= MAX_TRACKED_CLIENTS:
+        attempts = self._recent(client, now)
+        if attempts is not None and len(attempts) >= self._max:
+            raise LoginThrottled(max(attempts[0].at + self._window - now, 0.001))
+        if attempts is None and len(self._attempts) >= MAX_TRACKED_CLIENTS:
             # Bounded memory under a spray of addresses: drop clients whose window has passed.
-            for known in list(self._failures):
+            for known in list(self._attempts):
                 self._recent(known, now)
-        failures = self._failures.setdefault(client, deque(maxlen=self._max))
-        failures.append(now)
+        attempt = LoginAttempt(client, now)
+        self._attempts.setdefault(client, deque()).append(attempt)
+        return attempt
+
+    def refund(self, attempt: LoginAttempt) -> None:
+        """Give back a reserved attempt that succeeded (it was not a failed login)."""
+        attempts = self._attempts.get(attempt.client)
+        if attempts is None or attempt not in attempts:
+            return  # already outside the window
+        attempts.remove(attempt)
+        if not attempts:
+            del self._attempts[attempt.client]
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from admin_api.config import AdminConfig
+from admin_api.connections import ConnectionGuard
 from admin_api.security import Authenticator, LoginThrottle
 from admin_api.turns import ChatTurns
 from bot.services import Services
@@ -15,12 +16,13 @@ from bot.services import Services
 
 @dataclass(frozen=True)
 class AdminState:
-    """What only the admin API has: its config, login machinery, chat turns, route facts."""
+    """What only the admin API has: config, login machinery, chat turns, connections, routes."""
 
     config: AdminConfig
     auth: Authenticator
     throttle: LoginThrottle
     turns: ChatTurns
+    connections: ConnectionGuard
     public_routes: frozenset[str] = frozenset()
     openapi: dict[str, Any] = field(default_factory=dict)
 

@@ -55,6 +55,7 @@ class ChatTurns:
         session_id = chat.session_id
         existing = None if session_id is None else await self._sessions.get(ALL_SPACES, session_id)
         space = existing.space_id if existing is not None else self._local_space()
+        created = False
         if chat.note_page_ids is not None:
             wanted = set(chat.note_page_ids)
             found = {page.id for page in await self._notes.get_many(space, list(wanted))}
@@ -66,11 +67,18 @@ class ChatTurns:
                 session = await self._sessions.create(
                     space, session_id=session_id, title=chat.message[:60], source=SOURCE
                 )
-                session_id = session.id
+                session_id, created = session.id, True
             assert session_id is not None
             await self._notes.set_links(space, session_id, list(chat.note_page_ids))
         return self._events(
-            TurnRequest(chat.message, session_id, source=SOURCE, model=chat.model, space_id=space)
+            TurnRequest(
+                chat.message,
+                session_id,
+                source=SOURCE,
+                model=chat.model,
+                new_session=created,
+                space_id=space,
+            )
         )
 
     async def _events(self, request: TurnRequest) -> AsyncGenerator[Event, None]:

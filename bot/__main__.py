@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     except PydanticValidationError as exc:
         print(f"Invalid configuration:\n{exc}", file=sys.stderr)
         return 2
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, debug=settings.debug, secrets=settings.secret_values())
     if args.space is not None:
         if args.command != "chat":
             print("--space applies to `python -m bot chat` only.", file=sys.stderr)

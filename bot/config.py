@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -66,13 +67,16 @@ class Settings(BaseSettings):
     discord_denied_role_ids: IdList = Field(default_factory=list)
     discord_admin_role_ids: IdList = Field(default_factory=list)
     user_cooldown_seconds: float = 3.0
+    user_max_concurrent_turns: int = Field(default=2, ge=1)
     stream_edit_interval: float = 1.2
 
     llm_model: str = "ollama/qwen3:8b"
     llm_api_base: str = "http://localhost:11434"
     llm_api_key: SecretStr | None = None
     llm_timeout: float = 120.0
-    llm_context_tokens: int = 8192
+    turn_timeout: float = Field(default=300.0, gt=0)
+    max_answer_chars: int = Field(default=20_000, ge=100)
+    llm_context_tokens: int = 16384
     llm_vision: bool = False
     embed_model: str = ""
     system_prompt_extra: str = ""
@@ -83,7 +87,6 @@ class Settings(BaseSettings):
     local_space: Annotated[str, Field(pattern=LOCAL_NAME_PATTERN)] = DEFAULT_LOCAL_NAME
 
     memory_summarize_threshold: int = 20
-    memory_summary_token_budget: int = 1500
     knowledge_context_limit: int = 15
     session_notes_content_limit: int = 8000
     local_kb_top_k: int = 3
@@ -99,6 +102,9 @@ class Settings(BaseSettings):
     max_pdf_pages: int = 25
     fetch_timeout: float = 20.0
     max_image_pixels: int = 16_000_000
+    max_tool_result_chars: int = Field(default=6000, ge=1000)
+    pagination_token_ttl: int = Field(default=3600, ge=0)
+    parser_workers: int = Field(default=2, ge=1, le=8)
 
     mcp_config: Path | None = None
     mcp_call_timeout: float = Field(default=60.0, gt=0)
@@ -109,8 +115,14 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = None
     admin_enabled: bool = True
     admin_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    admin_header_timeout: float = Field(default=10.0, gt=0)
+    admin_body_timeout: float = Field(default=60.0, gt=0)
+    admin_keepalive_timeout: float = Field(default=15.0, gt=0)
+    admin_max_connections: int = Field(default=100, ge=1)
+    admin_trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     log_level: str = "INFO"
+    debug: bool = False
 
     @field_validator(
         "discord_guild_ids",
@@ -140,6 +152,22 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @field_validator("admin_trusted_proxies", mode="before")
+    @classmethod
+    def _split_networks(cls, value: Any) -> Any:
+        """Accept comma-separated IP addresses and CIDR networks; store them normalised."""
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if not isinstance(value, list):
+            return value
+        networks = []
+        for part in value:
+            try:
+                networks.append(str(ipaddress.ip_network(str(part).strip())))
+            except ValueError as exc:
+                raise ValueError(f"not an IP address or CIDR network: {part!r} ({exc})") from exc
+        return networks
+
     @property
     def local_space_id(self) -> str:
         """The space id of the terminal chat and the admin API's chat (`local:<name>`)."""
@@ -154,6 +182,10 @@ class Settings(BaseSettings):
         """The plain value of a secret setting, or '' when unset."""
         value = getattr(self, name)
         return value.get_secret_value() if isinstance(value, SecretStr) else ""
+
+    def secret_values(self) -> list[str]:
+        """The plain values of the secret settings that are set (to mask them in output)."""
+        return [value for name in sorted(SECRET_KEYS) if (value := self.secret(name))]
 
 
 def is_ollama_model(model: str) -> bool:

@@ -18,7 +18,7 @@ from bot.config import RuntimeSettings, Settings
 from bot.llm.gateway import BackendFactory, LLMGateway, RetryPolicy, default_backend_factory
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
-from bot.memory.layers import default_layer_slots
+from bot.memory.layers import default_layers
 from bot.memory.local_kb import LocalKnowledgeBase
 from bot.memory.notes import NotesService
 from bot.memory.spaces import SpaceService
@@ -36,6 +36,7 @@ from bot.store.sessions import SessionRepository
 from bot.store.space_records import SpaceRepository
 from bot.store.stats import StatsRepository
 from bot.store.tags import TagRepository
+from bot.store.token_factors import TokenFactorRepository
 from bot.store.topics import TopicRepository
 from bot.store.transfer import SessionTransfer
 from bot.store.word_pool import WordPoolRepository
@@ -73,6 +74,7 @@ class Repositories:
     stats: StatsRepository
     admin_sessions: AdminSessionRepository
     word_pool: WordPoolRepository
+    token_factors: TokenFactorRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
@@ -91,6 +93,7 @@ class Repositories:
             stats=StatsRepository(db),
             admin_sessions=AdminSessionRepository(db),
             word_pool=WordPoolRepository(db),
+            token_factors=TokenFactorRepository(db),
         )
 
 
@@ -173,12 +176,17 @@ async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOpt
     repos = Repositories.over(db)
     runtime = RuntimeSettings(settings, repos.app_settings)
     await runtime.load()
+    await repos.presets.seed(runtime().llm_model)
     tasks = BackgroundTasks()
-    stack.push_async_callback(tasks.close)
     gateway = LLMGateway(
-        runtime, repos.api_logs, retry=opts.retry, backend_factory=opts.backend_factory
+        runtime,
+        repos.api_logs,
+        retry=opts.retry,
+        backend_factory=opts.backend_factory,
+        token_factors=repos.token_factors,
     )
     stack.push_async_callback(gateway.close)
+    await gateway.load_token_factors()
     return _Core(db, repos, runtime, tasks, gateway, ToolRegistry())
 
 
@@ -200,14 +208,19 @@ def _open_builtin_tools(
     return tool_deps
 
 
-def _open_memory(stack: AsyncExitStack, core: _Core) -> _Memory:
+def _open_memory(stack: AsyncExitStack, core: _Core, tool_deps: ToolDeps | None) -> _Memory:
     """Word analysis, the word pool, tagging, the local KB, notes and knowledge."""
     runtime, gateway = core.runtime, core.gateway
     analyzer = JapaneseAnalyzer()
     stack.callback(analyzer.close)
     local_kb = LocalKnowledgeBase(runtime().kb_dir, core.db, gateway, analyzer, runtime)
     knowledge = KnowledgeService(
-        core.db, gateway, lambda: runtime().kb_dir, runtime, on_files_changed=local_kb.invalidate
+        core.db,
+        gateway,
+        lambda: runtime().kb_dir,
+        runtime,
+        on_files_changed=local_kb.invalidate,
+        read_page=tool_deps.page_text if tool_deps is not None else None,
     )
     notes = NotesService(core.db)
     return _Memory(
@@ -257,11 +270,6 @@ async def _start_mcp(stack: AsyncExitStack, core: _Core, opts: ServiceOptions) -
 def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summarizer, ChatEngine]:
     """The context builder, the summariser and the engine that uses both."""
     repos = core.repos
-    context = ContextBuilder(
-        repos.messages,
-        repos.memories,
-        default_layer_slots(memory.knowledge, memory.notes, memory.local_kb.search),
-    )
 
     async def tag_summary(summary: Memory) -> None:
         await memory.tagger.tag_memory(
@@ -270,6 +278,12 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
 
     summarizer = Summarizer(
         core.runtime, core.gateway, repos.messages, repos.memories, on_memory=tag_summary
+    )
+    context = ContextBuilder(
+        repos.messages,
+        repos.memories,
+        default_layers(memory.knowledge, memory.notes, memory.local_kb.search),
+        on_memory_cut=summarizer.request_condense,
     )
     engine = ChatEngine(
         settings=core.runtime,
@@ -323,7 +337,7 @@ async def open_services(
     async with AsyncExitStack() as stack:
         core = await _open_core(stack, settings, opts)
         tool_deps = _open_builtin_tools(stack, core, opts)
-        memory = _open_memory(stack, core)
+        memory = _open_memory(stack, core, tool_deps)
         topics = await _open_topics(core, memory)
         await memory.knowledge.relocate_files(settings.local_space_id)
         register_notes_tools(core.registry, memory.notes)
@@ -331,6 +345,8 @@ async def open_services(
         mcp = await _start_mcp(stack, core, opts)
         context, summarizer, engine = _build_engine(core, memory)
         _add_engine_hooks(engine, memory, summarizer, topics)
+        # Closed first: background work (summaries, tags) still needs the gateway and tools.
+        stack.push_async_callback(core.tasks.close)
         if opts.warm_start:
             await _warm_start(core, memory)
         repos = core.repos

@@ -6,6 +6,7 @@ import os
 
 # LiteLLM must never fetch its price list (no internet here); set before anything imports it.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
 
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -25,6 +26,21 @@ FAST_RETRY = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.01)
 LOCAL = "local:local"
 
 SettingsFactory = Callable[..., Settings]
+
+# What `import litellm` adds to the process's warning filters (litellm._process_defaults).
+# pytest restores the filters after every test, so they held only in the test that happened to
+# import LiteLLM; in later tests LiteLLM's first streamed chunk builds pydantic schemas whose
+# warning our "error" filter raised inside LiteLLM, failing the call after the server answered.
+LITELLM_WARNING_FILTERS = (
+    "ignore:.*`ReadOnly` qualifier:UserWarning",
+    "ignore:.*conflict with protected namespace:UserWarning",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep LiteLLM's own warning filters in every test, not only the one that imported it."""
+    for line in LITELLM_WARNING_FILTERS:
+        config.addinivalue_line("filterwarnings", line)
 
 
 @pytest.fixture(autouse=True)

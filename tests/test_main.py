@@ -8,7 +8,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
+from tests.fakes.llm_server import FakeLLMServer, Raw, Text, ToolCalls
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -103,3 +103,40 @@ async def test_the_terminal_chat_talks_in_its_local_space(
     assert code == 2 and "local space name" in err
     code, _, err = await _run(["--space", "home"], env, tmp_path)
     assert code == 2 and "--space" in err
+
+
+def _litellm_env(tmp_path: Path, llm: FakeLLMServer, **extra: str) -> dict[str, str]:
+    return _env(
+        tmp_path,
+        LLM_API_BASE=llm.openai_base,
+        LLM_MODEL="openai/test-model",
+        LLM_API_KEY="sk-test-key",
+        **extra,
+    )
+
+
+async def test_piped_chat_with_litellm_prints_only_the_answers_on_stdout(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    llm.script(Text("First answer."), Text("Second answer."))
+    # DEBUG=true makes LiteLLM log every call; LITELLM_LOG opens its own handler too.
+    env = _litellm_env(tmp_path, llm, DEBUG="true", LITELLM_LOG="INFO")
+    code, out, err = await _run(["chat"], env, tmp_path, b"hello\nand again\n")
+    assert code == 0, err
+    assert out == "First answer.\nSecond answer.\n"
+    assert "LiteLLM" in err, "LiteLLM's log lines are kept, on stderr"
+    assert "sk-test-key" not in err, "and its secrets masked"
+
+
+async def test_piped_chat_fails_when_the_openai_server_answers_an_html_page(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    llm.script(Raw(), Raw())
+    code, out, err = await _run(["chat"], _litellm_env(tmp_path, llm), tmp_path, b"hello\n")
+    assert code == 1
+    assert out == ""
+    assert err.splitlines()[-1] == (
+        "error: The language model server answered with something that is not the "
+        "OpenAI-compatible protocol; check LLM_API_BASE."
+    )
+    assert "empty answer" not in err

@@ -12,7 +12,7 @@ from admin_api.errors import ApiError
 from admin_api.routing import Route, render
 from admin_api.schemas.auth import LoginIn, LoginOut
 from admin_api.schemas.common import OkOut
-from admin_api.security import COOKIE_NAME, Principal
+from admin_api.security import COOKIE_NAME, LoginThrottled, Principal
 from admin_api.state import AdminState
 
 log = logging.getLogger(__name__)
@@ -23,23 +23,24 @@ async def login(
 ) -> Annotated[web.StreamResponse, LoginOut]:
     """Log in with ADMIN_PASSWORD (sets an HttpOnly, SameSite=Strict session cookie)."""
     client = request.remote or "unknown"
-    wait = admin.throttle.retry_after(client)
-    if wait is not None:
+    if admin.config.password is None:
+        raise ApiError(
+            401, "password_login_disabled", "Password login is off: ADMIN_PASSWORD is not set."
+        )
+    try:
+        attempt = admin.throttle.reserve(client)
+    except LoginThrottled as exc:
         log.warning("admin login throttled for %s", client)
         raise ApiError(
             429,
             "too_many_attempts",
             "Too many failed logins; try again later.",
-            {"Retry-After": str(math.ceil(wait))},
-        )
-    if admin.config.password is None:
-        raise ApiError(
-            401, "password_login_disabled", "Password login is off: ADMIN_PASSWORD is not set."
-        )
+            {"Retry-After": str(math.ceil(exc.retry_after))},
+        ) from None
     if not await admin.auth.password_ok(body.password):
-        admin.throttle.record_failure(client)
         log.warning("failed admin login from %s", client)
         raise ApiError(401, "wrong_password", "Wrong password.")
+    admin.throttle.refund(attempt)
     session = await admin.auth.start_session()
     response = render(LoginOut(expires_at=session.expires_at))
     response.set_cookie(

@@ -1,10 +1,13 @@
-"""Long-term memory: summaries (list, delete) and saved web knowledge (list, get, delete)."""
+"""Long-term memory: summaries (list, delete) and saved web knowledge (list, get, delete,
+regenerate)."""
 
 from __future__ import annotations
 
-from admin_api.errors import not_found
+from admin_api.errors import ApiError, not_found
 from admin_api.routing import Route
 from admin_api.schemas.common import DeletedOut, Page, PageQuery, RowId, SessionId
+from bot.errors import NotFoundError
+from bot.memory.knowledge import RegenerateError
 from bot.services import Services
 from bot.store.knowledge import KnowledgeEntry
 from bot.store.memories import Memory
@@ -57,6 +60,24 @@ async def delete_knowledge(services: Services, id: RowId) -> DeletedOut:
     return DeletedOut(deleted=1)
 
 
+async def regenerate_knowledge(services: Services, id: RowId) -> KnowledgeEntry:
+    """Regenerate a knowledge entry.
+
+    Its sources are fetched again and summarised anew; the entry keeps its id and sources,
+    its title, body and Markdown file are replaced. 502 when no source can be read again (or
+    the model fails); the entry is unchanged then.
+    """
+    entry = await services.knowledge.get(ALL_SPACES, id)
+    if entry is None:
+        raise not_found(f"Knowledge entry {id}")
+    try:
+        return await services.knowledge.regenerate(entry.space_id, id)
+    except NotFoundError:
+        raise not_found(f"Knowledge entry {id}") from None
+    except RegenerateError as exc:
+        raise ApiError(502, "sources_unreadable", str(exc)) from None
+
+
 def routes() -> list[Route]:
     """Memory routes."""
     return [
@@ -65,4 +86,5 @@ def routes() -> list[Route]:
         Route("GET", "/api/memory/knowledge", list_knowledge),
         Route("GET", "/api/memory/knowledge/{id}", get_knowledge),
         Route("DELETE", "/api/memory/knowledge/{id}", delete_knowledge),
+        Route("POST", "/api/memory/knowledge/{id}/regenerate", regenerate_knowledge),
     ]

@@ -1,27 +1,37 @@
-"""Context assembly: system prompt and memory layers fitted to the model's window by tokens."""
+"""Context assembly: the system prompt, the memory layers and the conversation, in one budget.
+
+Every layer first drafts its text at the seed's limits (its demand); `allocate` decides how
+many tokens each part gets (bot/chat/allocation.py); then each layer is cut to its allotment,
+with a marker telling the model what was left out and how to get it.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
-from bot.chat.tokens import estimate_tokens, message_tokens, truncate_to_tokens
+from bot.chat.allocation import Allocation, allocate, prompt_budget
+from bot.chat.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, truncate_to_tokens
 from bot.config import Settings
 from bot.llm.types import Message, ToolSchema
 from bot.prompts import Prompts, prompts_for
-from bot.store.memories import Memory, MemoryRepository
+from bot.store.memories import MemoryRepository
 from bot.store.messages import MessageRepository, StoredMessage
 
-# How much of the window the answer may need; the rest is shared by the prompt.
-ANSWER_RESERVE_SHARE = 0.2
-MIN_ANSWER_RESERVE = 512
-MEMORY_SHARE = 0.15
+log = logging.getLogger(__name__)
+
 RECENT_MESSAGE_LIMIT = 100
-# More summaries than this never fit the memory share of a window; condensing keeps it lower.
-MEMORY_LIMIT = 100
+MEMORY_LAYER = "memory"
+# Below this many tokens a cut summary says too little to be worth its marker.
+MIN_CUT_SUMMARY_TOKENS = 16
+
+# Called with (session_id, tokens the memory layer may use) when its summaries did not all fit.
+MemoryCutListener = Callable[[str, int], None]
 
 
 @dataclass(frozen=True)
@@ -37,22 +47,43 @@ class ContextRequest:
     token_factor: float = 1.0
 
 
+@dataclass(frozen=True)
+class Draft:
+    """A layer's text at the seed's limits, and the layer's own way of cutting it shorter.
+
+    `shorten(budget)` returns a text of at most `budget` tokens that carries a marker saying
+    what was left out, or None when nothing useful fits.
+    """
+
+    text: str
+    shorten: Callable[[int], str | None]
+
+    @cached_property
+    def demand(self) -> int:
+        """Tokens of the full text."""
+        return estimate_tokens(self.text)
+
+    def fit(self, budget_tokens: int) -> str | None:
+        """The full text when it fits, else the layer's marked cut; never over the budget."""
+        if self.demand <= budget_tokens:
+            return self.text
+        if budget_tokens <= 0:
+            return None
+        text = self.shorten(budget_tokens)
+        if text is not None and estimate_tokens(text) > budget_tokens:
+            # Token estimates of parts may round below the estimate of their joined text.
+            text = truncate_to_tokens(text, budget_tokens - 1)
+        return text or None
+
+
 class ContextLayer(Protocol):
     """A memory layer that contributes one system message (or nothing)."""
 
     name: str
 
-    async def render(self, request: ContextRequest, budget_tokens: int) -> str | None:
-        """The layer's text, at most `budget_tokens` tokens, or None when it has nothing."""
+    async def draft(self, request: ContextRequest) -> Draft | None:
+        """The layer's text at the seed's limits, or None when it has nothing."""
         ...
-
-
-@dataclass(frozen=True)
-class LayerSlot:
-    """A layer and the share of the prompt budget it may use at most."""
-
-    layer: ContextLayer
-    share: float
 
 
 @dataclass
@@ -64,12 +95,77 @@ class BuiltContext:
     budget: int
     layer_tokens: dict[str, int] = field(default_factory=dict)
     dropped_messages: int = 0
+    allocation: Allocation | None = None
+    cut_layers: list[str] = field(default_factory=list)
 
 
 def _speaker_content(message: StoredMessage) -> str:
     if message.role == "user" and message.author_name:
         return f"[{message.author_name}] {message.content}"
     return message.content
+
+
+def fit_summaries(
+    header: str, summaries: Sequence[str], budget: int, marker: Callable[[int], str], cut: str
+) -> str | None:
+    """Header, a marker for the older summaries left out, and the newest that fit (oldest first).
+
+    When not even the newest fits, it is cut and ends with `cut`.
+    """
+    if not summaries:
+        return None
+    spent = estimate_tokens(header) + 1 + estimate_tokens(marker(len(summaries))) + 1
+    kept: list[str] = []
+    for summary in reversed(summaries):
+        cost = estimate_tokens(summary) + 2
+        if spent + cost > budget:
+            break
+        kept.append(summary)
+        spent += cost
+    if not kept:
+        room = budget - spent - estimate_tokens(cut) - 2
+        if room >= MIN_CUT_SUMMARY_TOKENS:
+            kept.append(truncate_to_tokens(summaries[-1], room - 1) + cut)
+        elif spent > budget:
+            return None
+    left = len(summaries) - len(kept)
+    lines = [header]
+    if left:
+        lines.append(marker(left))
+    body = "\n\n".join(reversed(kept))
+    return "\n".join(lines) + (f"\n{body}" if body else "")
+
+
+class SummariesLayer:
+    """Layer 4: every live summary of the conversation (seed 002: all of them).
+
+    When they do not all fit, the newest that fit are shown under a one-line marker counting
+    the older ones; the builder then asks for them to be condensed.
+    """
+
+    name = MEMORY_LAYER
+
+    def __init__(self, memories: MemoryRepository, *, condensing: bool) -> None:
+        self._memories = memories
+        self._condensing = condensing
+
+    async def draft(self, request: ContextRequest) -> Draft | None:
+        """All live summaries, oldest first, under the memory header."""
+        live = await self._memories.live(request.space_id, request.session_id)
+        if not live:
+            return None
+        prompts = prompts_for(request.settings.language)
+        header = prompts["memory_header"]
+        summaries = [memory.summary for memory in live]
+        marker_key = "layer_memory_condensing" if self._condensing else "layer_memory_left_out"
+
+        def marker(count: int) -> str:
+            return prompts.format(marker_key, count=count)
+
+        def shorten(budget: int) -> str | None:
+            return fit_summaries(header, summaries, budget, marker, prompts["layer_memory_cut"])
+
+        return Draft(header + "\n" + "\n\n".join(summaries), shorten)
 
 
 class ContextBuilder:
@@ -79,11 +175,16 @@ class ContextBuilder:
         self,
         messages: MessageRepository,
         memories: MemoryRepository,
-        layers: Sequence[LayerSlot] = (),
+        layers: Sequence[ContextLayer] = (),
+        *,
+        on_memory_cut: MemoryCutListener | None = None,
     ) -> None:
         self._messages = messages
-        self._memories = memories
-        self._layers = list(layers)
+        self._layers: list[ContextLayer] = [
+            *layers,
+            SummariesLayer(memories, condensing=on_memory_cut is not None),
+        ]
+        self._on_memory_cut = on_memory_cut
 
     async def build(
         self,
@@ -94,49 +195,69 @@ class ContextBuilder:
     ) -> BuiltContext:
         """The messages to send: system, layers, long-term memory, recent conversation."""
         settings = request.settings
-        prompts = prompts_for(settings.language)
-        window = settings.llm_context_tokens
-        reserve = max(MIN_ANSWER_RESERVE, int(window * ANSWER_RESERVE_SHARE))
-        system_text = self._system_text(settings, prompts, has_tools=bool(tools))
         tool_tokens = estimate_tokens(json.dumps(list(tools), ensure_ascii=False)) if tools else 0
-        budget = max(256, window - reserve - tool_tokens)
-        remaining = budget - estimate_tokens(system_text)
-
-        layer_budgets = [max(0, int(budget * slot.share)) for slot in self._layers]
-        layer_texts, recent, memories = await asyncio.gather(
-            self._render_layers(request, layer_budgets),
+        budget = prompt_budget(settings.llm_context_tokens, tool_tokens, request.token_factor)
+        system: Message = {
+            "role": "system",
+            "content": self._system_text(
+                settings, prompts_for(settings.language), has_tools=bool(tools)
+            ),
+        }
+        drafts, recent = await asyncio.gather(
+            self._draft_layers(request),
             self._messages.recent_live(request.space_id, request.session_id, RECENT_MESSAGE_LIMIT),
-            self._memories.live(request.space_id, request.session_id, MEMORY_LIMIT),
         )
-
-        messages: list[Message] = [{"role": "system", "content": system_text}]
+        conversation = _conversation(recent, request.user_message_id)
+        present = [(layer.name, draft) for layer, draft in drafts if draft is not None]
+        plan = allocate(
+            budget,
+            message_tokens(system),
+            _exchange_costs(conversation),
+            {name: draft.demand + MESSAGE_OVERHEAD for name, draft in present},
+        )
+        messages: list[Message] = [system]
         used: dict[str, int] = {}
-        remaining = self._fit_layers(layer_texts, layer_budgets, remaining, messages, used)
-        memory_budget = min(int(budget * MEMORY_SHARE), max(0, remaining))
-        memory_text, spent = _fit_memories(memories, prompts["memory_header"], memory_budget)
-        if memory_text is not None:
-            messages.append({"role": "system", "content": memory_text})
-            used["memory"] = spent
-            remaining -= spent
+        cut: list[str] = []
+        for name, draft in present:
+            allotted = plan.layers[name] - MESSAGE_OVERHEAD
+            text = draft.fit(allotted)
+            if text != draft.text:
+                cut.append(name)
+                if name == MEMORY_LAYER and self._on_memory_cut is not None:
+                    self._on_memory_cut(request.session_id, max(0, allotted))
+            if text is None:
+                continue
+            message: Message = {"role": "system", "content": text}
+            messages.append(message)
+            used[name] = message_tokens(message)
 
-        chosen, dropped = _fit_conversation(recent, request.user_message_id, remaining)
+        remaining = budget - sum(message_tokens(item) for item in messages)
+        chosen, dropped = _fit_conversation(conversation, remaining)
         if images and chosen and chosen[-1]["role"] == "user":
             chosen[-1]["images"] = list(images)
         messages.extend(chosen)
         used["conversation"] = sum(message_tokens(item) for item in chosen)
         total = sum(message_tokens(item) for item in messages) + tool_tokens
-        return BuiltContext(messages, total, budget, used, dropped)
+        return BuiltContext(messages, total, budget, used, dropped, plan, cut)
 
-    async def _render_layers(
-        self, request: ContextRequest, budgets: Sequence[int]
-    ) -> list[str | None]:
-        """Every layer's text for this turn, rendered concurrently."""
-        return await asyncio.gather(
-            *(
-                slot.layer.render(request, budget)
-                for slot, budget in zip(self._layers, budgets, strict=True)
-            )
+    async def _draft_layers(
+        self, request: ContextRequest
+    ) -> list[tuple[ContextLayer, Draft | None]]:
+        """Every layer's draft for this turn, read concurrently; a failing layer adds nothing."""
+        results = await asyncio.gather(
+            *(layer.draft(request) for layer in self._layers), return_exceptions=True
         )
+        drafts: list[tuple[ContextLayer, Draft | None]] = []
+        for layer, result in zip(self._layers, results, strict=True):
+            if isinstance(result, BaseException):
+                if not isinstance(result, Exception):
+                    raise result
+                # Memory is an aid, never a reason for a turn to fail.
+                log.error("context layer %s failed", layer.name, exc_info=result)
+                drafts.append((layer, None))
+            else:
+                drafts.append((layer, result))
+        return drafts
 
     def _system_text(self, settings: Settings, prompts: Prompts, *, has_tools: bool) -> str:
         """The system prompt with the operator's extra text and the tool and layer intros."""
@@ -145,69 +266,47 @@ class ContextBuilder:
             parts.append(settings.system_prompt_extra)
         if has_tools:
             parts.append(prompts["tool_system"])
-        if self._layers:
-            parts.append(prompts["layers_intro"])
+        parts.append(prompts["layers_intro"])
         return "\n\n".join(parts)
 
-    def _fit_layers(
-        self,
-        texts: Sequence[str | None],
-        budgets: Sequence[int],
-        remaining: int,
-        messages: list[Message],
-        used: dict[str, int],
-    ) -> int:
-        """Append each layer's text cut to its budget; returns the tokens left afterwards."""
-        for slot, text, layer_budget in zip(self._layers, texts, budgets, strict=True):
-            if not text:
-                continue
-            fitted = truncate_to_tokens(text, min(layer_budget, max(0, remaining)))
-            cost = estimate_tokens(fitted)
-            if cost == 0:
-                continue
-            messages.append({"role": "system", "content": fitted})
-            used[slot.layer.name] = cost
-            remaining -= cost
-        return remaining
 
-
-def _fit_memories(memories: Sequence[Memory], header: str, budget: int) -> tuple[str | None, int]:
-    """The newest summaries that fit `budget` under `header`, oldest first, and their cost."""
-    kept: list[str] = []
-    spent = estimate_tokens(header)
-    for memory in reversed(memories):
-        cost = estimate_tokens(memory.summary) + 2
-        if spent + cost > budget:
-            break
-        kept.append(memory.summary)
-        spent += cost
-    if not kept:
-        return None, 0
-    body = "\n\n".join(reversed(kept))
-    return f"{header}\n{body}", spent
-
-
-def _fit_conversation(
-    recent: Sequence[StoredMessage], user_message_id: int, remaining: int
-) -> tuple[list[Message], int]:
-    """The newest messages up to this turn's that fit `remaining`, oldest first, and how many
-    older ones were left out. The newest message is always kept, cut if it must be."""
-    conversation = [
-        message
+def _conversation(recent: Sequence[StoredMessage], user_message_id: int) -> list[Message]:
+    """The live messages up to this turn's (and answers to them), oldest first."""
+    return [
+        {"role": message.role, "content": _speaker_content(message)}
         for message in recent
         if message.id <= user_message_id
         or (message.reply_to is not None and message.reply_to <= user_message_id)
     ]
+
+
+def _exchange_costs(conversation: Sequence[Message]) -> list[int]:
+    """Token costs of the exchanges (a user message and what follows it), oldest first."""
+    costs: list[int] = []
+    for index, message in enumerate(conversation):
+        cost = message_tokens(message)
+        if message["role"] == "user" or index == 0:
+            costs.append(cost)
+        else:
+            costs[-1] += cost
+    return costs
+
+
+def _fit_conversation(conversation: Sequence[Message], remaining: int) -> tuple[list[Message], int]:
+    """The newest messages that fit `remaining`, oldest first, and how many older ones were
+    left out. The newest message is always kept, cut if it must be."""
     chosen: list[Message] = []
     dropped = 0
-    for index, stored in enumerate(reversed(conversation)):
-        item: Message = {"role": stored.role, "content": _speaker_content(stored)}
+    for index, original in enumerate(reversed(conversation)):
+        item: Message = dict(original)
         cost = message_tokens(item)
         if index > 0 and cost > remaining:
             dropped = len(conversation) - index
             break
         if index == 0 and cost > remaining:
-            item["content"] = truncate_to_tokens(item["content"], max(64, remaining))
+            item["content"] = truncate_to_tokens(
+                item["content"], max(64, remaining - MESSAGE_OVERHEAD - 1)
+            )
             cost = message_tokens(item)
         chosen.append(item)
         remaining -= cost

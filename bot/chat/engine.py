@@ -7,6 +7,7 @@ import json
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,13 +22,15 @@ from bot.chat.events import (
     ToolEvent,
 )
 from bot.chat.hooks import Emit, ToolHook, ToolOutcome, TurnHook, TurnResult
-from bot.chat.tool_budget import ToolBudget, trim_tool_result
+from bot.chat.tokens import message_tokens
+from bot.chat.tool_budget import ToolBudget, resume_footer, split_footer, trim_tool_result
+from bot.chat.turn_fit import ToolText, fit_tool_texts
 from bot.config import Settings
 from bot.errors import UserFacingError
 from bot.llm.gateway import LLMGateway
 from bot.llm.litellm_backend import arguments_text
 from bot.llm.types import Message, ToolCall
-from bot.prompts import prompts_for
+from bot.prompts import Prompts, prompts_for
 from bot.store.messages import MessageRepository, StoredMessage
 from bot.store.sessions import Session, SessionRepository
 from bot.store.space_records import SpaceRecord, SpaceRepository
@@ -50,9 +53,9 @@ class _End:
 class TurnRequest:
     """A user's message to answer, in a space.
 
-    `space_id` names the space the conversation belongs to (the front end knows it: a guild,
-    a DM user, the local space of the terminal and the admin chat); a new session is created
-    there, and an existing session is only found in its own space.
+    `space_id` (keyword-only, required) names the space the conversation belongs to (the front
+    end knows it: a guild, a DM user, the local space of the terminal and the admin chat); a
+    new session is created there, and an existing session is only found in its own space.
     """
 
     text: str
@@ -66,6 +69,8 @@ class TurnRequest:
     discord_guild_id: int | None = None
     images: tuple[str, ...] = ()
     model: str | None = None
+    # The caller created `session_id` for this turn, so the turn announces it as new.
+    new_session: bool = False
     space_id: str = field(kw_only=True)
 
 
@@ -77,6 +82,12 @@ class _TurnState:
     answer: list[str] = field(default_factory=list)
     sources: list[dict[str, str]] = field(default_factory=list)
     tool_names: list[str] = field(default_factory=list)
+    answer_chars: int = 0
+    # The notice that ends a turn stopped at one of its bounds (time, length).
+    stopped: str | None = None
+    # The settings of this turn's space (its language and persona) and its default model.
+    settings: Settings | None = None
+    space_model: str | None = None
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:
@@ -161,7 +172,8 @@ class ChatEngine:
     async def _run(self, request: TurnRequest, emit: Emit) -> None:
         try:
             session, created = await self._session_for(request)
-            emit(SessionEvent(session.id, created))
+            if created or request.new_session:
+                emit(SessionEvent(session.id, created=True))
             try:
                 user_message = await self._messages.add(
                     session.space_id,
@@ -204,55 +216,39 @@ class ChatEngine:
 
     async def _answer(self, state: _TurnState, request: TurnRequest, emit: Emit) -> None:
         settings, space = await self._space_settings(state.session.space_id)
+        state.settings = settings
+        state.space_model = space.default_model if space is not None else None
         prompts = prompts_for(settings.language)
-        model = (
-            request.model
-            or state.session.model
-            or (space.default_model if space is not None else None)
-            or settings.llm_model
-        )
+        # The whole turn, tool calls included, is bounded in time: a model that never stops
+        # must not hold the session (and its queue) forever.
+        bound = asyncio.timeout(settings.turn_timeout)
         try:
-            context = await self.context.build(
-                ContextRequest(
-                    state.session.space_id,
-                    state.session.id,
-                    request.text,
-                    state.user_message.id,
-                    settings,
-                    token_factor=self._gateway.token_factor(model),
-                ),
-                tools=self.registry.schemas(),
-                images=request.images,
-            )
-            messages = context.messages
-            while True:
-                offer_tools = state.budget.tools_allowed and len(self.registry) > 0
-                calls = await self._stream_round(messages, model, state, emit, tools_on=offer_tools)
-                if not calls or not offer_tools:
-                    break
-                await self._run_tools(calls, messages, state, request, emit)
-                state.budget.rounds += 1
-                if not state.budget.tools_allowed:
-                    key = (
-                        "tool_budget_exhausted"
-                        if state.budget.chars_exhausted
-                        else "tool_rounds_exhausted"
-                    )
-                    messages.append(
-                        {
-                            "role": "system",
-                            "content": prompts.format(key, limit=state.budget.max_chars),
-                        }
-                    )
+            async with bound:
+                await self._rounds(state, request, emit)
         except UserFacingError as exc:
             emit(ErrorEvent(str(exc)))
             return
+        except TimeoutError:
+            if not bound.expired():
+                log.exception("turn failed in session %s", state.session.id)
+                emit(ErrorEvent(prompts["error_generic"]))
+                return
+            log.warning(
+                "turn in session %s stopped after %ss", state.session.id, settings.turn_timeout
+            )
+            seconds = f"{settings.turn_timeout:g}"
+            state.stopped = prompts.format("answer_time_limit", seconds=seconds)
         except Exception:
             log.exception("turn failed in session %s", state.session.id)
             emit(ErrorEvent(prompts["error_generic"]))
             return
         text = "".join(state.answer).strip()
-        if not text:
+        if state.stopped:
+            # What was said is kept; the notice says why it ends here.
+            notice = f"\n\n{state.stopped}" if text else state.stopped
+            emit(ChunkEvent(notice))
+            text += notice
+        elif not text:
             text = prompts["empty_answer"]
             emit(ChunkEvent(text))
         answer = await self._messages.add(
@@ -274,6 +270,47 @@ class ChatEngine:
         for hook in self._turn_hooks:
             self._tasks.spawn(hook(result), name=f"turn-hook-{getattr(hook, '__name__', 'hook')}")
 
+    async def _rounds(self, state: _TurnState, request: TurnRequest, emit: Emit) -> None:
+        """Model calls and tool rounds until the model answers without tools (or a bound)."""
+        settings = state.settings or self._settings()
+        prompts = prompts_for(settings.language)
+        model = request.model or state.session.model or state.space_model or settings.llm_model
+        context = await self.context.build(
+            ContextRequest(
+                state.session.space_id,
+                state.session.id,
+                request.text,
+                state.user_message.id,
+                settings,
+                token_factor=self._gateway.token_factor(model),
+            ),
+            tools=self.registry.schemas(),
+            images=request.images,
+        )
+        turn = _TurnMessages(context.messages, context.budget)
+        while True:
+            offer_tools = state.budget.tools_allowed and len(self.registry) > 0
+            messages = turn.request()
+            if messages is None:
+                turn.stop(_notice(prompts["tool_window_exhausted"]))
+                messages = turn.without_tools()
+                offer_tools = False
+            calls, text = await self._stream_round(
+                messages, model, state, emit, tools_on=offer_tools
+            )
+            if not calls or not offer_tools or state.stopped:
+                break
+            turn.steps.append(_assistant_message(text, calls))
+            await self._run_tools(calls, turn, state, request, emit)
+            state.budget.rounds += 1
+            if not state.budget.tools_allowed:
+                key = (
+                    "tool_budget_exhausted"
+                    if state.budget.chars_exhausted
+                    else "tool_rounds_exhausted"
+                )
+                turn.steps.append(_notice(prompts.format(key, limit=state.budget.max_chars)))
+
     async def _stream_round(
         self,
         messages: list[Message],
@@ -282,57 +319,69 @@ class ChatEngine:
         emit: Emit,
         *,
         tools_on: bool,
-    ) -> list[ToolCall]:
+    ) -> tuple[list[ToolCall], str]:
+        """One model call: its text is streamed out; returns its tool calls and its text.
+
+        At the turn's length bound the answer is cut there and the call is closed (the
+        backend's connection with it); `state.stopped` then says why.
+        """
+        settings = self._settings()
+        limit = settings.max_answer_chars
         calls: list[ToolCall] = []
         round_text: list[str] = []
-        async for delta in self._gateway.stream(
+        stream = self._gateway.stream(
             messages,
             tools=self.registry.schemas() if tools_on else None,
             model=model,
             session_id=state.session.id,
-        ):
-            if delta.text:
-                round_text.append(delta.text)
-                state.answer.append(delta.text)
-                emit(ChunkEvent(delta.text))
-            if delta.done:
-                calls = delta.tool_calls
-        if calls and tools_on:
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": "".join(round_text),
-                    "tool_calls": [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {
-                                "name": call.name,
-                                "arguments": arguments_text(call.arguments),
-                            },
-                        }
-                        for call in calls
-                    ],
-                }
-            )
-        return calls
+        )
+        async with aclosing(stream) as deltas:
+            async for delta in deltas:
+                if delta.text:
+                    piece = delta.text[: limit - state.answer_chars]
+                    if piece:
+                        round_text.append(piece)
+                        state.answer.append(piece)
+                        state.answer_chars += len(piece)
+                        emit(ChunkEvent(piece))
+                    if len(piece) < len(delta.text):
+                        log.warning(
+                            "turn in session %s stopped at %d characters", state.session.id, limit
+                        )
+                        prompts = prompts_for(settings.language)
+                        state.stopped = prompts.format("answer_length_limit", limit=limit)
+                        return [], "".join(round_text)
+                if delta.done:
+                    calls = delta.tool_calls
+        return calls, "".join(round_text)
 
     async def _run_tools(
         self,
         calls: list[ToolCall],
-        messages: list[Message],
+        turn: _TurnMessages,
         state: _TurnState,
         request: TurnRequest,
         emit: Emit,
     ) -> None:
+        settings = self._settings()
+        prompts = prompts_for(settings.language)
+        round_number = state.budget.rounds + 1
         for index, call in enumerate(calls):
-            call_id = f"{state.budget.rounds + 1}-{index + 1}-{call.id}"
+            if state.budget.chars_exhausted:
+                # Every tool_call id needs its tool message; this one says why nothing ran.
+                notice = prompts.format("tool_not_run", limit=state.budget.max_chars)
+                turn.steps.append(_ToolStep(call, ToolText(notice, round=round_number)))
+                continue
+            call_id = f"{round_number}-{index + 1}-{call.id}"
             arguments = _arguments(call)
             running = self._running_event(call_id, call.name, arguments)
             emit(running)
             raw = await self._execute(call.name, arguments, state)
-            result = trim_tool_result(raw)
-            state.budget.spend(result.text)
+            result = trim_tool_result(raw, settings.max_tool_result_chars)
+            item, tails = self._tool_text(
+                call, arguments, result, round_number, prompts=prompts, cap=state.budget.max_chars
+            )
+            item = state.budget.take(item, tails)
             state.tool_names.append(call.name)
             emit(_finished_event(running, result))
             self._add_sources(raw.sources, state, emit)
@@ -346,7 +395,45 @@ class ChatEngine:
                 request.text,
             )
             await self._run_hooks(outcome, emit)
-            messages.append(self._tool_message(call, result))
+            turn.steps.append(_ToolStep(call, item))
+
+    def _tool_text(
+        self,
+        call: ToolCall,
+        arguments: dict[str, Any],
+        result: ToolResult,
+        round_number: int,
+        *,
+        prompts: Prompts,
+        cap: int,
+    ) -> tuple[ToolText, list[tuple[str, str]]]:
+        """The result as a tool message in parts, and the tails the turn's cap may cut it with.
+
+        A cut page's footer resumes at the start of the page (the token the call was made
+        with); without such a token the marker says to repeat the call instead.
+        """
+        head = prompts.format("tool_result_prefix", name=call.name) + "\n"
+        body, footer = split_footer(result.text)
+        tool = self.registry.get(call.name)
+        start = arguments.get("continue_from")
+        paged = bool(footer) or (tool is not None and tool.paged)
+        resume = (
+            resume_footer(footer, start)
+            if paged and not result.failed and isinstance(start, str)
+            else ""
+        )
+
+        def tails(resume_with: str) -> tuple[str, str]:
+            hint = prompts.format(
+                "tool_resume_token" if resume_with else "tool_resume_call", name=call.name
+            )
+            budget_cut = prompts.format("tool_result_cut", limit=cap, resume=hint)
+            window_cut = prompts.format("tool_result_shortened", resume=hint)
+            return f"\n{budget_cut}{resume_with}", f"\n{window_cut}{resume_with}"
+
+        options = [tails(resume)] + ([tails("")] if resume else [])
+        item = ToolText(head, body, footer, options[0][1], round_number)
+        return item, options
 
     def _running_event(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolEvent:
         """The `running` event of a call: the tool's icon and label for its arguments."""
@@ -358,11 +445,6 @@ class ChatEngine:
         return ToolEvent(call_id, name, "running", label=label, detail=detail, icon=tool.icon)
 
     async def _execute(self, name: str, arguments: dict[str, Any], state: _TurnState) -> ToolResult:
-        if state.budget.chars_exhausted:
-            prompts = prompts_for(self._settings().language)
-            return ToolResult.error(
-                prompts.format("tool_budget_exhausted", limit=state.budget.max_chars)
-            )
         return await self.registry.execute(
             name,
             arguments,
@@ -388,14 +470,89 @@ class ChatEngine:
             except Exception:
                 log.exception("tool hook failed after %s", outcome.name)
 
-    def _tool_message(self, call: ToolCall, result: ToolResult) -> Message:
-        prefix = prompts_for(self._settings().language).format("tool_result_prefix", name=call.name)
-        return {
-            "role": "tool",
-            "tool_call_id": call.id,
-            "name": call.name,
-            "content": f"{prefix}\n{result.text}",
-        }
+
+@dataclass(frozen=True)
+class _ToolStep:
+    """A tool message of this turn: the call it answers and its content in fittable parts."""
+
+    call: ToolCall
+    text: ToolText
+
+
+class _TurnMessages:
+    """The context plus this turn's steps, fitted into one budget before every model call."""
+
+    def __init__(self, context: list[Message], budget: int) -> None:
+        self.context = context
+        self.budget = budget
+        self.steps: list[Message | _ToolStep] = []
+
+    def request(self) -> list[Message] | None:
+        """The messages of the next model call within the budget, or None if they cannot fit."""
+        fixed = sum(message_tokens(message) for message in self.context) + sum(
+            message_tokens(step) for step in self.steps if not isinstance(step, _ToolStep)
+        )
+        tools = [step.text for step in self.steps if isinstance(step, _ToolStep)]
+        if not tools:
+            return self.without_tools()
+        fitted = fit_tool_texts(tools, fixed, self.budget)
+        if fitted is None:
+            return None
+        if fitted.shortened:
+            log.info(
+                "shortened %d of %d tool results to fit the window (%d + %d of %d tokens)",
+                fitted.shortened,
+                len(tools),
+                fixed,
+                fitted.tokens,
+                self.budget,
+            )
+        contents = iter(fitted.contents)
+        messages = list(self.context)
+        for step in self.steps:
+            if isinstance(step, _ToolStep):
+                messages.append(_tool_message(step.call, next(contents)))
+            else:
+                messages.append(step)
+        return messages
+
+    def stop(self, notice: Message) -> None:
+        """Tools end here: this turn's tool exchange does not fit, so the model answers without."""
+        log.warning("this turn's tool results do not fit the window; answering without them")
+        self.steps = [notice]
+
+    def without_tools(self) -> list[Message]:
+        """The context and this turn's notices: nothing here can be shortened or dropped."""
+        messages = [*self.context, *(step for step in self.steps if isinstance(step, dict))]
+        spent = sum(message_tokens(message) for message in messages)
+        if spent > self.budget:
+            log.warning("the context alone needs %d of %d tokens", spent, self.budget)
+        return messages
+
+
+def _assistant_message(text: str, calls: Sequence[ToolCall]) -> Message:
+    """The model's turn that asked for `calls`, as the protocol wants it repeated."""
+    return {
+        "role": "assistant",
+        "content": text,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": arguments_text(call.arguments)},
+            }
+            for call in calls
+        ],
+    }
+
+
+def _tool_message(call: ToolCall, content: str) -> Message:
+    return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
+
+
+def _notice(text: str) -> Message:
+    """A one-sentence instruction to the model from the engine."""
+    return {"role": "system", "content": text}
 
 
 def _finished_event(running: ToolEvent, result: ToolResult) -> ToolEvent:

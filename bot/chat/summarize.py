@@ -1,4 +1,10 @@
-"""Long-term memory: summarise old messages, condense summaries that outgrow their budget."""
+"""Long-term memory: summarise old messages; condense summaries that outgrow their layer.
+
+Condensing is asked for by the context builder when the live summaries did not all fit the
+memory layer's allotment at the configured window (bot/chat/context.py); it runs after that
+turn, in the turn's background hook, so it never competes with the answer for the model.
+Until it is done the context shows the newest summaries that fit under a one-line marker.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,8 @@ from bot.utils.locks import KeyedLocks
 log = logging.getLogger(__name__)
 
 MemoryListener = Callable[[Memory], Awaitable[None]]
+# Sessions waiting to be condensed are few; the cap only bounds sessions that never speak again.
+MAX_CONDENSE_REQUESTS = 1000
 
 
 def transcript(messages: list[StoredMessage]) -> str:
@@ -45,9 +53,17 @@ class Summarizer:
         self._memories = memories
         self._on_memory = on_memory
         self._locks = KeyedLocks()
+        self._condense_requests: dict[str, int] = {}
+
+    def request_condense(self, session_id: str, budget_tokens: int) -> None:
+        """Condense the session's summaries after this turn: they did not fit `budget_tokens`."""
+        self._condense_requests.pop(session_id, None)
+        self._condense_requests[session_id] = budget_tokens
+        while len(self._condense_requests) > MAX_CONDENSE_REQUESTS:
+            del self._condense_requests[next(iter(self._condense_requests))]
 
     async def maybe_summarize(self, space: str, session_id: str) -> list[Memory]:
-        """Summarise while the session is over the threshold; then condense if needed."""
+        """Summarise while the session is over the threshold; then condense if it was asked."""
         created: list[Memory] = []
         async with self._locks.hold(session_id):
             settings = self._settings()
@@ -57,7 +73,10 @@ class Summarizer:
                 if memory is None:
                     break
                 created.append(memory)
-            condensed = await self._maybe_condense(space, session_id, settings)
+            target = self._condense_requests.pop(session_id, None)
+            condensed = None
+            if target is not None:
+                condensed = await self._maybe_condense(space, session_id, settings, target)
             if condensed is not None:
                 created.append(condensed)
         if self._on_memory is not None:
@@ -99,13 +118,14 @@ class Summarizer:
         return memory
 
     async def _maybe_condense(
-        self, space: str, session_id: str, settings: Settings
+        self, space: str, session_id: str, settings: Settings, target: int
     ) -> Memory | None:
+        """One summary for all live ones, unless they now fit `target` tokens (or are < 2)."""
         live = await self._memories.live(space, session_id)
-        total = sum(estimate_tokens(memory.summary) for memory in live)
-        if len(live) < 2 or total <= settings.memory_summary_token_budget:
-            return None
         prompts = prompts_for(settings.language)
+        text = prompts["memory_header"] + "\n" + "\n\n".join(m.summary for m in live)
+        if len(live) < 2 or estimate_tokens(text) <= target:
+            return None
         joined = "\n\n".join(f"- ({memory.created_at[:10]}) {memory.summary}" for memory in live)
         try:
             result = await self._gateway.complete(

@@ -1,4 +1,4 @@
-"""/knowledge list|read|delete: what the bot saved from web searches."""
+"""/knowledge list|read|delete|regenerate: what the bot saved from web searches."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.bot import BotDeps
-from bot.errors import NotFoundError
+from bot.errors import NotFoundError, UserFacingError
 from bot.exts._admin import require_admin
 from bot.exts._common import Reply, answer, clip, deps_of, space_here, ui_for
-from bot.memory.knowledge import KnowledgeEntry
+from bot.memory.knowledge import KnowledgeEntry, RegenerateError
 from bot.prompts.ui_text import UiText
 
 LIST_LIMIT = 15
@@ -26,7 +26,7 @@ def render_entry(entry: KnowledgeEntry, ui: UiText) -> str:
 class Knowledge(
     commands.GroupCog, group_name="knowledge", group_description="Knowledge saved from searches"
 ):
-    """List, read or delete saved web knowledge."""
+    """List, read, delete or regenerate saved web knowledge."""
 
     def __init__(self, bot: commands.Bot, deps: BotDeps) -> None:
         self.bot = bot
@@ -72,6 +72,29 @@ class Knowledge(
             if not await self.deps.services.knowledge.delete(space_here(interaction), entry):
                 raise NotFoundError(ui.knowledge_not_found.format(id=entry))
             return Reply(ui.knowledge_deleted.format(id=entry))
+
+        await answer(interaction, work())
+
+    @app_commands.command(
+        name="regenerate", description="Summarise a saved entry again from its sources (admins)"
+    )
+    @app_commands.describe(entry="The entry number (#id)")
+    async def regenerate(self, interaction: discord.Interaction, entry: int) -> None:
+        """Read an entry's sources again and replace its summary, keeping its number."""
+        await require_admin(self.bot, self.deps, interaction)
+
+        async def work() -> Reply:
+            ui = ui_for(self.deps)
+            try:
+                updated = await self.deps.services.knowledge.regenerate(
+                    space_here(interaction), entry
+                )
+            except NotFoundError:
+                raise NotFoundError(ui.knowledge_not_found.format(id=entry)) from None
+            except RegenerateError:
+                raise UserFacingError(ui.knowledge_regenerate_failed.format(id=entry)) from None
+            done = ui.knowledge_regenerated.format(id=entry)
+            return Reply(f"{done}\n\n{render_entry(updated, ui)}")
 
         await answer(interaction, work())
 

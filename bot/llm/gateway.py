@@ -7,7 +7,8 @@ import json
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,13 +16,22 @@ from bot.config import Settings, is_ollama_model
 from bot.errors import LLMError, LLMUnavailableError
 from bot.llm.backend import BackendError, BackendUnavailable, ChatBackend
 from bot.llm.redact import Redactor
-from bot.llm.types import Completion, Message, StreamDelta, ToolSchema, Usage
+from bot.llm.token_factors import Calibration, TokenCalibrator
+from bot.llm.tokens import prompt_tokens
+from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSchema, Usage
 from bot.store.api_logs import ApiLogRepository
+from bot.store.token_factors import TokenFactorRepository
+from bot.utils.log_setup import adopt_litellm_logging
 
 log = logging.getLogger(__name__)
 
 OLLAMA_DEFAULT_BASE = "http://localhost:11434"
 DEFAULT_OLLAMA_EMBED_MODEL = "ollama/nomic-embed-text"
+# How much of each embedded text an api_logs row keeps (the vectors are not logged at all).
+EMBED_LOG_CHARS = 200
+# The api_logs error of a streamed call its caller stopped (a turn's bound) or that was cancelled.
+STOPPED_BY_CALLER = "Stopped by the caller before the model finished (a turn's length bound)."
+CANCELLED = "Cancelled before the model finished (a turn's time bound, or shutdown)."
 
 
 @dataclass(frozen=True)
@@ -72,12 +82,14 @@ class LLMGateway:
         *,
         retry: RetryPolicy | None = None,
         backend_factory: BackendFactory = default_backend_factory,
+        token_factors: TokenFactorRepository | None = None,
     ) -> None:
         self._settings = settings
         self._logs = logs
         self._retry = retry or RetryPolicy()
         self._factory = backend_factory
         self._backends: dict[tuple[str, str, str], ChatBackend] = {}
+        self._calibrator = TokenCalibrator(token_factors)
 
     def _backend(self, model: str, *, for_embedding: bool = False) -> ChatBackend:
         settings = self._settings()
@@ -92,18 +104,43 @@ class LLMGateway:
         if backend is None:
             backend = self._factory(kind, base, settings.llm_timeout, key)
             self._backends[cache_key] = backend
+            if kind == "litellm":
+                adopt_litellm_logging(debug=settings.debug)
         return backend
+
+    async def load_token_factors(self) -> None:
+        """Read the learned token factors from the database (once, at start)."""
+        await self._calibrator.load()
 
     def token_factor(self, model: str) -> float:
         """Real prompt tokens per estimated token for `model` (1.0 until calibrated)."""
-        return 1.0
+        return self._calibrator.factor(model)
+
+    def token_calibration(self, model: str) -> Calibration:
+        """What has been learned about `model`'s token counts (factor, samples, reliability)."""
+        return self._calibrator.calibration(model)
+
+    async def _learn(
+        self,
+        call: _CallLog,
+        messages: list[Message],
+        tools: list[ToolSchema] | None,
+        usage: Usage | None,
+    ) -> None:
+        """Move the model's token factor toward what the backend counted for this prompt."""
+        if usage is None or usage.prompt_tokens is None:
+            return
+        await self._calibrator.observe(
+            call.model,
+            estimated=prompt_tokens(messages, tools),
+            reported=usage.prompt_tokens,
+            window=self._settings().llm_context_tokens,
+            conversation=None if call.session_id is None else (call.session_id, call.purpose),
+            has_images=any(message.get("images") for message in messages),
+        )
 
     def _redactor(self) -> Redactor:
-        settings = self._settings()
-        return Redactor(
-            settings.secret(name)
-            for name in ("llm_api_key", "discord_token", "admin_password", "admin_token")
-        )
+        return Redactor(self._settings().secret_values())
 
     async def _write_log(
         self,
@@ -135,8 +172,19 @@ class LLMGateway:
     @staticmethod
     def _user_error(exc: BackendError) -> LLMError:
         if isinstance(exc, BackendUnavailable):
-            return LLMUnavailableError(str(exc))
-        return LLMError(str(exc))
+            return LLMUnavailableError(exc.short)
+        return LLMError(exc.short)
+
+    @staticmethod
+    def _as_backend_error(exc: Exception, model: str) -> BackendError:
+        """A backend's own failure as is; anything else it raised (a bug) as a BackendError."""
+        if isinstance(exc, BackendError):
+            return exc
+        log.debug("unexpected failure of the backend for %s", model, exc_info=exc)
+        return BackendError(
+            f"The call to {model} failed unexpectedly ({type(exc).__name__}: {exc})"[:500],
+            short="The language model call failed unexpectedly.",
+        )
 
     async def stream(
         self,
@@ -146,8 +194,12 @@ class LLMGateway:
         model: str | None = None,
         session_id: str | None = None,
         purpose: str = "chat",
-    ) -> AsyncIterator[StreamDelta]:
-        """Stream an answer; raises LLMError (user-facing text) when the model fails."""
+    ) -> AsyncGenerator[StreamDelta, None]:
+        """Stream an answer; raises LLMError (user-facing text) when the model fails.
+
+        Closing the generator early closes the backend's stream (and its connection); the
+        call is logged either way.
+        """
         settings = self._settings()
         name = model or settings.llm_model
         backend = self._backend(name)
@@ -156,38 +208,40 @@ class LLMGateway:
                 session_id,
                 name,
                 purpose,
-                {
-                    "model": name,
-                    "messages": messages,
-                    "tools": [tool["function"]["name"] for tool in tools or ()],
-                },
+                {"model": name, "messages": messages, "tools": _tool_names(tools)},
                 time.perf_counter(),
             )
             text: list[str] = []
             yielded = False
+            logged = False
             try:
-                async for delta in backend.stream(
-                    name, messages, tools, settings.llm_context_tokens
-                ):
-                    if delta.done:
-                        response = "".join(text)
-                        if delta.tool_calls:
-                            response += "\n[tool_calls] " + json.dumps(
-                                [
-                                    {"name": c.name, "arguments": c.arguments}
-                                    for c in delta.tool_calls
-                                ],
-                                ensure_ascii=False,
+                async with aclosing(
+                    backend.stream(name, messages, tools, settings.llm_context_tokens)
+                ) as deltas:
+                    async for delta in deltas:
+                        if delta.done:
+                            logged = True
+                            await self._write_log(
+                                call,
+                                response=_logged_answer(text, delta),
+                                error=None,
+                                usage=delta.usage,
                             )
-                        await self._write_log(
-                            call, response=response, error=None, usage=delta.usage
-                        )
-                    else:
-                        text.append(delta.text)
-                    yielded = True
-                    yield delta
+                            await self._learn(call, messages, tools, delta.usage)
+                        else:
+                            text.append(delta.text)
+                        yielded = True
+                        yield delta
                 return
-            except BackendError as exc:
+            except (GeneratorExit, asyncio.CancelledError) as stop:
+                if not logged:
+                    reason = STOPPED_BY_CALLER if isinstance(stop, GeneratorExit) else CANCELLED
+                    await self._write_log(
+                        call, response="".join(text) or None, error=reason, usage=None
+                    )
+                raise
+            except Exception as failure:
+                exc = self._as_backend_error(failure, name)
                 await self._write_log(
                     call, response="".join(text) or None, error=str(exc), usage=None
                 )
@@ -220,13 +274,15 @@ class LLMGateway:
             )
             try:
                 result = await backend.complete(name, messages, settings.llm_context_tokens)
-            except BackendError as exc:
+            except Exception as failure:
+                exc = self._as_backend_error(failure, name)
                 await self._write_log(call, response=None, error=str(exc), usage=None)
                 if not exc.transient or attempt == self._retry.attempts:
                     raise self._user_error(exc) from exc
                 await asyncio.sleep(self._retry.delay(attempt))
                 continue
             await self._write_log(call, response=result.text, error=None, usage=result.usage)
+            await self._learn(call, messages, None, result.usage)
             return result
         raise LLMError("The language model did not answer.")  # pragma: no cover - loop returns
 
@@ -237,19 +293,47 @@ class LLMGateway:
             return settings.embed_model
         return DEFAULT_OLLAMA_EMBED_MODEL if settings.uses_ollama else None
 
-    async def embed(self, texts: list[str], *, model: str | None = None) -> list[list[float]]:
-        """One vector per text; raises LLMError when no embedding model answers."""
+    async def embed(
+        self,
+        texts: list[str],
+        *,
+        model: str | None = None,
+        session_id: str | None = None,
+        purpose: str = "embed",
+    ) -> list[list[float]]:
+        """One vector per text, logged; raises LLMError when no embedding model answers."""
         name = model or self.embed_model()
         if name is None:
             raise LLMError("No embedding model is configured (set EMBED_MODEL).")
         if not texts:
             return []
+        call = _CallLog(
+            session_id,
+            name,
+            purpose,
+            {
+                "model": name,
+                "input": [text[:EMBED_LOG_CHARS] for text in texts],
+                "texts": len(texts),
+                "chars": sum(len(text) for text in texts),
+            },
+            time.perf_counter(),
+        )
         try:
-            vectors = await self._backend(name, for_embedding=True).embed(name, texts)
-        except BackendError as exc:
+            result: Embeddings = await self._backend(name, for_embedding=True).embed(name, texts)
+        except Exception as failure:
+            exc = self._as_backend_error(failure, name)
+            await self._write_log(call, response=None, error=str(exc), usage=None)
             raise self._user_error(exc) from exc
+        vectors = result.vectors
         if len(vectors) != len(texts):
-            raise LLMError(f"The embedding model {name} returned {len(vectors)} vectors.")
+            error = f"The embedding model {name} returned {len(vectors)} vectors."
+            await self._write_log(call, response=None, error=error, usage=result.usage)
+            raise LLMError(error)
+        size = len(vectors[0]) if vectors else 0
+        await self._write_log(
+            call, response=f"{len(vectors)} vectors of {size}", error=None, usage=result.usage
+        )
         return vectors
 
     async def list_models(self) -> list[str]:
@@ -264,3 +348,16 @@ class LLMGateway:
         for backend in self._backends.values():
             await backend.close()
         self._backends.clear()
+
+
+def _tool_names(tools: list[ToolSchema] | None) -> list[str]:
+    return [tool["function"]["name"] for tool in tools or ()]
+
+
+def _logged_answer(text: list[str], done: StreamDelta) -> str:
+    """The streamed answer as the API log keeps it: the text, then the tool calls, if any."""
+    response = "".join(text)
+    if done.tool_calls:
+        calls = [{"name": c.name, "arguments": c.arguments} for c in done.tool_calls]
+        response += "\n[tool_calls] " + json.dumps(calls, ensure_ascii=False)
+    return response

@@ -48,6 +48,14 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
 
 
+@dataclass
+class Embeddings:
+    """One vector per input text, and the tokens the backend counted when it says."""
+
+    vectors: list[list[float]]
+    usage: Usage = field(default_factory=Usage)
+
+
 class Completer(Protocol):
     """The part of the LLM gateway that writes one non-streamed answer (summaries, tags…)."""
 

@@ -81,6 +81,8 @@ class UiText:
     knowledge_header: str
     knowledge_not_found: str
     knowledge_deleted: str
+    knowledge_regenerated: str
+    knowledge_regenerate_failed: str
     tools_builtin: str
     tools_mcp: str
     terminal_banner: str
@@ -88,6 +90,7 @@ class UiText:
     runner_no_token: str
     runner_intents_disabled: str
     runner_bad_token: str
+    busy: str
 
 
 def parse_ui_text(data: object, source: str = "catalogue") -> UiText:

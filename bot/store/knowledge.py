@@ -116,6 +116,23 @@ class KnowledgeRepository:
         )
         return await self._with_sources(rows)
 
+    async def replace(
+        self, space: str, entry_id: int, *, title: str, summary: str, md_path: str | None
+    ) -> KnowledgeEntry | None:
+        """Give an entry of `space` a new title, body and file; its id, query and sources stay.
+
+        None when the entry no longer exists there.
+        """
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE knowledge_entries SET title = ?, summary = ?, md_path = ? "
+                "WHERE space_id = ? AND id = ?",
+                (title, summary, md_path, space, entry_id),
+            )
+            if cursor.rowcount == 0:
+                return None
+        return await self.get(space, entry_id)
+
     async def delete(self, scope: SpaceScope, entry_id: int) -> KnowledgeEntry | None:
         """Delete an entry of `scope` (its sources cascade); returns what was deleted."""
         entry = await self.get(scope, entry_id)

@@ -213,7 +213,18 @@ MIGRATIONS: tuple[Migration, ...] = (
         expires_at TEXT NOT NULL
     );
     """,
-    # 2: spaces — `space_id` on every community row, the `spaces` table, the word pool.
+    # 2: per-model correction of the token estimator (real prompt tokens per estimated token),
+    # learned from the counts the backend reports.
+    """
+    CREATE TABLE model_token_factors (
+        model TEXT PRIMARY KEY,
+        factor REAL NOT NULL,
+        samples INTEGER NOT NULL DEFAULT 0,
+        partial_counts INTEGER NOT NULL DEFAULT 0,
+        updated_at TEXT NOT NULL
+    );
+    """,
+    # 3: spaces — `space_id` on every community row, the `spaces` table, the word pool.
     migrate_to_spaces,
 )
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from dataclasses import dataclass
 
 from bot.errors import ConflictError
 from bot.store.db import Database, utcnow
+
+log = logging.getLogger(__name__)
+# Model strings name their provider first ("ollama/qwen3:8b"); the label is the model's own name.
+_PROVIDER_PREFIX_SEPARATOR = "/"
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,27 @@ class ModelPresetRepository:
         """Every preset, oldest first."""
         rows = await self._db.fetchall(f"SELECT {_COLUMNS} FROM model_presets ORDER BY id")
         return [_preset(row) for row in rows]
+
+    async def seed(self, model: str) -> ModelPreset | None:
+        """Add `model` as the first preset when there are none at all; None when there were.
+
+        Run at start, so that choosing a model works out of the box; an operator who deletes
+        every preset gets the configured model back at the next start.
+        """
+        label = model.partition(_PROVIDER_PREFIX_SEPARATOR)[2] or model
+        now = utcnow()
+        async with self._db.transaction() as conn:
+            # One statement, so processes starting together over one database add it once.
+            cursor = await conn.execute(
+                "INSERT INTO model_presets (label, value, created_at) "
+                "SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM model_presets)",
+                (label, model, now),
+            )
+            if cursor.rowcount == 0:
+                return None
+            preset_id = int(cursor.lastrowid or 0)
+        log.info("added the configured model %s as the first model preset", model)
+        return ModelPreset(preset_id, label, model, now)
 
     async def get(self, preset_id: int) -> ModelPreset | None:
         """One preset by id."""

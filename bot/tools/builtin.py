@@ -1,4 +1,4 @@
-"""Wiring of seed 000's four built-in tools: their dependencies and their registration."""
+"""Wiring of the four built-in web tools: their dependencies and their registration."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from bot.tools.web_search import SearchFn, WebSearch, WebSearchTool
 
 log = logging.getLogger(__name__)
 
-BUILTIN_TOOL_NAMES = ("web_search", "scrape_url", "pdf_to_text", "search_and_fetch")
 WEB_SEARCH_TIMEOUT = 30.0
 # A fetch (fetch_timeout, 20 s) plus parsing in the worker (its own deadline) plus slack.
 FETCH_TOOL_TIMEOUT = 90.0
@@ -37,6 +36,13 @@ class ToolDeps:
     doc_cache: DocumentCache
     web_search: WebSearch
     attachments: AttachmentRepository | None = None
+
+    async def page_text(self, url: str) -> str:
+        """A web page's main text, fetched as scrape_url fetches it (and sharing its cache)."""
+        scraper = ScrapeUrl(
+            fetcher=self.fetcher, runner=self.runner, cache=self.doc_cache, settings=self.settings
+        )
+        return await scraper.page_text(url)
 
     async def close(self) -> None:
         """Release the HTTP session, the parser workers and the search threads."""
@@ -91,7 +97,7 @@ def build_tool_deps(
     search_fn: SearchFn | None = None,
     parse_timeout: float | None = None,
 ) -> ToolDeps:
-    """Production dependencies: strict fetch policy, one parser worker, cache, ddgs search.
+    """Production dependencies: strict fetch policy, parser workers, cache, ddgs search.
 
     Nothing here needs a running event loop; the HTTP session and the worker process start
     on first use.
@@ -105,15 +111,8 @@ def build_tool_deps(
     return ToolDeps(
         fetcher=fetcher,
         settings=settings,
-        runner=IsolatedRunner() if parse_timeout is None else IsolatedRunner(timeout=parse_timeout),
+        runner=IsolatedRunner(workers=current.parser_workers, timeout=parse_timeout),
         doc_cache=DocumentCache(),
         web_search=WebSearch(search_fn=search_fn, backend=current.web_search_backend),
         attachments=attachments,
     )
-
-
-async def open_tool_deps(
-    settings: Callable[[], Settings], attachments: AttachmentRepository | None = None
-) -> ToolDeps:
-    """Dependencies for the composition root; close them with `await deps.close()`."""
-    return build_tool_deps(settings, attachments)

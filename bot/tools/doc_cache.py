@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-# The seed's pagination_token_ttl: a token older than this re-fetches its document.
+# A document older than this is fetched again, so resuming after a long pause sees fresh content.
 DEFAULT_MAX_AGE = 1800.0
 
 CacheKey = tuple[str, str]

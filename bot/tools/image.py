@@ -1,4 +1,4 @@
-"""Image preprocessing for vision models: bounded size, no decompression bombs (seed 000)."""
+"""Image preprocessing for vision models: bounded size, no decompression bombs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Opaque continuation tokens and the page-info footer of paged tool results (seed 000)."""
+"""Opaque continuation tokens and the page-info footer of paged tool results.
+
+A token is base64url(JSON) of the cursor, bound to the tool that issued it and stamped with
+its issue time (`iat`, seconds since the epoch) so that old tokens can expire.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import base64
 import binascii
 import json
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -20,6 +25,10 @@ MAX_PAGE_INDEX = 1_000_000
 MAX_URL_CHARS = 2048
 MAX_TITLE_CHARS = 300
 DEFAULT_MAX_MATCHED = 10
+ISSUED_AT = "iat"
+MAX_ISSUED_AT = 2**40
+# Tokens minted by another process on a slightly different clock are still accepted.
+CLOCK_SKEW = 300
 
 PAGE_INFO_MARKER = "---page-info---"
 FOOTER_SEPARATOR = f"\n\n{PAGE_INFO_MARKER}\n"
@@ -28,8 +37,10 @@ RESUME_HINT = (
     "Pass the next_token of the previous result unchanged, or call again without "
     "continue_from to start from the beginning."
 )
+EXPIRED_HINT = "call the tool again without continue_from to start over."
 
-# The seed's PDF-only footer metadata: fixed, language-independent keys with boolean values.
+# Footer lines of PDF pages: fixed, language-independent keys with boolean values that tell
+# the model the newest token replaces older ones and is all it needs to resume.
 PDF_RESUME_META: Mapping[str, bool] = MappingProxyType(
     {
         "token_replaces_previous": True,
@@ -45,9 +56,16 @@ _META_LINE_RE = re.compile(r"[a-z_]+: \S+")
 class InvalidTokenError(ValueError):
     """A continuation token that is malformed, forged, or belongs to another tool."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, message: str | None = None) -> None:
         self.reason = reason
-        super().__init__(f"{INVALID_CONTINUATION_PREFIX}{reason}. {RESUME_HINT}")
+        super().__init__(message or f"{INVALID_CONTINUATION_PREFIX}{reason}. {RESUME_HINT}")
+
+
+class ExpiredTokenError(InvalidTokenError):
+    """A well-formed token older than the configured lifetime (or without an issue time)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, message=f"{INVALID_CONTINUATION_PREFIX}{reason}, {EXPIRED_HINT}")
 
 
 class PageLimitError(ValueError):
@@ -170,12 +188,14 @@ def _validate(payload: dict[str, Any], tool: str, max_matched: int) -> None:
             raise InvalidTokenError("'offset' does not match 'file_offset'")
 
 
-def make_token(tool: str, **fields: Any) -> str:
-    """Encode a cursor as an opaque base64url(JSON) token bound to `tool` (version 2)."""
+def make_token(tool: str, *, issued_at: int | None = None, **fields: Any) -> str:
+    """Encode a cursor as an opaque base64url(JSON) token bound to `tool`, stamped with now."""
     if tool not in _SCHEMAS:
         raise ValueError(f"no token schema for tool {tool!r}")
     payload = {"v": TOKEN_VERSION, "tool": tool, **fields}
     _validate(payload, tool, max(DEFAULT_MAX_MATCHED, len(fields.get("matched") or ())))
+    payload[ISSUED_AT] = int(time.time()) if issued_at is None else issued_at
+    _issued_at(payload[ISSUED_AT])
     raw = json.dumps(payload, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     token = base64.urlsafe_b64encode(raw.encode("ascii")).decode("ascii").rstrip("=")
     if len(token) > MAX_TOKEN_CHARS:
@@ -183,8 +203,8 @@ def make_token(tool: str, **fields: Any) -> str:
     return token
 
 
-def parse_token(token: str, tool: str, *, max_matched: int = DEFAULT_MAX_MATCHED) -> dict[str, Any]:
-    """Decode and strictly validate a token of `tool`; any fault raises InvalidTokenError."""
+def _decode(token: str) -> Any:
+    """The JSON value inside a base64url token; any fault raises InvalidTokenError."""
     if not isinstance(token, str):
         raise InvalidTokenError("not a string")
     text = token.strip()
@@ -210,6 +230,23 @@ def parse_token(token: str, tool: str, *, max_matched: int = DEFAULT_MAX_MATCHED
         raise
     except (ValueError, RecursionError):
         raise InvalidTokenError("not valid JSON (truncated?)") from None
+    return payload
+
+
+def parse_token(
+    token: str,
+    tool: str,
+    *,
+    max_matched: int = DEFAULT_MAX_MATCHED,
+    max_age: float = 0,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Decode and strictly validate a token of `tool`: its cursor fields, without `iat`.
+
+    Any fault raises InvalidTokenError; a token issued more than `max_age` seconds ago (or
+    one without an issue time) raises ExpiredTokenError. `max_age` 0 means never expire.
+    """
+    payload = _decode(token)
     if not isinstance(payload, dict):
         raise InvalidTokenError("not a JSON object")
     if payload.get("tool") != tool:
@@ -217,12 +254,47 @@ def parse_token(token: str, tool: str, *, max_matched: int = DEFAULT_MAX_MATCHED
             raise InvalidTokenError(f"it was issued by {payload['tool']}, not {tool}")
         raise InvalidTokenError(f"it was not issued by {tool}")
     _version(payload.get("v"))
+    stamped = ISSUED_AT in payload
+    issued = payload.pop(ISSUED_AT, None)
     _validate(payload, tool, max_matched)
+    if stamped:
+        _issued_at(issued)
+    _check_age(issued, max_age, time.time() if now is None else now)
     return payload
 
 
+def _issued_at(value: Any) -> None:
+    if type(value) is not int or not 0 <= value <= MAX_ISSUED_AT:
+        raise InvalidTokenError(f"field '{ISSUED_AT}' must be a time in seconds")
+
+
+def _check_age(issued: int | None, max_age: float, now: float) -> None:
+    """Reject tokens from the future, and, when tokens expire, old or unstamped ones."""
+    if issued is not None and issued > now + CLOCK_SKEW:
+        raise InvalidTokenError("it was issued in the future")
+    if max_age <= 0:
+        return
+    if issued is None:
+        # Tokens from before issue times were recorded: their age cannot be known.
+        raise ExpiredTokenError("expired (it carries no issue time)")
+    age = int(now) - issued  # whole seconds on both sides, as issue times are stored
+    if age > max_age:
+        raise ExpiredTokenError(
+            f"expired (issued {_duration(age)} ago; tokens are valid for {_duration(max_age)})"
+        )
+
+
+def _duration(seconds: float) -> str:
+    whole = max(0, int(seconds))
+    if whole < 120:
+        return f"{whole} s"
+    if whole < 2 * 3600:
+        return f"{whole // 60} min"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
+
+
 def page_footer(next_token: str | None, extra_meta: Mapping[str, bool] | None = None) -> str:
-    """The seed's page-info footer, or '' when there is no next page."""
+    """The page-info footer (has_more, next_token, extra lines), or '' when nothing follows."""
     if next_token is None:
         return ""
     lines = ["has_more: true", f"next_token: {next_token}"]
@@ -257,6 +329,12 @@ class FittedPage:
     text: str
     consumed: int
     next_token: str | None
+    footer: str = ""
+
+    @property
+    def block(self) -> str:
+        """The text without its page-info footer (the prefix and the body)."""
+        return self.text[: len(self.text) - len(self.footer)]
 
 
 def fit_page(
@@ -273,7 +351,7 @@ def fit_page(
     `next_token_for(n)` returns the token that resumes right after the first n characters of
     the window, or None when nothing is left after them.
     """
-    size = max(0, min(max_chars, len(window)))
+    cap = size = max(0, min(max_chars, len(window)))
     while True:
         token = next_token_for(size)
         footer = page_footer(token, extra_meta if token else None)
@@ -283,9 +361,15 @@ def fit_page(
         if room <= 0:
             raise PageLimitError("no room left for the page body")
         size = room
+    # A shorter body can have a shorter token: take back the room that freed.
+    while size < cap:
+        more_token = next_token_for(size + 1)
+        more_footer = page_footer(more_token, extra_meta if more_token else None)
+        if size + 1 > limit - len(prefix) - len(more_footer):
+            break
+        size, token, footer = size + 1, more_token, more_footer
     if size == 0 and window:
         raise PageLimitError("no room left for the page body")
-    return FittedPage(text=prefix + window[:size] + footer, consumed=size, next_token=token)
-
-
-format_page_to_limit = fit_page
+    return FittedPage(
+        text=prefix + window[:size] + footer, consumed=size, next_token=token, footer=footer
+    )

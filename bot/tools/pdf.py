@@ -1,4 +1,4 @@
-"""The `pdf_to_text` tool: PDF text by (page, offset-in-page) cursor, lossless paging (seed 000)."""
+"""The `pdf_to_text` tool: PDF text by (page, offset-in-page) cursor, lossless paging."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from bot.tools.doc_cache import CachedDocument, CacheKey, DocumentCache
 from bot.tools.extract import ExtractionError, PdfPages, looks_like_pdf, pdf_page_texts
 from bot.tools.isolate import IsolatedRunner
 from bot.tools.paging import (
+    MAX_TOOL_RESULT_CHARS,
     PDF_RESUME_META,
     FittedPage,
     InvalidTokenError,
@@ -142,6 +143,7 @@ async def read_pdf_page(
     max_chars: int,
     token_for: Callable[[PdfCursor | None, int], str | None],
     prefix: str = "",
+    limit: int = MAX_TOOL_RESULT_CHARS,
 ) -> tuple[FittedPage, PdfCursor | None]:
     """One result's worth of PDF text from `cursor`, and the cursor after it (None at the end).
 
@@ -159,7 +161,9 @@ async def read_pdf_page(
     def next_token(consumed: int) -> str | None:
         return token_for(window.cursor_after(consumed), consumed)
 
-    page = fit_page(window.text, max_chars, next_token, prefix=prefix, extra_meta=PDF_RESUME_META)
+    page = fit_page(
+        window.text, max_chars, next_token, prefix=prefix, extra_meta=PDF_RESUME_META, limit=limit
+    )
     return page, window.cursor_after(page.consumed)
 
 
@@ -187,11 +191,13 @@ def classify_source(source: str) -> str:
     return "local" if not urlsplit(source).scheme else "other"
 
 
-def _start(url_or_path: str | None, continue_from: str | None) -> tuple[str, PdfCursor]:
+def _start(
+    url_or_path: str | None, continue_from: str | None, max_age: float
+) -> tuple[str, PdfCursor]:
     """The source and position a call starts at: from its token, or the first page of a source."""
     if continue_from:
         try:
-            payload = parse_token(continue_from, "pdf_to_text")
+            payload = parse_token(continue_from, "pdf_to_text", max_age=max_age)
         except InvalidTokenError as exc:
             raise ToolError(str(exc)) from None
         return payload["url"], PdfCursor(payload["page_index"], payload["page_char_offset"])
@@ -243,7 +249,7 @@ class PdfToText:
                 PDF; the PDF and position are taken from it.
         """
         settings = self._settings()
-        source, cursor = _start(url_or_path, continue_from)
+        source, cursor = _start(url_or_path, continue_from, settings.pagination_token_ttl)
         if max_chars is None or max_chars <= 0:
             max_chars = settings.fetch_max_chars
         owner = None if session_id is None or space_id is None else (space_id, session_id)
@@ -259,6 +265,7 @@ class PdfToText:
                 max_pages=settings.max_pdf_pages,
                 max_chars=max_chars,
                 token_for=lambda after, _consumed: pdf_token(source, after),
+                limit=settings.max_tool_result_chars,
             )
         except TooLargeError:
             raise ToolError(PDF_TOO_LARGE) from None

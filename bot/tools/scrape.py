@@ -1,4 +1,4 @@
-"""The `scrape_url` tool: a page's main text, paged by characters (seed 000)."""
+"""The `scrape_url` tool: a page's main text, paged by characters."""
 
 from __future__ import annotations
 
@@ -162,7 +162,9 @@ class ScrapeUrl:
         offset = 0
         if continue_from:
             try:
-                payload = parse_token(continue_from, "scrape_url")
+                payload = parse_token(
+                    continue_from, "scrape_url", max_age=settings.pagination_token_ttl
+                )
             except InvalidTokenError as exc:
                 raise ToolError(str(exc)) from None
             url, offset = payload["url"], payload["offset"]
@@ -173,10 +175,9 @@ class ScrapeUrl:
         if max_chars is None or max_chars <= 0:
             max_chars = settings.scrape_max_chars
         try:
-            document, _ = await self._cache.get_or_load(("scrape", url), lambda: self._load(url))
+            text = await self.page_text(url)
         except (FetchError, ExtractionError) as exc:
             raise ToolError(str(exc)) from None
-        text = document.text or ""
         if not text:
             raise ToolError(NO_TEXT.format(url=url))
         if offset >= len(text) and offset > 0:
@@ -187,10 +188,20 @@ class ScrapeUrl:
             return make_token("scrape_url", url=url, offset=end) if end < len(text) else None
 
         try:
-            page = fit_page(text[offset:], max_chars, next_token)
+            page = fit_page(
+                text[offset:], max_chars, next_token, limit=settings.max_tool_result_chars
+            )
         except PageLimitError:
             raise ToolError(PAGE_LIMIT) from None
         return page.text
+
+    async def page_text(self, url: str) -> str:
+        """A page's whole main text (parsed once, then from the cache while it is fresh).
+
+        Raises FetchError when the page cannot be fetched, ExtractionError when it is not text.
+        """
+        document, _ = await self._cache.get_or_load(("scrape", url), lambda: self._load(url))
+        return document.text or ""
 
     async def _load(self, url: str) -> CachedDocument:
         fetched = await self._fetcher.fetch(url, accept="text/html,application/xhtml+xml,*/*;q=0.8")

@@ -1,16 +1,23 @@
-"""The `search_and_fetch` tool: find files of one type and read them, one file per page."""
+"""The `search_and_fetch` tool: find files of one type and read them, page after page.
+
+A page holds the candidates' files in order: when one file ends inside a page, the rest of the
+page is filled from the next candidate, so only the last page is short. The continuation token
+records exactly where the page ended (candidate index, offset in that file, PDF page cursor)
+and carries the candidate list, so continuing never searches again.
+"""
 
 from __future__ import annotations
 
 import logging
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from bot.config import Settings
 from bot.errors import ToolError
+from bot.prompts import Prompts, prompts_for
 from bot.store.attachments import AttachmentRepository
 from bot.tools.core import ToolDisplay, short_text
 from bot.tools.doc_cache import CachedDocument, CacheKey, DocumentCache
@@ -22,6 +29,7 @@ from bot.tools.paging import (
     PageLimitError,
     fit_page,
     make_token,
+    page_footer,
     parse_token,
 )
 from bot.tools.pdf import NOT_A_PDF, NotPdfError, PdfCursor, ensure_pages, read_pdf_page
@@ -32,24 +40,10 @@ from bot.tools.web_search import MAX_RESULTS_CAP, WebSearch
 log = logging.getLogger(__name__)
 
 ALLOWED_FILE_TYPES = ("pdf", "csv", "txt", "md", "json", "html", "htm", "xml", "py", "js", "ts")
-# The seed's prompts fetch.empty_query and fetch.invalid_type.
-EMPTY_QUERY = "The query is empty: give keywords describing the file to search for."
-INVALID_TYPE = (
-    "file_type must be one of: pdf, csv, txt, md, json, html, htm, xml, py, js, ts "
-    "(the extension, without a dot)."
-)
-NO_CANDIDATES = "No {file_type} files were found for: {query}"
-
-# The per-file block of the seed (English labels).
-BLOCK_HEADER = "=== Candidate {idx} ==="
-LABEL_URL = "URL: {url}"
-LABEL_TITLE = "Title: {title}"
-LABEL_TYPE = "Type: {mime}"
-LABEL_SIZE = "Size: {size} bytes"
-LABEL_CHARS = "Characters: {chars}"
-LABEL_PAGES = "Pages: {pages}"
+# Ends a block's metadata lines; the file's text follows (language-independent on purpose).
 BODY_SEPARATOR = "---"
-FAILED_TEXT = "This file could not be read: {reason}"
+# Between one file's last text and the next file's block, which starts on a line of its own.
+BLOCK_GAP = "\n\n"
 
 MAX_CANDIDATE_URL_CHARS = 512
 MAX_CANDIDATE_TITLE_CHARS = 80
@@ -129,30 +123,37 @@ def fit_candidates(candidates: list[Candidate], file_type: str) -> list[Candidat
 
 
 def file_block_header(
-    idx: int, candidate: Candidate, *, mime: str, size: int, chars: int | None, pages: int | None
+    idx: int,
+    candidate: Candidate,
+    prompts: Prompts,
+    *,
+    mime: str,
+    size: int,
+    chars: int | None,
+    pages: int | None,
 ) -> str:
-    """The metadata lines of one file's block, ending with the separator line."""
+    """The metadata lines of one file's block (labels in `prompts`' language), then `---`."""
     lines = [
-        BLOCK_HEADER.format(idx=idx + 1),
-        LABEL_URL.format(url=candidate.href),
-        LABEL_TITLE.format(title=candidate.title),
-        LABEL_TYPE.format(mime=mime),
-        LABEL_SIZE.format(size=size),
+        prompts.format("fetch_candidate", idx=idx + 1),
+        prompts.format("fetch_url", url=candidate.href),
+        prompts.format("fetch_title", title=candidate.title),
+        prompts.format("fetch_type", mime=mime),
+        prompts.format("fetch_size", size=size),
     ]
     if pages is not None:
-        lines.append(LABEL_PAGES.format(pages=pages))
+        lines.append(prompts.format("fetch_pages", pages=pages))
     if chars is not None:
-        lines.append(LABEL_CHARS.format(chars=chars))
+        lines.append(prompts.format("fetch_chars", chars=chars))
     lines.append(BODY_SEPARATOR)
     return "\n".join(lines) + "\n"
 
 
-def failed_block_header(idx: int, candidate: Candidate) -> str:
-    """The metadata lines of a file that could not be read."""
+def failed_block_header(idx: int, candidate: Candidate, prompts: Prompts) -> str:
+    """The metadata lines of a file that could not be read (shorter than any other header)."""
     lines = [
-        BLOCK_HEADER.format(idx=idx + 1),
-        LABEL_URL.format(url=candidate.href),
-        LABEL_TITLE.format(title=candidate.title),
+        prompts.format("fetch_candidate", idx=idx + 1),
+        prompts.format("fetch_url", url=candidate.href),
+        prompts.format("fetch_title", title=candidate.title),
         BODY_SEPARATOR,
     ]
     return "\n".join(lines) + "\n"
@@ -178,8 +179,27 @@ class _Cursor:
     pdf: PdfCursor
 
 
+@dataclass(frozen=True)
+class _Call:
+    """What stays fixed while one call fills its page."""
+
+    max_chars: int
+    settings: Settings
+    prompts: Prompts
+    # (space, session) whose attachments a fetched file is stored under; None: not stored.
+    owner: tuple[str, str] | None
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One file's share of a page; `finished` when the file ended inside it."""
+
+    page: FittedPage
+    finished: bool
+
+
 class SearchAndFetch:
-    """The `search_and_fetch` tool: search by file type, fetch candidates one per page."""
+    """The `search_and_fetch` tool: search by file type, read the candidates page by page."""
 
     def __init__(
         self,
@@ -198,7 +218,7 @@ class SearchAndFetch:
         self._settings = settings
         self._attachments = attachments
 
-    async def search_and_fetch(  # noqa: PLR0917 - the seed's schema
+    async def search_and_fetch(  # noqa: PLR0917 - the model-facing schema
         self,
         query: str,
         file_type: str,
@@ -210,9 +230,10 @@ class SearchAndFetch:
     ) -> str:
         """Search the web for files of one type (PDF, CSV, code...) and return their text.
 
-        Returns one file per result, with its URL, title, type and size before the text.
-        When the result ends with a page-info block saying has_more: true, call again with
-        continue_from set to its next_token for the rest of the file or the next file.
+        Each file comes as a block with its URL, title, type and size before the text; when
+        a file ends, the next file follows in the same result. When the result ends with a
+        page-info block saying has_more: true, call again with continue_from set to its
+        next_token for the rest.
 
         Args:
             query: Keywords describing the file to find.
@@ -220,48 +241,50 @@ class SearchAndFetch:
                 xml, py, js, ts.
             max_results: How many candidate files to read; 0, negative or omitted uses the
                 configured default (3), which is also the maximum.
-            max_chars: Maximum characters of a file's text per result; 0, negative or
+            max_chars: Maximum characters of one file's text per result; 0, negative or
                 omitted uses the configured default (8000). A result never exceeds 6000
                 characters.
             continue_from: The next_token from the previous search_and_fetch result; the
                 candidate list is taken from it, no new search is made.
         """
         settings = self._settings()
+        prompts = prompts_for(settings.language)
         if max_chars is None or max_chars <= 0:
             max_chars = settings.fetch_max_chars
         limit = max(1, settings.fetch_max_results)
         if continue_from:
             try:
-                cursor = self._cursor_from_token(continue_from, max(limit, 10))
+                cursor = self._cursor_from_token(
+                    continue_from, max(limit, 10), settings.pagination_token_ttl
+                )
             except InvalidTokenError as exc:
                 raise ToolError(str(exc)) from None
         else:
             query = " ".join((query or "").split())
             if not query:
-                raise ToolError(EMPTY_QUERY)
+                raise ToolError(prompts["fetch_empty_query"])
             file_type = (file_type or "").strip().lower().removeprefix(".")
             if file_type not in ALLOWED_FILE_TYPES:
-                raise ToolError(INVALID_TYPE)
+                raise ToolError(prompts["fetch_invalid_type"])
             wanted = limit if max_results is None or max_results <= 0 else min(max_results, limit)
             results = await self._search.search(
                 search_query(query, file_type), min(MAX_RESULTS_CAP, max(10, wanted * 3))
             )
             candidates = fit_candidates(pick_candidates(results, file_type, wanted), file_type)
             if not candidates:
-                return NO_CANDIDATES.format(file_type=file_type, query=query)
+                return prompts.format("fetch_no_candidates", file_type=file_type, query=query)
             cursor = _Cursor(candidates, file_type, 0, 0, PdfCursor(0, 0))
         try:
             owner = None if session_id is None or space_id is None else (space_id, session_id)
-            page = await self._read(cursor, max_chars, settings, owner)
+            return await self._page(cursor, _Call(max_chars, settings, prompts, owner))
         except InvalidTokenError as exc:
             raise ToolError(str(exc)) from None
         except PageLimitError:
             raise ToolError(PAGE_LIMIT) from None
-        return page.text
 
     @staticmethod
-    def _cursor_from_token(token: str, max_matched: int) -> _Cursor:
-        payload = parse_token(token, "search_and_fetch", max_matched=max_matched)
+    def _cursor_from_token(token: str, max_matched: int, max_age: float) -> _Cursor:
+        payload = parse_token(token, "search_and_fetch", max_matched=max_matched, max_age=max_age)
         if payload["file_type"] not in ALLOWED_FILE_TYPES:
             raise InvalidTokenError("field 'file_type' is not an allowed file type")
         candidates = [Candidate(item["title"], item["href"]) for item in payload["matched"]]
@@ -292,13 +315,45 @@ class SearchAndFetch:
             return None
         return self._token(cursor, following, 0, PdfCursor(0, 0))
 
-    async def _read(
-        self,
-        cursor: _Cursor,
-        max_chars: int,
-        settings: Settings,
-        owner: tuple[str, str] | None,
-    ) -> FittedPage:
+    async def _page(self, cursor: _Cursor, call: _Call) -> str:
+        """One result: files from `cursor` on, until the page is full or no candidate is left.
+
+        A file that ends inside the page is followed by the next candidate in the room left;
+        the page stops inside a file (at max_chars of it, or where the room runs out) with a
+        token for exactly that place.
+        """
+        blocks: list[str] = []
+        ending = ""  # the page as it stands, footer included, should the next file not fit
+        while True:
+            done = "".join(block + BLOCK_GAP for block in blocks)
+            room = call.settings.max_tool_result_chars - len(done)
+            if blocks and room < self._smallest_part(cursor, call.prompts):
+                return ending  # the next file cannot appear on this page: do not fetch it yet
+            try:
+                part = await self._read(cursor, call, room)
+            except PageLimitError:
+                if not blocks:
+                    raise
+                return ending
+            following = cursor.file_idx + 1
+            if not part.finished or following >= len(cursor.candidates):
+                return done + part.page.text
+            ending = done + part.page.text
+            blocks.append(part.page.block)
+            cursor = replace(cursor, file_idx=following, file_offset=0, pdf=PdfCursor(0, 0))
+
+    def _smallest_part(self, cursor: _Cursor, prompts: Prompts) -> int:
+        """A lower bound on the length of the current file's part: its shortest possible
+        header, one character, and a footer unless it is the last candidate."""
+        header = failed_block_header(cursor.file_idx, cursor.candidates[cursor.file_idx], prompts)
+        following = self._next_file_token(cursor)
+        if following is None:
+            return len(header) + 1
+        here = self._token(cursor, cursor.file_idx, 0, PdfCursor(0, 0))
+        return len(header) + 1 + min(len(page_footer(here)), len(page_footer(following)))
+
+    async def _read(self, cursor: _Cursor, call: _Call, limit: int) -> _Part:
+        """The current file's part from the cursor, within `limit` characters."""
         candidate = cursor.candidates[cursor.file_idx]
         is_pdf = cursor.file_type == "pdf"
         key: CacheKey = ("pdf" if is_pdf else "file", candidate.href)
@@ -306,18 +361,19 @@ class SearchAndFetch:
             document, _ = await self._cache.get_or_load(
                 key, lambda: self._load(candidate.href, is_pdf)
             )
-            if owner is not None:
-                await self._store(document, owner, candidate.href, cursor.file_type)
+            if call.owner is not None:
+                await self._store(document, call.owner, candidate.href, cursor.file_type)
             if is_pdf:
-                return await self._read_pdf(cursor, document, key, max_chars, settings)
+                return await self._read_pdf(cursor, document, key, call, limit)
         except (FetchError, ExtractionError) as exc:
-            return self._failed(cursor, str(exc))
+            return self._failed(cursor, str(exc), call.prompts, limit)
         text = document.text or ""
         if cursor.file_offset > len(text) or (cursor.file_offset == len(text) and text):
             raise InvalidTokenError("it points past the end of the file")
         prefix = file_block_header(
             cursor.file_idx,
             candidate,
+            call.prompts,
             mime=document.content_type,
             size=document.size,
             chars=len(text),
@@ -330,17 +386,15 @@ class SearchAndFetch:
                 return self._token(cursor, cursor.file_idx, end, PdfCursor(0, 0))
             return self._next_file_token(cursor)
 
-        return fit_page(text[cursor.file_offset :], max_chars, next_token, prefix=prefix)
+        page = fit_page(
+            text[cursor.file_offset :], call.max_chars, next_token, prefix=prefix, limit=limit
+        )
+        return _Part(page, finished=cursor.file_offset + page.consumed >= len(text))
 
     async def _read_pdf(
-        self,
-        cursor: _Cursor,
-        document: CachedDocument,
-        key: CacheKey,
-        max_chars: int,
-        settings: Settings,
-    ) -> FittedPage:
-        max_pages = max(1, settings.max_pdf_pages)
+        self, cursor: _Cursor, document: CachedDocument, key: CacheKey, call: _Call, limit: int
+    ) -> _Part:
+        max_pages = max(1, call.settings.max_pdf_pages)
         await ensure_pages(
             document,
             key,
@@ -352,6 +406,7 @@ class SearchAndFetch:
         prefix = file_block_header(
             cursor.file_idx,
             cursor.candidates[cursor.file_idx],
+            call.prompts,
             mime=document.content_type,
             size=document.size,
             chars=None,
@@ -363,24 +418,26 @@ class SearchAndFetch:
                 return self._next_file_token(cursor)
             return self._token(cursor, cursor.file_idx, cursor.file_offset + consumed, after)
 
-        page, _ = await read_pdf_page(
+        page, after = await read_pdf_page(
             document,
             key,
             self._cache,
             self._runner,
             cursor.pdf,
             max_pages=max_pages,
-            max_chars=max_chars,
+            max_chars=call.max_chars,
             token_for=token_for,
             prefix=prefix,
+            limit=limit,
         )
-        return page
+        return _Part(page, finished=after is None)
 
-    def _failed(self, cursor: _Cursor, reason: str) -> FittedPage:
-        prefix = failed_block_header(cursor.file_idx, cursor.candidates[cursor.file_idx])
+    def _failed(self, cursor: _Cursor, reason: str, prompts: Prompts, limit: int) -> _Part:
+        prefix = failed_block_header(cursor.file_idx, cursor.candidates[cursor.file_idx], prompts)
         next_token = self._next_file_token(cursor)
-        body = FAILED_TEXT.format(reason=reason)
-        return fit_page(body, len(body), lambda consumed: next_token, prefix=prefix)
+        body = prompts.format("fetch_failed", reason=reason)
+        page = fit_page(body, len(body), lambda _consumed: next_token, prefix=prefix, limit=limit)
+        return _Part(page, finished=page.consumed == len(body))
 
     async def _load(self, href: str, is_pdf: bool) -> CachedDocument:
         fetched = await self._fetcher.fetch(href)

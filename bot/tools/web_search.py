@@ -54,7 +54,7 @@ def is_rate_limit(exc: BaseException) -> bool:
 
 
 def normalize_results(raw: Any, max_results: int) -> list[SearchResult]:
-    """The seed's result shape: title, href (falling back to url), body (to snippet)."""
+    """Results as the model gets them: title, href (falling back to url), body (or snippet)."""
     results: list[SearchResult] = []
     if not isinstance(raw, list):
         return results
@@ -161,7 +161,7 @@ class WebSearch:
 
 
 class WebSearchTool:
-    """The `web_search` tool of seed 000 over a shared WebSearch."""
+    """The `web_search` tool over a shared WebSearch."""
 
     def __init__(self, search: WebSearch, settings: Callable[[], Settings]) -> None:
         self._search = search

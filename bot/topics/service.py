@@ -12,7 +12,7 @@ from bot.config import Settings
 from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway
 from bot.memory.word_pool import WordPool
-from bot.prompts import prompts_for
+from bot.prompts import available_languages, prompts_for
 from bot.store.spaces import ALL_SPACES, SpaceScope, guild_space
 from bot.store.topics import TopicChannel, TopicRepository
 from bot.topics.picker import TopicChoice, TopicPicker
@@ -20,7 +20,6 @@ from bot.topics.policy import Decision, cron_decision, day_start_utc, idle_decis
 
 log = logging.getLogger(__name__)
 
-LANGUAGE_NAMES = {"ja": "Japanese (日本語)", "en": "English"}
 MAX_OPENER_CHARS = 400
 RECENT_TOPICS = 10
 
@@ -270,9 +269,9 @@ class TopicService:
         settings = self._settings()
         language = channel.language or settings.language
         prompts = prompts_for(language)
-        system = prompts.format(
-            "topic_system", language_name=LANGUAGE_NAMES.get(language, language)
-        )
+        # A language without prompt files is named by its code (the prompts fall back to English).
+        name = prompts["language_name"] if language in available_languages() else language
+        system = prompts.format("topic_system", language_name=name)
         if channel.persona:
             system = f"{system}\n\n{channel.persona}"
         user = prompts.format(

@@ -1,25 +1,96 @@
-"""Logging for the entry points: one format, and no library that logs secrets at DEBUG."""
+"""Logging for the entry points: one format, no library that logs secrets at DEBUG, DEBUG=true."""
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterable
+
+from bot.llm.redact import Redactor
 
 # Loggers whose DEBUG output includes SQL parameters or HTTP bodies (secrets, message bodies).
-NOISY_LOGGERS = ("aiosqlite", "httpx", "httpcore", "LiteLLM", "litellm", "discord.http")
+NOISY_LOGGERS = (
+    "aiosqlite",
+    "httpx",
+    "httpcore",
+    "LiteLLM",
+    "LiteLLM Router",
+    "LiteLLM Proxy",
+    "litellm",
+    "discord.http",
+)
 CHATTY_LOGGERS = ("httpx", "httpx2")
+# LiteLLM's verbose loggers (what litellm._turn_on_debug() raises to DEBUG).
+LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")
+# What DEBUG=true opens up: LiteLLM, and the httpx/httpcore transport of the ollama client.
+LLM_DEBUG_LOGGERS = (*LITELLM_LOGGERS, "httpx", "httpcore")
 
 
-def configure_logging(level: str) -> None:
-    """Log to stderr at `level`, with the noisy loggers capped at INFO."""
+class RedactingFilter(logging.Filter):
+    """Masks secrets in every record a handler writes (library DEBUG lines included)."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        super().__init__()
+        self._redact = Redactor(secrets)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Replace the record's message with its redacted text; never drops a record."""
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed call is reported by the handler, not raised here
+            return True
+        redacted = self._redact(message)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+
+def set_llm_library_logging(debug: bool) -> None:
+    """DEBUG for the LLM libraries' loggers when `debug`, else LiteLLM's kept at WARNING."""
+    if debug:
+        for name in LLM_DEBUG_LOGGERS:
+            logging.getLogger(name).setLevel(logging.DEBUG)
+        return
+    for name in LITELLM_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def adopt_litellm_logging(*, debug: bool) -> None:
+    """After LiteLLM is imported: its records go through our handlers, never its own.
+
+    LiteLLM adds a handler that writes records below WARNING to stdout, where the terminal
+    chat writes only answers; without it they reach the root handler (stderr, our format,
+    secrets masked). With `debug` its loggers are opened again (its import quiets httpx).
+    """
+    for name in LITELLM_LOGGERS:
+        logger = logging.getLogger(name)
+        for handler in logger.handlers[:]:
+            if isinstance(handler, logging.StreamHandler):
+                logger.removeHandler(handler)
+        logger.propagate = True
+    if debug:
+        set_llm_library_logging(True)
+
+
+def configure_logging(level: str, *, debug: bool = False, secrets: Iterable[str] = ()) -> None:
+    """Log to stderr at `level` (DEBUG when `debug`); noisy loggers capped; secrets masked."""
+    root = logging.getLogger()
+    existing = list(root.handlers)
     logging.basicConfig(
-        level=level.upper(),
+        level=logging.DEBUG if debug else level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # basicConfig leaves the level alone when a handler exists already (e.g. under pytest).
+    root.setLevel(logging.DEBUG if debug else level.upper())
+    redacting = RedactingFilter(secrets)
+    for handler in root.handlers:
+        if handler not in existing:
+            handler.addFilter(redacting)
     for name in NOISY_LOGGERS:
         logger = logging.getLogger(name)
         logger.setLevel(max(logger.getEffectiveLevel(), logging.INFO))
     # One INFO line per HTTP request (MCP health checks every 30 s) is noise.
     for name in CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    set_llm_library_logging(debug)

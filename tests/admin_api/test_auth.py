@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 
@@ -9,8 +10,8 @@ import pytest
 
 from admin_api import AdminConfig, UnsafeBindError, check_bind, route_table, serve
 from admin_api.__main__ import main as admin_main
-from admin_api.security import COOKIE_NAME
-from tests.admin_api.conftest import PASSWORD, TOKEN, Admin, StartAdmin
+from admin_api.security import COOKIE_NAME, LoginThrottle, LoginThrottled
+from tests.admin_api.conftest import PASSWORD, TOKEN, Admin, FakeClock, StartAdmin
 
 PUBLIC = {"/health", "/api/auth/login"}
 
@@ -134,6 +135,69 @@ async def test_sixth_bad_login_in_a_minute_is_throttled(admin: Admin) -> None:
     assert await login("bad-8") == 429
 
 
+async def test_parallel_wrong_logins_cannot_beat_the_throttle(admin: Admin) -> None:
+    same_origin = {"Origin": admin.origin}
+    limit = admin.config.login_max_failures
+
+    async def login(password: str) -> int:
+        reply = await admin.post(
+            "/api/auth/login", {"password": password}, token=None, headers=same_origin
+        )
+        return reply.status
+
+    statuses = await asyncio.gather(*(login(f"bad-{n}") for n in range(30)))
+    assert statuses.count(401) == limit, statuses
+    assert statuses.count(429) == 30 - limit, "every guess over the limit is refused unchecked"
+    assert await login(PASSWORD) == 429, "the right password waits out the window too"
+    admin.clock.advance(admin.config.login_window - 1)
+    assert await login(PASSWORD) == 429
+    admin.clock.advance(1)
+    assert await login(PASSWORD) == 200
+
+
+async def test_a_parallel_success_gives_its_attempt_back(admin: Admin) -> None:
+    same_origin = {"Origin": admin.origin}
+
+    async def login(password: str) -> int:
+        reply = await admin.post(
+            "/api/auth/login", {"password": password}, token=None, headers=same_origin
+        )
+        return reply.status
+
+    limit = admin.config.login_max_failures
+    wrong = [login(f"bad-{n}") for n in range(limit - 1)]
+    statuses = await asyncio.gather(*wrong, login(PASSWORD))
+    assert sorted(statuses) == [200] + [401] * (limit - 1)
+    assert await login("bad-last") == 401, "the success was not counted as a failure"
+    assert await login("bad-over") == 429
+
+
+def test_login_throttle_reserves_before_the_check_and_refunds_successes() -> None:
+    clock = FakeClock()
+    throttle = LoginThrottle(3, 60.0, clock)
+    held = [throttle.reserve("a") for _ in range(3)]
+    with pytest.raises(LoginThrottled) as refused:
+        throttle.reserve("a")
+    assert refused.value.retry_after == 60.0
+    throttle.reserve("b")  # another client has its own budget
+    throttle.refund(held[1])
+    again = throttle.reserve("a")
+    assert again.at == held[1].at, "same instant, yet a distinct attempt"
+    throttle.refund(again)
+    throttle.refund(again)  # refunding twice gives back one attempt only
+    throttle.reserve("a")
+    with pytest.raises(LoginThrottled):
+        throttle.reserve("a")
+    clock.advance(30)
+    with pytest.raises(LoginThrottled) as later:
+        throttle.reserve("a")
+    assert later.value.retry_after == 30.0
+    clock.advance(30)
+    fresh = throttle.reserve("a")
+    throttle.refund(held[0])  # already outside the window: nothing to give back
+    assert fresh.at == clock.now
+
+
 async def test_foreign_host_is_refused(start_admin: StartAdmin) -> None:
     admin = await start_admin(config_changes={"allowed_hosts": ("admin.example",)})
     port = admin.server.port
@@ -157,14 +221,15 @@ async def test_foreign_origin_on_state_change_is_refused(admin: Admin) -> None:
         reply = await admin.post("/api/models/presets", body, headers=headers)
         assert reply.status == 403, headers
         assert reply.json["error"] == "forbidden_origin"
-    assert await admin.services.db.fetchall("SELECT * FROM model_presets") == []
+    rows = await admin.services.db.fetchall("SELECT value FROM model_presets")
+    assert [row["value"] for row in rows] == ["ollama/test-model"], "only the one seeded at start"
     read = await admin.get("/api/models/presets", headers={"Origin": "http://evil.example"})
     assert read.status == 200, "reads are not state-changing"
-    assert (
-        await admin.post("/api/models/presets", body, headers={"Origin": admin.origin})
-    ).status == 201
+    created = await admin.post("/api/models/presets", body, headers={"Origin": admin.origin})
+    assert created.status == 201
     ok_referer = {"Referer": admin.url + "/notes"}
-    assert (await admin.delete("/api/models/presets/1", headers=ok_referer)).status == 200
+    path = f"/api/models/presets/{created.json['id']}"
+    assert (await admin.delete(path, headers=ok_referer)).status == 200
     assert (await admin.post("/api/models/presets", body)).status == 201, "bearer without Origin"
 
 

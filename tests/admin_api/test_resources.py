@@ -127,7 +127,8 @@ async def test_model_presets_and_available_models(admin: Admin) -> None:
     renamed = await admin.patch(f"/api/models/presets/{preset_id}", {"label": "Qwen"})
     assert (renamed.json["label"], renamed.json["value"]) == ("Qwen", "ollama/qwen3:8b")
     listed = await admin.get("/api/models/presets")
-    assert [p["label"] for p in listed.json["presets"]] == ["Qwen", "GPT"]
+    # The configured model was added as the first preset when the services started.
+    assert [p["label"] for p in listed.json["presets"]] == ["test-model", "Qwen", "GPT"]
     assert (await admin.delete(f"/api/models/presets/{preset_id}")).json == {"deleted": 1}
     assert (await admin.patch(f"/api/models/presets/{preset_id}", {"label": "x"})).status == 404
     assert (await admin.post("/api/models/presets", {"label": "", "value": "x"})).status == 422

@@ -9,15 +9,17 @@ from typing import Any
 
 import pytest
 
+from bot.chat.allocation import prompt_budget
 from bot.chat.context import (
-    ANSWER_RESERVE_SHARE,
-    MEMORY_SHARE,
     BuiltContext,
     ContextBuilder,
+    ContextLayer,
     ContextRequest,
-    LayerSlot,
+    Draft,
+    MemoryCutListener,
+    fit_summaries,
 )
-from bot.chat.tokens import estimate_tokens, message_tokens
+from bot.chat.tokens import estimate_tokens, message_tokens, truncate_to_tokens
 from bot.config import Settings
 from bot.prompts import prompts_for
 from bot.store.db import Database
@@ -55,16 +57,33 @@ def settings(window: int) -> Settings:
 
 @dataclass
 class FixedLayer:
-    """A layer that answers with a fixed text and remembers the budgets it was given."""
+    """A layer whose full text is fixed; cut, it keeps a prefix and says so."""
 
     name: str
     text: str | None
-    budgets: list[int] = field(default_factory=list)
+    cuts: list[int] = field(default_factory=list)
 
-    async def render(self, request: ContextRequest, budget_tokens: int) -> str | None:
-        """The fixed text, whatever the budget."""
-        self.budgets.append(budget_tokens)
-        return self.text
+    async def draft(self, request: ContextRequest) -> Draft | None:
+        """The fixed text; shortened, a prefix and a marker."""
+        if self.text is None:
+            return None
+        text = self.text
+
+        def shorten(budget: int) -> str | None:
+            self.cuts.append(budget)
+            return truncate_to_tokens(text, budget - 5) + " [cut]"
+
+        return Draft(text, shorten)
+
+
+class BrokenLayer:
+    """A layer whose storage fails."""
+
+    name = "broken"
+
+    async def draft(self, request: ContextRequest) -> Draft | None:
+        """Always fails."""
+        raise RuntimeError("disk on fire")
 
 
 async def add(store: Store, role: str, content: str, **extra: Any) -> StoredMessage:
@@ -72,18 +91,35 @@ async def add(store: Store, role: str, content: str, **extra: Any) -> StoredMess
     return await store.messages.add(LOCAL, store.session_id, role, content, **extra)
 
 
+async def summarise(store: Store, *summaries: str) -> None:
+    """Store each text as a summary of one (archived) message."""
+    for summary in summaries:
+        message = await add(store, "user", "old")
+        assert await store.memories.summarize_messages(
+            LOCAL, store.session_id, [message.id], summary
+        )
+
+
 async def build(
-    store: Store, user: StoredMessage, window: int, *layers: LayerSlot, **kwargs: Any
+    store: Store,
+    user: StoredMessage,
+    window: int,
+    *layers: ContextLayer,
+    on_memory_cut: MemoryCutListener | None = None,
+    factor: float = 1.0,
+    **kwargs: Any,
 ) -> BuiltContext:
     """The context of the turn started by `user`."""
-    builder = ContextBuilder(store.messages, store.memories, layers)
-    request = ContextRequest(LOCAL, store.session_id, user.content, user.id, settings(window))
+    builder = ContextBuilder(store.messages, store.memories, layers, on_memory_cut=on_memory_cut)
+    request = ContextRequest(
+        LOCAL, store.session_id, user.content, user.id, settings(window), factor
+    )
     return await builder.build(request, **kwargs)
 
 
-def budget_of(window: int) -> int:
-    """The prompt budget of a window without tools."""
-    return window - max(512, int(window * ANSWER_RESERVE_SHARE))
+def system_cost(built: BuiltContext) -> int:
+    """Tokens of the system prompt message."""
+    return message_tokens(built.messages[0])
 
 
 async def test_newest_exchanges_fill_the_budget_and_older_ones_are_counted_as_dropped(
@@ -101,12 +137,11 @@ async def test_newest_exchanges_fill_the_budget_and_older_ones_are_counted_as_dr
     kept = [m["content"][:3] for m in conversation[:-1]]
     assert kept == [f"m{n:02d}" for n in range(30 - len(kept), 30)], "newest, oldest first"
     assert built.dropped_messages == 30 - len(kept) > 0
-    system_tokens = estimate_tokens(built.messages[0]["content"])
     spent = built.layer_tokens["conversation"]
     assert spent == sum(message_tokens(m) for m in conversation)
-    assert spent <= budget_of(1024) - system_tokens
-    assert spent + message_tokens(conversation[0]) > budget_of(1024) - system_tokens
-    assert built.budget == budget_of(1024)
+    assert spent <= built.budget - system_cost(built)
+    assert spent + message_tokens(conversation[0]) > built.budget - system_cost(built)
+    assert built.budget == prompt_budget(1024, 0) == 1024 - 512
 
 
 async def test_an_answer_stored_after_this_turn_still_joins_its_question(store: Store) -> None:
@@ -130,43 +165,139 @@ async def test_an_oversized_newest_message_is_cut_not_dropped(store: Store) -> N
     assert only["content"].endswith("…") and len(only["content"]) < 25_000
     assert only["images"] == ["aW1n"], "images ride on this turn's user message"
     assert built.dropped_messages == 1
+    assert sum(message_tokens(m) for m in built.messages) <= built.budget
 
 
-async def test_newest_summaries_that_fit_are_kept_oldest_first(store: Store) -> None:
-    summaries = [f"summary {n} " + "x" * 790 for n in range(3)]
-    for summary in summaries:
-        message = await add(store, "user", "old")
-        assert await store.memories.summarize_messages(
-            LOCAL, store.session_id, [message.id], summary
-        )
-    user = await add(store, "user", "now")
-
-    built = await build(store, user, 4096)
-
-    header = prompts_for("en")["memory_header"]
-    costs = [estimate_tokens(s) + 2 for s in summaries]
-    assert estimate_tokens(header) + sum(costs[1:]) <= int(budget_of(4096) * MEMORY_SHARE)
-    assert estimate_tokens(header) + sum(costs) > int(budget_of(4096) * MEMORY_SHARE)
-    memory = built.messages[1]
-    assert memory == {"role": "system", "content": f"{header}\n{summaries[1]}\n\n{summaries[2]}"}
-    assert built.layer_tokens["memory"] == estimate_tokens(header) + sum(costs[1:])
-    assert built.messages[2:] == [{"role": "user", "content": "now"}]
-
-
-async def test_layers_get_their_share_are_cut_to_it_and_empty_ones_add_nothing(
+async def test_the_budget_is_the_window_less_reserve_and_tools_divided_by_the_factor(
     store: Store,
 ) -> None:
-    long_layer = FixedLayer("long", "fact " * 2000)
-    empty_layer = FixedLayer("empty", None)
+    user = await add(store, "user", "hi")
+    tools: list[dict[str, Any]] = [
+        {"type": "function", "function": {"name": "t", "description": "d " * 400}}
+    ]
+    plain = await build(store, user, 16384, tools=tools)
+    learned = await build(store, user, 16384, factor=1.25, tools=tools)
+    tool_tokens = plain.tokens - sum(message_tokens(m) for m in plain.messages)
+    assert tool_tokens > 0
+    assert plain.budget == 16384 - 3276 - tool_tokens
+    assert learned.budget == int((16384 - 3276 - tool_tokens * 1.25) / 1.25)
+
+
+async def test_all_summaries_are_shown_when_they_fit(store: Store) -> None:
+    summaries = [f"summary {n}: " + "likes tea and trains. " * 20 for n in range(6)]
+    await summarise(store, *summaries)
+    user = await add(store, "user", "now")
+    cuts: list[tuple[str, int]] = []
+
+    built = await build(store, user, 8192, on_memory_cut=lambda s, n: cuts.append((s, n)))
+
+    header = prompts_for("en")["memory_header"]
+    memory = built.messages[1]
+    assert memory == {"role": "system", "content": header + "\n" + "\n\n".join(summaries)}
+    assert built.layer_tokens["memory"] == message_tokens(memory)
+    assert built.messages[2:] == [{"role": "user", "content": "now"}]
+    assert cuts == [] and built.cut_layers == []
+
+
+async def test_summaries_that_do_not_fit_show_the_newest_and_a_marker_never_a_gap(
+    store: Store,
+) -> None:
+    summaries = [f"summary {n} " + "x" * 790 for n in range(6)]
+    await summarise(store, *summaries)
+    user = await add(store, "user", "now")
+    cuts: list[tuple[str, int]] = []
+
+    built = await build(store, user, 1400, on_memory_cut=lambda s, n: cuts.append((s, n)))
+
+    assert built.cut_layers == ["memory"]
+    text = built.messages[1]["content"]
+    header, marker, *rest = text.split("\n")
+    assert header == prompts_for("en")["memory_header"]
+    body = "\n".join(rest)
+    shown = [s for s in summaries if s in body]
+    assert shown and shown == summaries[-len(shown) :], "the newest, oldest first"
+    left = 6 - len(shown)
+    assert marker == f"[{left} older summaries are being condensed; they are not shown this time.]"
+    assert built.allocation is not None
+    allotted = built.allocation.layers["memory"] - 4
+    assert cuts == [(store.session_id, allotted)]
+    assert estimate_tokens(text) <= allotted
+    assert estimate_tokens(text) + estimate_tokens(summaries[0]) + 2 > allotted, "as many as fit"
+
+    unwired = await build(store, user, 1400)
+    assert (
+        f"[{left} older summaries left out to fit the context window.]"
+        in unwired.messages[1]["content"]
+    ), "without a summariser nothing claims to be condensing"
+
+
+def test_a_summary_too_long_for_the_layer_is_cut_and_marked() -> None:
+    def marker(n: int) -> str:
+        return f"[{n} older]"
+
+    text = fit_summaries("H", ["old one", "new " * 200], 60, marker, "\n[cut]")
+    assert text is not None
+    assert text.startswith("H\n[1 older]\nnew new") and text.endswith("…\n[cut]")
+    assert estimate_tokens(text) <= 60
+    assert fit_summaries("H", ["old", "new " * 200], 8, marker, "[cut]") == "H\n[2 older]"
+    assert fit_summaries("H", ["old", "new"], 2, marker, "[cut]") is None
+    assert fit_summaries("H", [], 100, marker, "[cut]") is None
+
+
+async def test_layers_get_their_demand_when_it_fits(store: Store) -> None:
+    short = FixedLayer("short", "fact " * 100)
+    empty = FixedLayer("empty", None)
     user = await add(store, "user", "hello")
 
-    built = await build(store, user, 4096, LayerSlot(long_layer, 0.1), LayerSlot(empty_layer, 0.2))
+    built = await build(store, user, 4096, short, empty)
 
-    share = int(budget_of(4096) * 0.1)
-    assert long_layer.budgets == [share] and empty_layer.budgets == [int(budget_of(4096) * 0.2)]
     system, layer, conversation = built.messages
     assert prompts_for("en")["layers_intro"] in system["content"]
-    assert layer["role"] == "system" and layer["content"].endswith("…")
-    assert built.layer_tokens["long"] == estimate_tokens(layer["content"]) <= share
-    assert "empty" not in built.layer_tokens
+    assert layer == {"role": "system", "content": "fact " * 100}
+    assert short.cuts == []
+    assert built.layer_tokens["short"] == message_tokens(layer)
+    assert "empty" not in built.layer_tokens and built.cut_layers == []
     assert conversation == {"role": "user", "content": "hello"}
+
+
+async def test_layers_too_big_for_the_window_shrink_in_proportion_and_are_marked(
+    store: Store,
+) -> None:
+    small = FixedLayer("small", "a " * 2000)  # 1,000 tokens
+    large = FixedLayer("large", "b " * 6000)  # 3,000 tokens
+    user = await add(store, "user", "hello")
+
+    built = await build(store, user, 4096, small, large)
+
+    plan = built.allocation
+    assert plan is not None and plan.shrunk
+    room = built.budget - system_cost(built) - message_tokens(built.messages[-1])
+    assert plan.layers == {
+        "small": 1004 * room // 4008,
+        "large": 3004 * room // 4008,
+    }
+    assert small.cuts == [plan.layers["small"] - 4] and large.cuts == [plan.layers["large"] - 4]
+    texts = [m["content"] for m in built.messages[1:3]]
+    assert all(text.endswith(" [cut]") for text in texts)
+    assert built.cut_layers == ["small", "large"]
+    assert sum(message_tokens(m) for m in built.messages) <= built.budget
+
+
+async def test_the_last_exchanges_stay_whole_however_big_the_layers(store: Store) -> None:
+    for n in range(12):
+        await add(store, "user" if n % 2 == 0 else "assistant", f"m{n:02d} " + "talk " * 60)
+    user = await add(store, "user", "and now?")
+    huge = FixedLayer("kb", "fact " * 20_000)
+
+    built = await build(store, user, 8192, huge)
+
+    talk = [m["content"][:3] for m in built.messages[2:]]
+    assert talk[-5:] == ["m08", "m09", "m10", "m11", "and"], "three exchanges, whole"
+    assert built.allocation is not None and built.allocation.recent_exchanges == 3
+    assert all(not m["content"].endswith("…") for m in built.messages[2:])
+
+
+async def test_a_failing_layer_adds_nothing_and_the_turn_goes_on(store: Store) -> None:
+    user = await add(store, "user", "hello")
+    built = await build(store, user, 4096, BrokenLayer(), FixedLayer("ok", "fine"))
+    assert [m["content"] for m in built.messages[1:]] == ["fine", "hello"]

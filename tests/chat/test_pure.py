@@ -12,6 +12,7 @@ from bot.chat.tool_budget import (
     ToolBudget,
     trim_tool_result,
 )
+from bot.chat.turn_fit import ToolText
 from bot.llm.redact import Redactor
 from bot.tools.result import ToolResult
 
@@ -51,7 +52,8 @@ def test_paged_result_is_never_cut() -> None:
 def test_budget_counts_rounds_and_chars() -> None:
     budget = ToolBudget()
     assert budget.tools_allowed
-    budget.spend("x" * 24000)
+    budget.take(ToolText("", "x" * 24000), [("", "")])
+    assert budget.chars == 24000
     assert budget.chars_exhausted and not budget.tools_allowed
     rounds = ToolBudget(rounds=5)
     assert rounds.rounds_exhausted

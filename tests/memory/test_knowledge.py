@@ -13,21 +13,26 @@ from bot.chat.engine import TurnRequest
 from bot.chat.events import Event, SessionEvent, SourcesEvent, ToolEvent
 from bot.chat.hooks import ToolOutcome
 from bot.config import Settings
+from bot.errors import LLMError, NotFoundError
 from bot.llm.gateway import LLMGateway
 from bot.memory.knowledge import (
     SAVE_KNOWLEDGE_ID,
+    KnowledgeEntry,
     KnowledgeService,
+    RegenerateError,
     SaveKnowledgeHook,
     parse_summary,
     slugify,
 )
-from bot.services import ServiceOptions, open_services
+from bot.services import ServiceOptions, Services, open_services
 from bot.store.db import Database
 from bot.tools.knowledge_tools import register_knowledge_tools
 from bot.tools.registry import ToolRegistry, ToolResult
+from bot.tools.safe_http import FetchPolicy
 from bot.tools.web_search import web_search_sources
 from tests.conftest import FAST_RETRY, LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, HttpError, Text, ToolCalls
+from tests.fakes.web_server import FakeWebServer
 
 HITS = [
     {"title": "Kyoto forecast", "href": "https://weather.example/kyoto", "body": "Sunny, 24°C"},
@@ -51,6 +56,7 @@ async def knowledge(settings: Settings) -> AsyncIterator[KnowledgeService]:
 
 S = "guild:1"
 S_DIR = "guild_1"
+LOCAL_DIR = "local_local"
 
 
 def web_files(settings: Settings, space_dir: str = S_DIR) -> list[Path]:
@@ -405,6 +411,149 @@ async def test_saved_search_reaches_layer_3_through_the_local_kb(
         systems = [m["content"] for m in llm.chat_requests[-1].messages if m["role"] == "system"]
         kb_layer = next(text for text in systems if text.startswith("[Local knowledge base"))
         assert "- sunny all week" in kb_layer and "web_search/local_local/" in kb_layer
+
+
+# --------------------------------------------------------------------------- regenerating
+
+
+@pytest.fixture
+async def web() -> AsyncIterator[FakeWebServer]:
+    async with FakeWebServer() as server:
+        yield server
+
+
+@pytest.fixture
+def web_options() -> ServiceOptions:
+    """Services with the built-in web tools, allowed to reach the loopback web server."""
+    return ServiceOptions(
+        retry=FAST_RETRY,
+        fetch_policy=FetchPolicy.allowing("127.0.0.1/32"),
+        search_fn=lambda query, n: [],
+    )
+
+
+def loopback_hits(web: FakeWebServer) -> list[dict[str, str]]:
+    return [
+        {"title": "Kyoto forecast", "href": web.url_for("/kyoto"), "body": "Sunny, 24°C"},
+        {"title": "JMA", "href": web.url_for("/jma.txt"), "body": "Clear skies all week"},
+    ]
+
+
+def article(text: str) -> str:
+    return f"<html><body><nav>menu</nav><article><p>{text}</p></article></body></html>"
+
+
+async def saved_entry(services: Services, llm: FakeLLMServer, web: FakeWebServer) -> KnowledgeEntry:
+    llm.script(Text("# Kyoto weather\n- sunny"))
+    entry = await services.knowledge.save_search(
+        LOCAL, "kyoto weather", loopback_hits(web), session_id=None
+    )
+    assert entry is not None
+    return entry
+
+
+async def test_regenerate_reads_the_sources_again_and_replaces_the_entry(
+    make_settings: SettingsFactory,
+    web_options: ServiceOptions,
+    llm: FakeLLMServer,
+    web: FakeWebServer,
+) -> None:
+    settings = make_settings()
+    web.add_page("/kyoto", article("Rain from Tuesday, 18°C, typhoon warning."))
+    web.add_page("/jma.txt", "JMA: heavy rain expected in Kyoto.", content_type="text/plain")
+    async with open_services(settings, web_options) as services:
+        entry = await saved_entry(services, llm, web)
+        (old_file,) = web_files(settings, LOCAL_DIR)
+        llm.script(Text("# Kyoto: rain ahead\n- rain from Tuesday\n- typhoon warning"))
+        updated = await services.knowledge.regenerate(LOCAL, entry.id)
+
+        sent = json.dumps(llm.chat_requests[-1].messages, ensure_ascii=False)
+        assert "Rain from Tuesday, 18°C, typhoon warning." in sent
+        assert "JMA: heavy rain expected in Kyoto." in sent
+        assert "menu" not in sent, "the pages' main text, as scrape_url reads them"
+        assert "Sunny, 24°C" not in sent, "the old snippets are not reused"
+        assert "untrusted" in sent
+        assert (updated.id, updated.query, updated.sources) == (
+            entry.id,
+            entry.query,
+            entry.sources,
+        )
+        assert (updated.title, updated.summary) == (
+            "Kyoto: rain ahead",
+            "- rain from Tuesday\n- typhoon warning",
+        )
+        assert await services.knowledge.get(LOCAL, entry.id) == updated
+        assert [e.id for e in await services.knowledge.latest(LOCAL, 10)] == [entry.id]
+
+        (new_file,) = web_files(settings, LOCAL_DIR)
+        assert not old_file.exists()
+        assert updated.md_path == f"web_search/{LOCAL_DIR}/{new_file.name}"
+        text = new_file.read_text("utf-8")
+        assert text.startswith("# Kyoto: rain ahead\n") and "- typhoon warning" in text
+        assert f"({web.url_for('/jma.txt')})" in text
+        purposes = await services.db.fetchall("SELECT purpose FROM api_logs ORDER BY id")
+        assert [row[0] for row in purposes] == ["knowledge", "knowledge"]
+
+
+async def test_regenerate_uses_the_sources_that_can_be_read(
+    make_settings: SettingsFactory,
+    web_options: ServiceOptions,
+    llm: FakeLLMServer,
+    web: FakeWebServer,
+) -> None:
+    web.add_page("/jma.txt", "J" * 5000, content_type="text/plain")  # /kyoto: 404
+    async with open_services(make_settings(llm_context_tokens=8192), web_options) as services:
+        entry = await saved_entry(services, llm, web)
+        llm.script(Text("# JMA only\n- rain"))
+        updated = await services.knowledge.regenerate(LOCAL, entry.id)
+        assert updated.title == "JMA only"
+        sent = llm.chat_requests[-1].messages[-1]["content"]
+        assert "Kyoto forecast" not in sent
+        # One readable source gets all of the budget: half the window, at most 6,000 chars.
+        assert "J" * 4096 in sent and "J" * 4097 not in sent
+
+
+async def test_regenerate_without_readable_sources_changes_nothing(
+    make_settings: SettingsFactory,
+    web_options: ServiceOptions,
+    llm: FakeLLMServer,
+    web: FakeWebServer,
+) -> None:
+    settings = make_settings()
+    async with open_services(settings, web_options) as services:
+        entry = await saved_entry(services, llm, web)
+        files = web_files(settings, LOCAL_DIR)
+        calls = len(llm.chat_requests)
+        with pytest.raises(RegenerateError, match="None of the 2 source"):
+            await services.knowledge.regenerate(LOCAL, entry.id)
+        assert len(llm.chat_requests) == calls, "no model call without page text"
+        assert await services.knowledge.get(LOCAL, entry.id) == entry
+        assert web_files(settings, LOCAL_DIR) == files
+
+        web.add_page("/kyoto", article("Rain."))
+        llm.script(HttpError(500, "boom"), HttpError(500, "boom"))
+        with pytest.raises(LLMError):
+            await services.knowledge.regenerate(LOCAL, entry.id)
+        assert await services.knowledge.get(LOCAL, entry.id) == entry
+        assert web_files(settings, LOCAL_DIR) == files and files[0].read_text("utf-8").startswith(
+            "# Kyoto weather"
+        )
+
+        with pytest.raises(NotFoundError):
+            await services.knowledge.regenerate(LOCAL, entry.id + 100)
+
+
+async def test_regenerate_needs_the_web_tools(
+    knowledge: KnowledgeService, llm: FakeLLMServer
+) -> None:
+    llm.script(Text("# Kyoto weather\n- sunny"))
+    entry = await knowledge.save_search(S, "kyoto weather", HITS, session_id=None)
+    assert entry is not None
+    with pytest.raises(RegenerateError, match="Web fetching is off"):
+        await knowledge.regenerate(S, entry.id)
+    assert await knowledge.get(S, entry.id) == entry
+    with pytest.raises(NotFoundError):
+        await knowledge.regenerate("guild:2", entry.id)
 
 
 async def test_move_gives_the_entry_and_its_file_to_another_space(

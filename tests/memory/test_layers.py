@@ -1,4 +1,4 @@
-"""Context layers 1, 2, 2.5, 3: content, layer order, and every render within its token budget."""
+"""Context layers 1, 2, 2.5, 3: content at the seed's limits, marked cuts within any budget."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.chat.context import MEMORY_SHARE, ContextRequest
+from bot.chat.context import ContextRequest, Draft
 from bot.chat.engine import TurnRequest
 from bot.chat.tokens import estimate_tokens
 from bot.config import Settings
@@ -20,7 +20,7 @@ from bot.memory.layers import (
     LinkedNotesLayer,
     LocalKBLayer,
     NoteTitlesLayer,
-    default_layer_slots,
+    default_layers,
 )
 from bot.memory.notes import NotesService
 from bot.services import ServiceOptions, open_services
@@ -93,6 +93,21 @@ def assert_within(text: str | None, budget: int) -> None:
         assert estimate_tokens(text) <= budget, (budget, estimate_tokens(text), text[:200])
 
 
+def assert_fits_every_budget(draft: Draft) -> None:
+    """Every cut stays within its budget; a cut is never the full text."""
+    for budget in [*BUDGETS, draft.demand - 1, draft.demand]:
+        text = draft.fit(budget)
+        assert_within(text, budget)
+        if budget >= draft.demand:
+            assert text == draft.text
+
+
+async def render(layer: object, request: ContextRequest, budget: int = 100_000) -> str | None:
+    """The layer's text cut to `budget` tokens (None when it has nothing)."""
+    draft = await layer.draft(request)  # type: ignore[attr-defined]
+    return None if draft is None else draft.fit(budget)
+
+
 # --------------------------------------------------------------------------- layer 1
 
 
@@ -103,27 +118,47 @@ async def test_knowledge_layer_lists_latest_headings_only(
     knowledge = KnowledgeService(db, NeverCalled(), tmp_path / "kb", lambda: settings)
     layer = KnowledgeHeadingsLayer(knowledge)
     request = request_for(session_id, settings)
-    assert await layer.render(request, 500) is None, "nothing saved yet"
+    assert await layer.draft(request) is None, "nothing saved yet"
 
     ids = await add_entries(db, 5)
-    text = await layer.render(request, 500)
-    assert text is not None
-    header, *lines = text.splitlines()
+    draft = await layer.draft(request)
+    assert draft is not None
+    header, *lines = draft.text.splitlines()
     assert header.startswith("[Accumulated knowledge") and "read_knowledge" in header
     assert [line.split(" (")[0] for line in lines] == [
         f"- [#{ids[4]}] Heading number 4",
         f"- [#{ids[3]}] Heading number 3",
         f"- [#{ids[2]}] Heading number 2",
     ]
-    assert "secret body" not in text and "src.example" not in text
+    assert "secret body" not in draft.text and "src.example" not in draft.text
 
-    small = await layer.render(request, estimate_tokens(header) + 14)
-    assert small is not None and small.count("\n") == 1, "the oldest headings go first"
-    assert "Heading number 4" in small
-    for budget in BUDGETS:
-        assert_within(await layer.render(request, budget), budget)
+    assert draft.fit(draft.demand - 1) == (
+        f"{header}\n- … 3 older heading(s) left out to fit the context window."
+    ), "a marker is longer than two headings: then it stands alone"
+    assert_fits_every_budget(draft)
     off = request_for(session_id, settings_for(tmp_path, knowledge_context_limit=0))
-    assert await layer.render(off, 500) is None
+    assert await layer.draft(off) is None
+
+    five = await layer.draft(request_for(session_id, settings_for(tmp_path)))
+    assert five is not None
+    small = five.fit(estimate_tokens(header) + 2 * 10 + 19)
+    assert small is not None
+    newest = five.text.splitlines()[1:3]
+    assert newest[0].startswith(f"- [#{ids[4]}] Heading number 4 (")
+    assert small.splitlines()[1:] == [
+        *newest,
+        "- … 3 older heading(s) left out to fit the context window.",
+    ], "the oldest headings go first, counted"
+
+
+async def test_knowledge_layer_drafts_the_seeds_15_headings(
+    db: Database, session_id: str, tmp_path: Path
+) -> None:
+    settings = settings_for(tmp_path)
+    knowledge = KnowledgeService(db, NeverCalled(), tmp_path / "kb", lambda: settings)
+    await add_entries(db, 20)
+    draft = await KnowledgeHeadingsLayer(knowledge).draft(request_for(session_id, settings))
+    assert draft is not None and draft.text.count("\n- [#") == 15
 
 
 # --------------------------------------------------------------------------- layers 2 and 2.5
@@ -136,16 +171,17 @@ async def test_note_titles_grouped_by_section_with_linked_marks(
     settings = settings_for(tmp_path)
     layer = NoteTitlesLayer(notes)
     request = request_for(session_id, settings)
-    assert await layer.render(request, 500) is None
+    assert await layer.draft(request) is None
 
     await notes.create(S, "Loose", "no section here")
     groceries = await notes.create(S, "Groceries", "milk, eggs\n\nbread " + "x" * 100, "Home")
     await notes.create(S, "Standup", "", "Work")
     await notes.create(S, "Chores", "vacuum", "Home")
     await notes.link(S, session_id, groceries.id)
-    text = await layer.render(request, 1000)
+    text = await render(layer, request)
     assert text is not None
     header, *lines = text.splitlines()
+    assert "first 40 characters" in header
     assert "read_note" in header and "write_note" in header and "(linked)" in header
     assert lines == [
         "## (no section)",
@@ -157,20 +193,33 @@ async def test_note_titles_grouped_by_section_with_linked_marks(
         "- Standup",
     ]
     other = request_for((await SessionRepository(db).create(S, title="o")).id, settings)
-    other_text = await layer.render(other, 1000)
+    other_text = await render(layer, other)
     assert other_text is not None
     assert "- Groceries: milk, eggs bread " + "x" * 23 + "…" in other_text
     assert "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" not in other_text
 
     for index in range(40):
         await notes.create(S, f"Page {index:02d}", "some words " * 10, "Bulk")
-    for budget in BUDGETS:
-        assert_within(await layer.render(request, budget), budget)
-    squeezed = await layer.render(request, 150)
-    assert squeezed is not None and "more page(s)" in squeezed and ": some words" not in squeezed
+    draft = await layer.draft(request)
+    assert draft is not None
+    assert_fits_every_budget(draft)
+    titles = draft.fit(draft.demand - 1)
+    assert titles is not None and ": some words" not in titles
+    assert titles.splitlines()[1] == (
+        "[Previews left out to fit the context window: read_note(title) reads a page.]"
+    )
+    assert titles.count("- Page ") == 40, "every title still there"
+    squeezed = draft.fit(150)
+    assert squeezed is not None and ": some words" not in squeezed
+    last = squeezed.splitlines()[-1]
+    shown = squeezed.count("\n- ") - 1
+    assert last == (
+        f"- … {44 - shown} more page(s) left out to fit the context window: "
+        "ask read_note for a title you need."
+    ), "section lines are not counted as pages"
 
 
-async def test_linked_notes_full_text_with_char_limit(
+async def test_linked_notes_full_text_up_to_the_seed_limit(
     db: Database, session_id: str, tmp_path: Path
 ) -> None:
     notes = NotesService(db)
@@ -180,82 +229,117 @@ async def test_linked_notes_full_text_with_char_limit(
     long_page = await notes.create(S, "Long", "abc " * 2500)
     short_page = await notes.create(S, "Short", "tiny body")
     await notes.create(S, "Unlinked", "never shown")
-    assert await layer.render(request, 10_000) is None
+    assert await layer.draft(request) is None
 
     await notes.set_links(S, session_id, [long_page.id, short_page.id])
-    text = await layer.render(request, 10_000)
-    assert text is not None
+    draft = await layer.draft(request)
+    assert draft is not None
+    text = draft.text
     assert text.startswith("[Linked notes")
     assert "### Long\n" in text and "### Short\ntiny body" in text
     assert "never shown" not in text
     long_body = text.split("### Long\n", 1)[1].split("\n[…", 1)[0]
-    assert len(long_body) <= 8000 and long_body.startswith("abc abc")
-    assert "read_note(title) returns the rest" in text
+    assert long_body == ("abc " * 2500)[:8000], "the seed's 8,000 characters, whole"
+    assert (
+        f'[… 8,000 of 10,000 characters shown; read_note("#{long_page.id}", offset=8000) '
+        "returns the rest.]" in text
+    )
 
-    tight = await layer.render(request, 300)
-    assert tight is not None and "tiny body" in tight, "a long page cannot crowd out others"
-    for budget in BUDGETS:
-        assert_within(await layer.render(request, budget), budget)
+    tight = draft.fit(300)
+    assert tight is not None and "### Short\ntiny body" in tight, "a long page cannot crowd out"
+    shown = tight.split("### Long\n", 1)[1].split("\n[…", 1)[0]
+    assert shown and ("abc " * 2500).startswith(shown)
+    assert f"[… {len(shown):,} of 10,000 characters shown; " in tight
+    assert f'read_note("#{long_page.id}", offset={len(shown)}) returns the rest.]' in tight
+    assert_fits_every_budget(draft)
+
+
+async def test_a_linked_note_with_no_room_for_its_body_keeps_its_heading_and_marker(
+    db: Database, session_id: str, tmp_path: Path
+) -> None:
+    notes = NotesService(db)
+    page = await notes.create(S, "Plan", "step " * 400)
+    await notes.link(S, session_id, page.id)
+    draft = await LinkedNotesLayer(notes).draft(request_for(session_id, settings_for(tmp_path)))
+    assert draft is not None
+    text = draft.fit(60)
+    assert text is not None and text.endswith(
+        f'### Plan\n[… 0 of 2,000 characters shown; read_note("#{page.id}", offset=0) '
+        "returns the rest.]"
+    )
 
 
 # --------------------------------------------------------------------------- layer 3
 
 
-async def test_local_kb_layer_wraps_search(session_id: str, tmp_path: Path) -> None:
+async def test_local_kb_layer_wraps_search_and_keeps_files_whole(
+    session_id: str, tmp_path: Path
+) -> None:
     settings = settings_for(tmp_path)
     queries: list[str] = []
+    ramen = "Tonkotsu is pork broth. " * 200
 
     async def search(query: str, space: str) -> Sequence[Hit]:
-        queries.append(query)
         assert space == S
+        queries.append(query)
         return [
-            Hit("guide/ramen.md", "Ramen guide", "Tonkotsu is pork broth. " * 200, 0.91),
+            Hit("guide/ramen.md", "Ramen guide", ramen, 0.91),
             Hit("faq.md", "FAQ", "Opening hours: 9-17.", 0.8),
         ]
 
     layer = LocalKBLayer(search)
-    text = await layer.render(request_for(session_id, settings, "ramen?"), 2000)
+    draft = await layer.draft(request_for(session_id, settings, "ramen?"))
     assert queries == ["ramen?"]
-    assert text is not None
-    header = text.splitlines()[0]
+    assert draft is not None
+    header = draft.text.splitlines()[0]
     assert "outrank web search" in header and "do not search" in header
-    assert "### Ramen guide (guide/ramen.md)" in text
-    assert "### FAQ (faq.md)\nOpening hours: 9-17." in text
-    for budget in BUDGETS:
-        assert_within(await layer.render(request_for(session_id, settings, "q"), budget), budget)
-    assert await layer.render(request_for(session_id, settings, "  "), 2000) is None
+    assert f"### Ramen guide (guide/ramen.md)\n{ramen}\n\n" in draft.text, "the whole file"
+    assert draft.text.endswith("### FAQ (faq.md)\nOpening hours: 9-17.")
+
+    cut = draft.fit(600)
+    assert cut is not None and "### FAQ (faq.md)\nOpening hours: 9-17." in cut
+    shown = cut.split("(guide/ramen.md)\n", 1)[1].split("\n[…", 1)[0]
+    assert ramen.startswith(shown)
+    assert (
+        f"[… {len(shown):,} of {len(ramen):,} characters of this file shown, "
+        "to fit the context window.]" in cut
+    )
+    assert_fits_every_budget(draft)
+    assert await layer.draft(request_for(session_id, settings, "  ")) is None
 
     async def broken(query: str, space: str) -> Sequence[Hit]:
         raise RuntimeError("index corrupt")
 
-    assert await LocalKBLayer(broken).render(request_for(session_id, settings), 2000) is None
+    assert await LocalKBLayer(broken).draft(request_for(session_id, settings)) is None
 
 
-async def test_japanese_headers(db: Database, session_id: str, tmp_path: Path) -> None:
+async def test_japanese_texts(db: Database, session_id: str, tmp_path: Path) -> None:
     settings = settings_for(tmp_path, language="ja")
     notes = NotesService(db)
-    await notes.create(S, "買い物", "牛乳と卵")
-    text = await NoteTitlesLayer(notes).render(request_for(session_id, settings), 500)
+    page = await notes.create(S, "買い物", "牛乳と卵" * 100)
+    text = await render(NoteTitlesLayer(notes), request_for(session_id, settings))
     assert text is not None and text.startswith("[共有ノート") and "- 買い物: 牛乳と卵" in text
+    assert "先頭 40 文字" in text
+    await notes.link(S, session_id, page.id)
+    draft = await LinkedNotesLayer(notes).draft(request_for(session_id, settings))
+    assert draft is not None
+    cut = draft.fit(100)
+    assert cut is not None and "文字を表示。続きは read_note(" in cut
 
 
-def test_default_slots_follow_layer_order_and_leave_room() -> None:
-    slots = default_layer_slots(NotesOnly(), NotesOnly(), _no_search)  # type: ignore[arg-type]
-    assert [slot.layer.name for slot in slots] == [
+def test_default_layers_follow_the_seeds_order() -> None:
+    layers = default_layers(NotesOnly(), NotesOnly(), _no_search)  # type: ignore[arg-type]
+    assert [layer.name for layer in layers] == [
         "knowledge",
         "notes",
         "linked_notes",
         "local_kb",
     ]
-    shares = {slot.layer.name: slot.share for slot in slots}
-    assert shares["local_kb"] == max(shares.values())
-    assert shares["knowledge"] == min(shares.values())
-    assert sum(shares.values()) + MEMORY_SHARE <= 0.7 + 1e-9, "the conversation keeps ≥ 30 %"
-    assert [s.layer.name for s in default_layer_slots(None, None)] == []
+    assert default_layers(None, None) == []
 
 
 class NotesOnly:
-    """Stands in for the services default_layer_slots only stores."""
+    """Stands in for the services default_layers only stores."""
 
 
 async def _no_search(query: str, space: str) -> list[Hit]:

@@ -10,18 +10,20 @@ import aiosqlite
 import pytest
 
 from bot.store.db import Database
-from bot.store.migration_spaces import MigrationContext
-from bot.store.migrations import SCHEMA_VERSION, migrate
+from bot.store.migration_spaces import MigrationContext, migrate_to_spaces
+from bot.store.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
 
 T = "2026-01-01T00:00:00.000000+00:00"
 LOCAL = "local:home"
+# The last schema version without spaces (the release this migration upgrades from).
+BEFORE_SPACES = MIGRATIONS.index(migrate_to_spaces)
 
 
 async def old_database(path: Path) -> None:
-    """A database at schema 1 (before spaces) with rows of every kind."""
+    """A database at the schema before spaces with rows of every kind."""
     conn = await aiosqlite.connect(path, isolation_level=None)
     await conn.execute("PRAGMA foreign_keys=ON")
-    assert await migrate(conn, target=1) == 1
+    assert await migrate(conn, target=BEFORE_SPACES) == BEFORE_SPACES
     await conn.executescript(
         f"""
         BEGIN;
@@ -80,6 +82,8 @@ async def old_database(path: Path) -> None:
             ('thread-a', 'm', '{{}}', 1, '{T}'), (NULL, 'm', '{{}}', 1, '{T}'),
             ('gone', 'm', '{{}}', 1, '{T}');
         INSERT INTO app_settings (key, value, updated_at) VALUES ('language', '"en"', '{T}');
+        INSERT INTO model_token_factors (model, factor, samples, updated_at)
+        VALUES ('ollama/test-model', 1.25, 3, '{T}');
         COMMIT;
         """
     )
@@ -193,6 +197,7 @@ async def test_previous_schema_with_data_migrates_to_spaces(
             LOCAL: "local",
         }
         assert await db.scalar("SELECT value FROM app_settings") == '"en"'
+        assert await db.scalar("SELECT factor FROM model_token_factors") == 1.25
         assert list(await db.fetchall("PRAGMA foreign_key_check")) == []
         assert await db.scalar("PRAGMA foreign_keys") == 1
         # New rows continue the old id sequences.
@@ -211,7 +216,7 @@ async def test_previous_schema_with_data_migrates_to_spaces(
     logged = caplog.text
     assert "sessions assigned" in logged and "'guild:100': 2" in logged
     assert "note links dropped" in logged
-    assert "database migrated to schema version 2" in logged
+    assert f"database migrated to schema version {SCHEMA_VERSION}" in logged
 
 
 async def test_a_failed_migration_leaves_the_old_database(tmp_path: Path) -> None:
@@ -220,7 +225,7 @@ async def test_a_failed_migration_leaves_the_old_database(tmp_path: Path) -> Non
     conn = await aiosqlite.connect(path, isolation_level=None)
     with pytest.raises(Exception, match="space id"):
         await migrate(conn, MigrationContext(local_space="not a space"))
-    assert await (await conn.execute("PRAGMA user_version")).fetchone() == (1,)
+    assert await (await conn.execute("PRAGMA user_version")).fetchone() == (BEFORE_SPACES,)
     rows = await conn.execute_fetchall("SELECT COUNT(*) FROM sessions")
     assert next(iter(rows))[0] == 7
     await conn.close()

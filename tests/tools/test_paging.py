@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from typing import Any
 
 import pytest
 
 from bot.tools.paging import (
+    CLOCK_SKEW,
     MAX_TOKEN_CHARS,
     MAX_TOOL_RESULT_CHARS,
     PDF_RESUME_META,
+    ExpiredTokenError,
     InvalidTokenError,
     PageLimitError,
     fit_page,
@@ -345,3 +348,77 @@ def test_fit_page_counts_the_prefix() -> None:
 def test_fit_page_without_room_raises() -> None:
     with pytest.raises(PageLimitError):
         _scrape_fit("z" * 9000, 0, 8000, prefix="H" * MAX_TOOL_RESULT_CHARS)
+
+
+# --- issue time and expiry ---------------------------------------------------------------
+
+
+NOW = 1_800_000_000
+
+
+def stamped(issued_at: int) -> str:
+    return make_token("scrape_url", url="https://example.com/a", offset=7, issued_at=issued_at)
+
+
+def test_tokens_carry_their_issue_time_and_parse_to_the_cursor_alone() -> None:
+    token = make_token("scrape_url", url="https://example.com/a", offset=7)
+    raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    assert abs(raw["iat"] - time.time()) < 5
+    assert parse_token(token, "scrape_url") == scrape_payload(offset=7)
+
+
+@pytest.mark.parametrize(("age", "valid"), [(0, True), (3600, True), (3601, False)])
+def test_a_token_is_valid_for_exactly_max_age_seconds(age: int, valid: bool) -> None:
+    token = stamped(NOW - age)
+    if valid:
+        assert parse_token(token, "scrape_url", max_age=3600, now=NOW)["offset"] == 7
+        return
+    with pytest.raises(ExpiredTokenError) as caught:
+        parse_token(token, "scrape_url", max_age=3600, now=NOW)
+    assert str(caught.value) == (
+        f"{PREFIX}expired (issued 60 min ago; tokens are valid for 60 min), "
+        "call the tool again without continue_from to start over."
+    )
+    assert isinstance(caught.value, InvalidTokenError)
+
+
+def test_max_age_zero_never_expires() -> None:
+    assert parse_token(stamped(0), "scrape_url", max_age=0, now=NOW)["offset"] == 7
+
+
+def test_unstamped_tokens_expire_unless_tokens_never_do() -> None:
+    legacy = encode(scrape_payload(offset=7))
+    assert parse_token(legacy, "scrape_url", max_age=0)["offset"] == 7
+    with pytest.raises(ExpiredTokenError, match=r"expired \(it carries no issue time\), call"):
+        parse_token(legacy, "scrape_url", max_age=3600)
+
+
+def test_tokens_from_the_future_are_invalid_beyond_the_clock_skew() -> None:
+    assert parse_token(stamped(NOW + CLOCK_SKEW), "scrape_url", now=NOW)["offset"] == 7
+    assert "in the future" in invalid_at(stamped(NOW + CLOCK_SKEW + 1), NOW)
+
+
+@pytest.mark.parametrize("issued", [True, 1.5, "1800000000", -1, 2**41, None, [1]])
+def test_forged_issue_times_are_invalid(issued: Any) -> None:
+    token = encode(scrape_payload(iat=issued))
+    with pytest.raises(InvalidTokenError) as caught:
+        parse_token(token, "scrape_url")
+    assert not isinstance(caught.value, ExpiredTokenError)
+
+
+def test_make_token_refuses_a_bad_issue_time() -> None:
+    with pytest.raises(ValueError):
+        stamped(-5)
+
+
+def invalid_at(token: str, now: float) -> str:
+    with pytest.raises(InvalidTokenError) as caught:
+        parse_token(token, "scrape_url", now=now)
+    return str(caught.value)
+
+
+def test_fit_page_takes_back_room_a_shorter_token_frees() -> None:
+    # max_chars of five digits shrinks to a four-digit offset: the token gets shorter.
+    page = _scrape_fit("x" * 50_000, 0, 10_000)
+    assert len(page.text) == MAX_TOOL_RESULT_CHARS
+    assert page.block == page.text[: page.consumed]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -169,6 +170,24 @@ async def test_token_wins_over_url_or_path(
     # Page 3's segment starts with the blank line that separates it from page 2.
     assert result.startswith("page 3/60]\nPage 3 begins.")
     assert requests_for(web, "/other.pdf") == 0
+
+
+async def test_expired_token_is_refused_before_any_fetch(
+    tool: PdfToText, web: FakeWebServer, current: dict[str, Settings]
+) -> None:
+    current["settings"] = settings_of(pagination_token_ttl=60)
+    token = make_token(
+        "pdf_to_text",
+        url=web.url_for("/t.pdf"),
+        page_index=2,
+        page_char_offset=3,
+        issued_at=int(time.time()) - 3 * 3600,
+    )
+    assert await failure(tool.pdf_to_text(continue_from=token)) == (
+        f"{PREFIX}expired (issued 3 h 0 min ago; tokens are valid for 60 s), "
+        "call the tool again without continue_from to start over."
+    )
+    assert requests_for(web, "/t.pdf") == 0
 
 
 async def test_size_limit_from_settings(
