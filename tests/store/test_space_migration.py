@@ -9,9 +9,11 @@ from pathlib import Path
 import aiosqlite
 import pytest
 
+from bot.services import ServiceOptions, open_services
 from bot.store.db import Database
 from bot.store.migration_spaces import MigrationContext, migrate_to_spaces
 from bot.store.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
+from tests.conftest import SettingsFactory
 
 T = "2026-01-01T00:00:00.000000+00:00"
 LOCAL = "local:home"
@@ -229,3 +231,28 @@ async def test_a_failed_migration_leaves_the_old_database(tmp_path: Path) -> Non
     rows = await conn.execute_fetchall("SELECT COUNT(*) FROM sessions")
     assert next(iter(rows))[0] == 7
     await conn.close()
+
+
+async def test_opening_the_old_database_moves_knowledge_files_into_space_folders(
+    make_settings: SettingsFactory, service_options: ServiceOptions
+) -> None:
+    settings = make_settings(local_space="home")
+    await old_database(settings.db_path)
+    web = settings.kb_dir / "web_search"
+    web.mkdir(parents=True)
+    for name in ("a", "d", "x", "stray"):
+        (web / f"{name}.md").write_text(f"# {name}\n", "utf-8")
+    (settings.kb_dir / "guide.md").write_text("# shared guide\n", "utf-8")
+    async with open_services(settings, service_options) as services:
+        paths = {
+            row[0]: row[1]
+            for row in await services.db.fetchall("SELECT id, md_path FROM knowledge_entries")
+        }
+    assert paths == {
+        1: "web_search/guild_100/a.md",
+        2: "web_search/dm_7/d.md",
+        3: "web_search/local_home/x.md",
+    }
+    for rel in (*paths.values(), "web_search/local_home/stray.md", "guide.md"):
+        assert (settings.kb_dir / rel).is_file(), rel
+    assert sorted(path.name for path in web.iterdir()) == ["dm_7", "guild_100", "local_home"]
