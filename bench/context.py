@@ -39,6 +39,7 @@ KB_FILES = 500
 SUMMARIES = 1000
 ROUNDS = 200
 SESSION = "bench-session"
+SPACE = "local:local"
 
 
 def write_kb(kb_dir: Path, rng: random.Random) -> None:
@@ -55,37 +56,40 @@ def prefill(db_path: Path) -> None:
     conn = sqlite3.connect(db_path)
     now = "2026-01-01T00:00:00+00:00"
     conn.execute(
-        "INSERT INTO sessions (id, title, source, created_at, updated_at) "
-        "VALUES (?, 't', 'bench', ?, ?)",
-        (SESSION, now, now),
+        "INSERT INTO sessions (id, space_id, title, source, created_at, updated_at) "
+        "VALUES (?, ?, 't', 'bench', ?, ?)",
+        (SESSION, SPACE, now, now),
     )
     conn.executemany(
-        "INSERT INTO memories (session_id, summary, created_at) VALUES (?, ?, ?)",
+        "INSERT INTO memories (space_id, session_id, summary, created_at) VALUES (?, ?, ?, ?)",
         [
-            (SESSION, f"- summary {n}: the user talked about topic {n} and liked it", now)
+            (SPACE, SESSION, f"- summary {n}: the user talked about topic {n} and liked it", now)
             for n in range(SUMMARIES)
         ],
     )
     conn.executemany(
-        "INSERT INTO note_pages (title, content, position, section, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO note_pages (space_id, title, content, position, section, created_at, "
+        "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
-            (f"Note {n}", f"Body of note {n}. " * 40, n, f"Section {n // 20}", now, now)
+            (SPACE, f"Note {n}", f"Body of note {n}. " * 40, n, f"Section {n // 20}", now, now)
             for n in range(NOTES)
         ],
     )
     conn.executemany(
-        "INSERT INTO session_note_pages (session_id, page_id, created_at) VALUES (?, ?, ?)",
-        [(SESSION, n, now) for n in (1, 2, 3)],
+        "INSERT INTO session_note_pages (space_id, session_id, page_id, created_at) "
+        "VALUES (?, ?, ?, ?)",
+        [(SPACE, SESSION, n, now) for n in (1, 2, 3)],
     )
     conn.executemany(
-        "INSERT INTO knowledge_entries (query, title, summary, created_at) VALUES (?, ?, ?, ?)",
-        [(f"query {n}", f"Heading {n}", f"# Heading {n}\n- fact", now) for n in range(50)],
+        "INSERT INTO knowledge_entries (space_id, query, title, summary, created_at) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [(SPACE, f"query {n}", f"Heading {n}", f"# Heading {n}\n- fact", now) for n in range(50)],
     )
     conn.executemany(
-        "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+        "INSERT INTO messages (space_id, session_id, role, content, created_at) "
+        "VALUES (?, ?, ?, ?, ?)",
         [
-            (SESSION, "user" if n % 2 == 0 else "assistant", f"message {n} about tea", now)
+            (SPACE, SESSION, "user" if n % 2 == 0 else "assistant", f"message {n} about tea", now)
             for n in range(19)
         ],
     )
@@ -119,7 +123,9 @@ async def measure(tmp: Path) -> dict[str, object]:
         options = ServiceOptions(backend_factory=factory)
         async with open_services(settings, options) as services:
             message_id = int(await services.db.scalar("SELECT MAX(id) FROM messages"))
-            request = ContextRequest(SESSION, "tell me about kyoto tea", message_id, settings)
+            request = ContextRequest(
+                SPACE, SESSION, "tell me about kyoto tea", message_id, settings
+            )
             tools = services.registry.schemas()
             sync_start = time.perf_counter()
             await services.local_kb.sync()

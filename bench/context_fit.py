@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+SPACE = "local:local"
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -60,10 +61,11 @@ def write_kb(kb_dir: Path) -> None:
 
 async def fill(services: Services) -> str:
     """A session whose every layer is full; returns its id."""
-    session = await services.repos.sessions.create(title="bench", source="bench")
+    session = await services.repos.sessions.create(SPACE, title="bench", source="bench")
     knowledge = KnowledgeRepository(services.db)
     for n in range(15):
         await knowledge.add(
+            SPACE,
             query=f"query {n}",
             title=f"Saved search number {n} about night trains in Hokkaido",
             summary="- body",
@@ -72,22 +74,23 @@ async def fill(services: Services) -> str:
             sources=[KnowledgeSource("src", f"https://src.example/{n}")],
         )
     for n in range(30):
-        await services.notes.create(f"Page {n:02d}", f"Notes about topic {n}. " * 5, "Bulk")
-    plan = await services.notes.create("Trip plan", english_text(7800, "plan"))
-    await services.notes.link(session.id, plan.id)
+        await services.notes.create(SPACE, f"Page {n:02d}", f"Notes about topic {n}. " * 5, "Bulk")
+    plan = await services.notes.create(SPACE, "Trip plan", english_text(7800, "plan"))
+    await services.notes.link(SPACE, session.id, plan.id)
     for n in range(TOOL_ROUNDS):
-        await services.notes.create(f"Source {n}", PAGE)
+        await services.notes.create(SPACE, f"Source {n}", PAGE)
     for n in range(6):
-        message = await services.repos.messages.add(session.id, "user", f"archived {n}")
+        message = await services.repos.messages.add(SPACE, session.id, "user", f"archived {n}")
         summary = (
             f"- Summary {n}: Ann lives in Kyoto, prefers green tea, plans a February trip.\n"
             "- Budget about 20,000 yen per night; takes the night train.\n"
             "- Open question: which camera lens to bring for snow."
         )
-        await services.repos.memories.summarize_messages(session.id, [message.id], summary)
+        await services.repos.memories.summarize_messages(SPACE, session.id, [message.id], summary)
     for n in range(3):
-        await services.repos.messages.add(session.id, "user", f"Earlier question {n}? " * 8)
-        await services.repos.messages.add(session.id, "assistant", f"Earlier answer {n}. " * 20)
+        question, answer = f"Earlier question {n}? " * 8, f"Earlier answer {n}. " * 20
+        await services.repos.messages.add(SPACE, session.id, "user", question)
+        await services.repos.messages.add(SPACE, session.id, "assistant", answer)
     return session.id
 
 
@@ -134,7 +137,9 @@ async def measure_window(window: int, tmp: Path) -> dict[str, Any]:
 
             # The engine's own context, as it built it for this turn.
             services.context.build = capture  # type: ignore[method-assign]
-            async for _ in services.engine.run_turn(TurnRequest(QUESTION, session_id)):
+            async for _ in services.engine.run_turn(
+                TurnRequest(QUESTION, session_id, space_id=SPACE)
+            ):
                 pass
             await services.tasks.drain()
             # The turn's requests (not the summariser's) start with the chat system prompt.

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+SPACE = "local:local"
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -80,13 +81,15 @@ def prefill(path: Path) -> list[str]:
     now = "2026-01-01T00:00:00+00:00"
     ids = [f"s{n:05d}" for n in range(SESSIONS)]
     conn.executemany(
-        "INSERT INTO sessions (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-        [(sid, sid, "bench", now, now) for sid in ids],
+        "INSERT INTO sessions (id, space_id, title, source, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        [(sid, SPACE, sid, "bench", now, now) for sid in ids],
     )
     conn.executemany(
-        "INSERT INTO memories (id, session_id, summary, created_at) VALUES (?, ?, ?, ?)",
+        "INSERT INTO memories (id, space_id, session_id, summary, created_at) "
+        "VALUES (?, ?, ?, ?, ?)",
         [
-            (n + 1, sid, f"summary of {sid}: earlier talk about topic {n}", now)
+            (n + 1, SPACE, sid, f"summary of {sid}: earlier talk about topic {n}", now)
             for n, sid in enumerate(ids)
         ],
     )
@@ -96,6 +99,7 @@ def prefill(path: Path) -> list[str]:
             archived = m < MESSAGES_PER_SESSION - LIVE_PER_SESSION
             rows.append(
                 (
+                    SPACE,
                     sid,
                     "user" if m % 2 == 0 else "assistant",
                     f"message {m} of {sid}: " + "lorem ipsum dolor sit amet " * 4,
@@ -105,8 +109,8 @@ def prefill(path: Path) -> list[str]:
                 )
             )
     conn.executemany(
-        "INSERT INTO messages (session_id, role, content, archived_at, memory_id, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO messages (space_id, session_id, role, content, archived_at, memory_id, "
+        "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
     conn.commit()
@@ -176,7 +180,7 @@ async def measure(tmp: Path) -> dict[str, object]:
                 before_llm = sum(b.llm_seconds for b in timed)
                 t0 = time.perf_counter()
                 async for _ in services.engine.run_turn(
-                    TurnRequest(f"bench question {turn}", session_id=session_id)
+                    TurnRequest(f"bench question {turn}", session_id=session_id, space_id=SPACE)
                 ):
                     pass
                 wall = time.perf_counter() - t0

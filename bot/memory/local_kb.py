@@ -81,17 +81,32 @@ def visible_in(path: str, space: str) -> bool:
     """Whether the knowledge-base file at `path` (relative, '/'-separated) may be shown in
     `space`: shared files always; `web_search/<dir>/…` and `spaces/<dir or guild id>/…` only
     in their own space; anything else under those two folders never."""
-    top, _, rest = path.partition("/")
-    if top not in (WEB_SEARCH_FOLDER, SPACES_FOLDER):
-        return True
-    folder, sep, _ = rest.partition("/")
-    if not sep:
-        return False
-    names = {space_dirname(space)}
-    parsed = parse_space(space)
-    if top == SPACES_FOLDER and parsed.kind == "guild":
-        names.add(str(parsed.discord_id))
-    return folder in names
+    return _Visibility.of(space).allows(path)
+
+
+@dataclass(frozen=True)
+class _Visibility:
+    """The folders one space may see, worked out once per search (paths are checked often)."""
+
+    web: str
+    spaces: frozenset[str]
+
+    @classmethod
+    def of(cls, space: str) -> _Visibility:
+        parsed = parse_space(space)
+        names = {space_dirname(space)}
+        if parsed.kind == "guild":
+            names.add(str(parsed.discord_id))
+        return cls(space_dirname(space), frozenset(names))
+
+    def allows(self, path: str) -> bool:
+        top, _, rest = path.partition("/")
+        if top not in (WEB_SEARCH_FOLDER, SPACES_FOLDER):
+            return True
+        folder, sep, _ = rest.partition("/")
+        if not sep:
+            return False
+        return folder == self.web if top == WEB_SEARCH_FOLDER else folder in self.spaces
 
 
 @dataclass(frozen=True)
@@ -388,16 +403,17 @@ class LocalKnowledgeBase:
         if not query or top_k <= 0:
             return []
         await self._refresh_if_changed()
-        if not any(visible_in(doc.path, space) for doc in self._docs):
+        visible = _Visibility.of(space)
+        if not any(visible.allows(doc.path) for doc in self._docs):
             return []
         if self._embedding_usable():
-            hits = await self._search_embedding(query, space, top_k, settings.local_kb_min_score)
+            hits = await self._search_embedding(query, visible, top_k, settings.local_kb_min_score)
             if hits is not None:
                 return hits
-        return await self._search_bm25(query, space, top_k)
+        return await self._search_bm25(query, visible, top_k)
 
     async def _search_embedding(
-        self, query: str, space: str, top_k: int, min_score: float
+        self, query: str, visible: _Visibility, top_k: int, min_score: float
     ) -> list[KBHit] | None:
         key = self._model_key()
         try:
@@ -426,7 +442,7 @@ class LocalKnowledgeBase:
             (
                 (score, doc)
                 for doc, score in zip(docs, scores, strict=True)
-                if score is not None and visible_in(doc.path, space)
+                if score is not None and visible.allows(doc.path)
             ),
             key=lambda pair: -pair[0],
         )
@@ -460,7 +476,7 @@ class LocalKnowledgeBase:
             self._bm25 = index
         return index
 
-    async def _search_bm25(self, query: str, space: str, top_k: int) -> list[KBHit]:
+    async def _search_bm25(self, query: str, visible: _Visibility, top_k: int) -> list[KBHit]:
         docs = self._docs
         index = await self._index(docs)
         nouns = await self._analyzer.nouns_async(query)
@@ -468,16 +484,16 @@ class LocalKnowledgeBase:
         weight = index.query_weight(terms)
         if not terms or weight <= 0:
             return []
-        visible = [
+        seen = [
             (doc, score)
             for doc, score in zip(docs, index.scores(terms), strict=True)
-            if visible_in(doc.path, space)
+            if visible.allows(doc.path)
         ]
-        if not visible:
+        if not seen:
             return []
-        best = max(score for _, score in visible)
+        best = max(score for _, score in seen)
         ranked = sorted(
-            ((score / weight, score, doc) for doc, score in visible),
+            ((score / weight, score, doc) for doc, score in seen),
             key=lambda item: -item[1],
         )
         return [
