@@ -49,6 +49,10 @@ class _End:
     """Marks the end of a turn's event queue."""
 
 
+class _ForeignSession(Exception):
+    """A turn named a session id that belongs to another space."""
+
+
 @dataclass(frozen=True)
 class TurnRequest:
     """A user's message to answer, in a space.
@@ -159,14 +163,18 @@ class ChatEngine:
             session = await self._sessions.get(request.space_id, request.session_id)
             if session is not None:
                 return session, False
-        session = await self._sessions.create(
-            request.space_id,
-            session_id=request.session_id,
-            title=request.title or request.text[:60],
-            source=request.source,
-            discord_channel_id=request.discord_channel_id,
-            discord_guild_id=request.discord_guild_id,
-        )
+        try:
+            session = await self._sessions.create(
+                request.space_id,
+                session_id=request.session_id,
+                title=request.title or request.text[:60],
+                source=request.source,
+                discord_channel_id=request.discord_channel_id,
+                discord_guild_id=request.discord_guild_id,
+            )
+        except sqlite3.IntegrityError:
+            # The id is taken, and not in this space: another space's conversation.
+            raise _ForeignSession(request.session_id, request.space_id) from None
         return session, True
 
     async def _run(self, request: TurnRequest, emit: Emit) -> None:
@@ -187,6 +195,10 @@ class ChatEngine:
             except sqlite3.IntegrityError:
                 log.info("message %s already handled; skipping", request.discord_message_id)
                 return
+        except _ForeignSession as exc:
+            log.warning("refused a turn: session %s is not in space %s", *exc.args)
+            emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))
+            return
         except Exception:
             log.exception("could not store the user's message")
             emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))

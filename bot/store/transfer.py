@@ -76,7 +76,7 @@ class ExportedSession(_Strict):
     """The session row."""
 
     id: TextId
-    space_id: str | None = None
+    space_id: Annotated[str, Field(max_length=100)] | None = None
     title: str = ""
     model: str | None = None
     source: str = "import"
