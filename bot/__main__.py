@@ -8,7 +8,6 @@ import errno
 import logging
 import sys
 from contextlib import AsyncExitStack
-from pathlib import Path
 
 from admin_api.config import UnsafeBindError, check_settings
 from bot.config import Settings, load_settings
@@ -37,7 +36,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "backup PATH: a consistent copy of the database (also while the bot runs)",
     )
     parser.add_argument(
-        "path", nargs="?", type=Path, help="backup: the file (or an existing folder) to write"
+        "path", nargs="?", help="backup: the file to write, or a folder (ending in /) to write into"
     )
     args = parser.parse_args(argv)
     if args.command == "backup" and args.path is None:
@@ -109,7 +108,7 @@ def bind_failure(host: str, port: int, exc: OSError) -> StartupError:
     )
 
 
-def backup(settings: Settings, target: Path) -> int:
+def backup(settings: Settings, target: str) -> int:
     """`python -m bot backup PATH`: copy the database consistently, also while the bot runs."""
     from bot.store.backup import backup_database, resolve_target
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 from contextlib import closing
 from datetime import UTC, datetime
@@ -29,9 +30,14 @@ def snapshot_path(db_path: Path, version: int) -> Path:
     return db_path.with_name(f"{db_path.name}.before-v{version}.bak")
 
 
-def resolve_target(target: Path) -> Path:
-    """`target` itself, or a time-stamped file inside it when it is an existing folder."""
-    return target / backup_name() if target.is_dir() else target
+def resolve_target(target: str) -> Path:
+    """The file to write: `target`, or a time-stamped file inside it when it names a folder
+    (an existing one, or any path ending in a slash, which is created)."""
+    path = Path(target)
+    if target.endswith(("/", os.sep)) or path.is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+        return path / backup_name()
+    return path
 
 
 def backup_database(source: Path, target: Path, *, overwrite: bool = False) -> Path:
