@@ -60,7 +60,7 @@ def html_bench(rounds: int) -> dict[str, Any]:
                 "trafilatura_pipeline",
                 lambda b=body: html_to_text(b, "utf-8", "https://e.com/").text,
             ),
-            ("seed_heuristic_selectolax", lambda p=page: heuristic_text(p)),
+            ("tag_heuristic_lxml", lambda p=page: heuristic_text(p)),
         ):
             ms, text = median_ms(func, rounds)
             found = sum(1 for i in range(1400) if article_paragraph(i) in text)
@@ -160,11 +160,11 @@ def main() -> None:
     print(
         "html ms/page (trafilatura; seed heuristic): "
         f"semantic {html['semantic_tags']['trafilatura_pipeline']['ms_per_page']}"
-        f"/{html['semantic_tags']['seed_heuristic_selectolax']['ms_per_page']}, "
+        f"/{html['semantic_tags']['tag_heuristic_lxml']['ms_per_page']}, "
         f"div-only {html['div_only']['trafilatura_pipeline']['ms_per_page']}"
-        f"/{html['div_only']['seed_heuristic_selectolax']['ms_per_page']}; leaked markers "
+        f"/{html['div_only']['tag_heuristic_lxml']['ms_per_page']}; leaked markers "
         f"div-only {len(html['div_only']['trafilatura_pipeline']['leaked_markers'])}"
-        f"/{len(html['div_only']['seed_heuristic_selectolax']['leaked_markers'])}; "
+        f"/{len(html['div_only']['tag_heuristic_lxml']['leaked_markers'])}; "
         f"pdf {pdf['pages_per_s_in_process']} pages/s ({pdf['language']}, target >= 500), "
         f"{pdf['pages_per_s_via_worker']} via worker; "
         f"paged {paged['pages']}-page pdf: {paged['fetches']} fetch(es) in "

@@ -73,12 +73,15 @@ class Settings(BaseSettings):
     discord_denied_role_ids: IdList = Field(default_factory=list)
     discord_admin_role_ids: IdList = Field(default_factory=list)
     user_cooldown_seconds: float = 3.0
+    user_max_concurrent_turns: int = Field(default=2, ge=1)
     stream_edit_interval: float = 1.2
 
     llm_model: str = "ollama/qwen3:8b"
     llm_api_base: str = "http://localhost:11434"
     llm_api_key: SecretStr | None = None
     llm_timeout: float = 120.0
+    turn_timeout: float = Field(default=300.0, gt=0)
+    max_answer_chars: int = Field(default=20_000, ge=100)
     llm_context_tokens: int = 16384
     llm_vision: bool = False
     embed_model: str = ""
@@ -106,6 +109,7 @@ class Settings(BaseSettings):
     max_image_pixels: int = 16_000_000
     max_tool_result_chars: int = Field(default=6000, ge=1000)
     pagination_token_ttl: int = Field(default=3600, ge=0)
+    parser_workers: int = Field(default=2, ge=1, le=8)
 
     mcp_config: Path | None = None
     mcp_call_timeout: float = Field(default=60.0, gt=0)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
+from tests.fakes.llm_server import FakeLLMServer, Raw, Text, ToolCalls
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -222,3 +222,40 @@ async def test_backup_command_copies_the_database_and_refuses_to_overwrite(
     missing = _env(tmp_path, DB_PATH=str(tmp_path / "none.db"))
     code, _, err = await _run(["backup", "other.db"], missing, tmp_path)
     assert code == 1 and "none.db" in _one_sentence(err)
+
+
+def _litellm_env(tmp_path: Path, llm: FakeLLMServer, **extra: str) -> dict[str, str]:
+    return _env(
+        tmp_path,
+        LLM_API_BASE=llm.openai_base,
+        LLM_MODEL="openai/test-model",
+        LLM_API_KEY="sk-test-key",
+        **extra,
+    )
+
+
+async def test_piped_chat_with_litellm_prints_only_the_answers_on_stdout(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    llm.script(Text("First answer."), Text("Second answer."))
+    # DEBUG=true makes LiteLLM log every call; LITELLM_LOG opens its own handler too.
+    env = _litellm_env(tmp_path, llm, DEBUG="true", LITELLM_LOG="INFO")
+    code, out, err = await _run(["chat"], env, tmp_path, b"hello\nand again\n")
+    assert code == 0, err
+    assert out == "First answer.\nSecond answer.\n"
+    assert "LiteLLM" in err, "LiteLLM's log lines are kept, on stderr"
+    assert "sk-test-key" not in err, "and its secrets masked"
+
+
+async def test_piped_chat_fails_when_the_openai_server_answers_an_html_page(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    llm.script(Raw(), Raw())
+    code, out, err = await _run(["chat"], _litellm_env(tmp_path, llm), tmp_path, b"hello\n")
+    assert code == 1
+    assert out == ""
+    assert err.splitlines()[-1] == (
+        "error: The language model server answered with something that is not the "
+        "OpenAI-compatible protocol; check LLM_API_BASE."
+    )
+    assert "empty answer" not in err

@@ -7,6 +7,7 @@ import json
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -74,6 +75,9 @@ class _TurnState:
     answer: list[str] = field(default_factory=list)
     sources: list[dict[str, str]] = field(default_factory=list)
     tool_names: list[str] = field(default_factory=list)
+    answer_chars: int = 0
+    # The notice that ends a turn stopped at one of its bounds (time, length).
+    stopped: str | None = None
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:
@@ -179,51 +183,36 @@ class ChatEngine:
     async def _answer(self, state: _TurnState, request: TurnRequest, emit: Emit) -> None:
         settings = self._settings()
         prompts = prompts_for(settings.language)
-        model = request.model or state.session.model or settings.llm_model
+        # The whole turn, tool calls included, is bounded in time: a model that never stops
+        # must not hold the session (and its queue) forever.
+        bound = asyncio.timeout(settings.turn_timeout)
         try:
-            context = await self.context.build(
-                ContextRequest(
-                    state.session.id,
-                    request.text,
-                    state.user_message.id,
-                    settings,
-                    token_factor=self._gateway.token_factor(model),
-                ),
-                tools=self.registry.schemas(),
-                images=request.images,
-            )
-            turn = _TurnMessages(context.messages, context.budget)
-            while True:
-                offer_tools = state.budget.tools_allowed and len(self.registry) > 0
-                messages = turn.request()
-                if messages is None:
-                    turn.stop(_notice(prompts["tool_window_exhausted"]))
-                    messages = turn.without_tools()
-                    offer_tools = False
-                calls, text = await self._stream_round(
-                    messages, model, state, emit, tools_on=offer_tools
-                )
-                if not calls or not offer_tools:
-                    break
-                turn.steps.append(_assistant_message(text, calls))
-                await self._run_tools(calls, turn, state, request, emit)
-                state.budget.rounds += 1
-                if not state.budget.tools_allowed:
-                    key = (
-                        "tool_budget_exhausted"
-                        if state.budget.chars_exhausted
-                        else "tool_rounds_exhausted"
-                    )
-                    turn.steps.append(_notice(prompts.format(key, limit=state.budget.max_chars)))
+            async with bound:
+                await self._rounds(state, request, emit)
         except UserFacingError as exc:
             emit(ErrorEvent(str(exc)))
             return
+        except TimeoutError:
+            if not bound.expired():
+                log.exception("turn failed in session %s", state.session.id)
+                emit(ErrorEvent(prompts["error_generic"]))
+                return
+            log.warning(
+                "turn in session %s stopped after %ss", state.session.id, settings.turn_timeout
+            )
+            seconds = f"{settings.turn_timeout:g}"
+            state.stopped = prompts.format("answer_time_limit", seconds=seconds)
         except Exception:
             log.exception("turn failed in session %s", state.session.id)
             emit(ErrorEvent(prompts["error_generic"]))
             return
         text = "".join(state.answer).strip()
-        if not text:
+        if state.stopped:
+            # What was said is kept; the notice says why it ends here.
+            notice = f"\n\n{state.stopped}" if text else state.stopped
+            emit(ChunkEvent(notice))
+            text += notice
+        elif not text:
             text = prompts["empty_answer"]
             emit(ChunkEvent(text))
         answer = await self._messages.add(
@@ -234,6 +223,46 @@ class ChatEngine:
         for hook in self._turn_hooks:
             self._tasks.spawn(hook(result), name=f"turn-hook-{getattr(hook, '__name__', 'hook')}")
 
+    async def _rounds(self, state: _TurnState, request: TurnRequest, emit: Emit) -> None:
+        """Model calls and tool rounds until the model answers without tools (or a bound)."""
+        settings = self._settings()
+        prompts = prompts_for(settings.language)
+        model = request.model or state.session.model or settings.llm_model
+        context = await self.context.build(
+            ContextRequest(
+                state.session.id,
+                request.text,
+                state.user_message.id,
+                settings,
+                token_factor=self._gateway.token_factor(model),
+            ),
+            tools=self.registry.schemas(),
+            images=request.images,
+        )
+        turn = _TurnMessages(context.messages, context.budget)
+        while True:
+            offer_tools = state.budget.tools_allowed and len(self.registry) > 0
+            messages = turn.request()
+            if messages is None:
+                turn.stop(_notice(prompts["tool_window_exhausted"]))
+                messages = turn.without_tools()
+                offer_tools = False
+            calls, text = await self._stream_round(
+                messages, model, state, emit, tools_on=offer_tools
+            )
+            if not calls or not offer_tools or state.stopped:
+                break
+            turn.steps.append(_assistant_message(text, calls))
+            await self._run_tools(calls, turn, state, request, emit)
+            state.budget.rounds += 1
+            if not state.budget.tools_allowed:
+                key = (
+                    "tool_budget_exhausted"
+                    if state.budget.chars_exhausted
+                    else "tool_rounds_exhausted"
+                )
+                turn.steps.append(_notice(prompts.format(key, limit=state.budget.max_chars)))
+
     async def _stream_round(
         self,
         messages: list[Message],
@@ -243,21 +272,39 @@ class ChatEngine:
         *,
         tools_on: bool,
     ) -> tuple[list[ToolCall], str]:
-        """One model call: its text is streamed out; returns its tool calls and its text."""
+        """One model call: its text is streamed out; returns its tool calls and its text.
+
+        At the turn's length bound the answer is cut there and the call is closed (the
+        backend's connection with it); `state.stopped` then says why.
+        """
+        settings = self._settings()
+        limit = settings.max_answer_chars
         calls: list[ToolCall] = []
         round_text: list[str] = []
-        async for delta in self._gateway.stream(
+        stream = self._gateway.stream(
             messages,
             tools=self.registry.schemas() if tools_on else None,
             model=model,
             session_id=state.session.id,
-        ):
-            if delta.text:
-                round_text.append(delta.text)
-                state.answer.append(delta.text)
-                emit(ChunkEvent(delta.text))
-            if delta.done:
-                calls = delta.tool_calls
+        )
+        async with aclosing(stream) as deltas:
+            async for delta in deltas:
+                if delta.text:
+                    piece = delta.text[: limit - state.answer_chars]
+                    if piece:
+                        round_text.append(piece)
+                        state.answer.append(piece)
+                        state.answer_chars += len(piece)
+                        emit(ChunkEvent(piece))
+                    if len(piece) < len(delta.text):
+                        log.warning(
+                            "turn in session %s stopped at %d characters", state.session.id, limit
+                        )
+                        prompts = prompts_for(settings.language)
+                        state.stopped = prompts.format("answer_length_limit", limit=limit)
+                        return [], "".join(round_text)
+                if delta.done:
+                    calls = delta.tool_calls
         return calls, "".join(round_text)
 
     async def _run_tools(

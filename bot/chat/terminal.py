@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from typing import TextIO
 
@@ -21,17 +22,17 @@ class TerminalChat:
         engine: ChatEngine,
         *,
         ui: UiText,
-        stdin: TextIO = sys.stdin,
-        stdout: TextIO = sys.stdout,
-        stderr: TextIO = sys.stderr,
+        stdin: TextIO | None = None,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
         interactive: bool | None = None,
     ) -> None:
         self._engine = engine
         self._ui = ui
-        self._in = stdin
-        self._out = stdout
-        self._err = stderr
-        self._interactive = stdin.isatty() if interactive is None else interactive
+        self._in = sys.stdin if stdin is None else stdin
+        self._out = sys.stdout if stdout is None else stdout
+        self._err = sys.stderr if stderr is None else stderr
+        self._interactive = self._in.isatty() if interactive is None else interactive
         self._session_id: str | None = None
         self.failed_turns = 0
 
@@ -73,7 +74,15 @@ class TerminalChat:
                     self._err.flush()
 
     async def run(self) -> int:
-        """Chat until end of input or /exit; returns the process exit code."""
+        """Chat until end of input or /exit; returns the process exit code.
+
+        stdout carries only the chat: whatever else writes to sys.stdout meanwhile (a library's
+        print or log handler) goes to stderr.
+        """
+        with contextlib.redirect_stdout(self._err):
+            return await self._chat()
+
+    async def _chat(self) -> int:
         if self._interactive:
             self._out.write(self._ui.terminal_banner + "\n")
         while True:

@@ -7,7 +7,8 @@ import json
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from bot.llm.tokens import prompt_tokens
 from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSchema, Usage
 from bot.store.api_logs import ApiLogRepository
 from bot.store.token_factors import TokenFactorRepository
-from bot.utils.log_setup import set_llm_library_logging
+from bot.utils.log_setup import adopt_litellm_logging
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,9 @@ OLLAMA_DEFAULT_BASE = "http://localhost:11434"
 DEFAULT_OLLAMA_EMBED_MODEL = "ollama/nomic-embed-text"
 # How much of each embedded text an api_logs row keeps (the vectors are not logged at all).
 EMBED_LOG_CHARS = 200
+# The api_logs error of a streamed call its caller stopped (a turn's bound) or that was cancelled.
+STOPPED_BY_CALLER = "Stopped by the caller before the model finished (a turn's length bound)."
+CANCELLED = "Cancelled before the model finished (a turn's time bound, or shutdown)."
 
 
 @dataclass(frozen=True)
@@ -100,9 +104,8 @@ class LLMGateway:
         if backend is None:
             backend = self._factory(kind, base, settings.llm_timeout, key)
             self._backends[cache_key] = backend
-            if kind == "litellm" and settings.debug:
-                # Importing LiteLLM quiets httpx again; DEBUG=true asked for it.
-                set_llm_library_logging(True)
+            if kind == "litellm":
+                adopt_litellm_logging(debug=settings.debug)
         return backend
 
     async def load_token_factors(self) -> None:
@@ -169,8 +172,19 @@ class LLMGateway:
     @staticmethod
     def _user_error(exc: BackendError) -> LLMError:
         if isinstance(exc, BackendUnavailable):
-            return LLMUnavailableError(str(exc))
-        return LLMError(str(exc))
+            return LLMUnavailableError(exc.short)
+        return LLMError(exc.short)
+
+    @staticmethod
+    def _as_backend_error(exc: Exception, model: str) -> BackendError:
+        """A backend's own failure as is; anything else it raised (a bug) as a BackendError."""
+        if isinstance(exc, BackendError):
+            return exc
+        log.debug("unexpected failure of the backend for %s", model, exc_info=exc)
+        return BackendError(
+            f"The call to {model} failed unexpectedly ({type(exc).__name__}: {exc})"[:500],
+            short="The language model call failed unexpectedly.",
+        )
 
     async def stream(
         self,
@@ -180,8 +194,12 @@ class LLMGateway:
         model: str | None = None,
         session_id: str | None = None,
         purpose: str = "chat",
-    ) -> AsyncIterator[StreamDelta]:
-        """Stream an answer; raises LLMError (user-facing text) when the model fails."""
+    ) -> AsyncGenerator[StreamDelta, None]:
+        """Stream an answer; raises LLMError (user-facing text) when the model fails.
+
+        Closing the generator early closes the backend's stream (and its connection); the
+        call is logged either way.
+        """
         settings = self._settings()
         name = model or settings.llm_model
         backend = self._backend(name)
@@ -190,39 +208,40 @@ class LLMGateway:
                 session_id,
                 name,
                 purpose,
-                {
-                    "model": name,
-                    "messages": messages,
-                    "tools": [tool["function"]["name"] for tool in tools or ()],
-                },
+                {"model": name, "messages": messages, "tools": _tool_names(tools)},
                 time.perf_counter(),
             )
             text: list[str] = []
             yielded = False
+            logged = False
             try:
-                async for delta in backend.stream(
-                    name, messages, tools, settings.llm_context_tokens
-                ):
-                    if delta.done:
-                        response = "".join(text)
-                        if delta.tool_calls:
-                            response += "\n[tool_calls] " + json.dumps(
-                                [
-                                    {"name": c.name, "arguments": c.arguments}
-                                    for c in delta.tool_calls
-                                ],
-                                ensure_ascii=False,
+                async with aclosing(
+                    backend.stream(name, messages, tools, settings.llm_context_tokens)
+                ) as deltas:
+                    async for delta in deltas:
+                        if delta.done:
+                            logged = True
+                            await self._write_log(
+                                call,
+                                response=_logged_answer(text, delta),
+                                error=None,
+                                usage=delta.usage,
                             )
-                        await self._write_log(
-                            call, response=response, error=None, usage=delta.usage
-                        )
-                        await self._learn(call, messages, tools, delta.usage)
-                    else:
-                        text.append(delta.text)
-                    yielded = True
-                    yield delta
+                            await self._learn(call, messages, tools, delta.usage)
+                        else:
+                            text.append(delta.text)
+                        yielded = True
+                        yield delta
                 return
-            except BackendError as exc:
+            except (GeneratorExit, asyncio.CancelledError) as stop:
+                if not logged:
+                    reason = STOPPED_BY_CALLER if isinstance(stop, GeneratorExit) else CANCELLED
+                    await self._write_log(
+                        call, response="".join(text) or None, error=reason, usage=None
+                    )
+                raise
+            except Exception as failure:
+                exc = self._as_backend_error(failure, name)
                 await self._write_log(
                     call, response="".join(text) or None, error=str(exc), usage=None
                 )
@@ -255,7 +274,8 @@ class LLMGateway:
             )
             try:
                 result = await backend.complete(name, messages, settings.llm_context_tokens)
-            except BackendError as exc:
+            except Exception as failure:
+                exc = self._as_backend_error(failure, name)
                 await self._write_log(call, response=None, error=str(exc), usage=None)
                 if not exc.transient or attempt == self._retry.attempts:
                     raise self._user_error(exc) from exc
@@ -301,7 +321,8 @@ class LLMGateway:
         )
         try:
             result: Embeddings = await self._backend(name, for_embedding=True).embed(name, texts)
-        except BackendError as exc:
+        except Exception as failure:
+            exc = self._as_backend_error(failure, name)
             await self._write_log(call, response=None, error=str(exc), usage=None)
             raise self._user_error(exc) from exc
         vectors = result.vectors
@@ -327,3 +348,16 @@ class LLMGateway:
         for backend in self._backends.values():
             await backend.close()
         self._backends.clear()
+
+
+def _tool_names(tools: list[ToolSchema] | None) -> list[str]:
+    return [tool["function"]["name"] for tool in tools or ()]
+
+
+def _logged_answer(text: list[str], done: StreamDelta) -> str:
+    """The streamed answer as the API log keeps it: the text, then the tool calls, if any."""
+    response = "".join(text)
+    if done.tool_calls:
+        calls = [{"name": c.name, "arguments": c.arguments} for c in done.tool_calls]
+        response += "\n[tool_calls] " + json.dumps(calls, ensure_ascii=False)
+    return response

@@ -6,11 +6,12 @@ import importlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterable, Iterator
+from contextlib import aclosing
 from types import ModuleType
 from typing import Any
 
-from bot.llm.backend import BackendError, BackendUnavailable
+from bot.llm.backend import BackendError, BackendUnavailable, ProtocolError, describe_not_json
 from bot.llm.types import (
     Completion,
     Embeddings,
@@ -24,6 +25,9 @@ from bot.llm.types import (
 log = logging.getLogger(__name__)
 
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+PROTOCOL = "OpenAI-compatible"
+# What LiteLLM says when a 200 reply could not be read as the protocol (it reports HTTP 500).
+_UNREADABLE = ("empty or invalid response from llm endpoint", "response with no 'choices'")
 # An exception from these packages means the call failed (network, HTTP status, provider);
 # anything else at the bottom of the chain is LiteLLM failing on our side of the wire.
 CALL_FAILURE_PACKAGES = frozenset(
@@ -113,6 +117,9 @@ class LiteLLMBackend:
         Nothing that fails after the provider answered, or inside LiteLLM, is transient:
         retrying would send (and bill) the same request again for a reply that already came.
         """
+        not_protocol = _unreadable_reply(exc)
+        if not_protocol is not None:
+            return ProtocolError(self.api_base or f"{model}'s provider", PROTOCOL, not_protocol)
         exceptions = self._litellm.exceptions
         status = getattr(exc, "status_code", None)
         where = f" at {self.api_base}" if self.api_base else ""
@@ -172,10 +179,11 @@ class LiteLLMBackend:
         messages: list[Message],
         tools: list[ToolSchema] | None,
         context_tokens: int,
-    ) -> AsyncIterator[StreamDelta]:
+    ) -> AsyncGenerator[StreamDelta, None]:
         """Stream a chat answer; tool-call deltas are reassembled by index."""
         pending: dict[int, dict[str, str]] = {}
         usage = Usage()
+        said = False
         kwargs = self._kwargs(model)
         if tools:
             kwargs["tools"] = tools
@@ -188,33 +196,35 @@ class LiteLLMBackend:
             )
         except Exception as exc:  # LiteLLM maps provider errors to many types; all become ours
             raise self._error(exc, model) from exc
+        where = self.api_base or f"{model}'s provider"
+        content_type = _content_type(response)
+        if content_type.startswith(("text/html", "application/xhtml")):
+            # LiteLLM reads an HTML page as an empty stream that finished normally.
+            await response.aclose()
+            raise ProtocolError(where, PROTOCOL, f"an HTML page ({content_type})", status=200)
         try:
-            async for chunk in response:
-                chunk_usage = getattr(chunk, "usage", None)
-                if chunk_usage:
-                    usage = Usage(chunk_usage.prompt_tokens, chunk_usage.completion_tokens)
-                if not chunk.choices:
-                    continue
-                delta = chunk.choices[0].delta
-                for call in getattr(delta, "tool_calls", None) or ():
-                    slot = pending.setdefault(call.index or 0, {"id": "", "name": "", "args": ""})
-                    slot["id"] = call.id or slot["id"]
-                    if call.function is not None:
-                        slot["name"] = call.function.name or slot["name"]
-                        slot["args"] += call.function.arguments or ""
-                if delta.content:
-                    yield StreamDelta(text=delta.content)
+            # Closing this stream early (a caller's bound) closes the HTTP response at once.
+            async with aclosing(response) as chunks:
+                async for chunk in chunks:
+                    chunk_usage = getattr(chunk, "usage", None)
+                    if chunk_usage:
+                        usage = Usage(chunk_usage.prompt_tokens, chunk_usage.completion_tokens)
+                    if not chunk.choices:
+                        continue
+                    delta = chunk.choices[0].delta
+                    _collect_tool_calls(pending, getattr(delta, "tool_calls", None) or ())
+                    if delta.content:
+                        said = True
+                        yield StreamDelta(text=delta.content)
         except Exception as exc:  # LiteLLM raises many types mid-stream; all become BackendError
             raise self._error(exc, model, answered=True) from exc
-        calls = [
-            ToolCall(
-                id=slot["id"] or f"call_{index + 1}", name=slot["name"], arguments=slot["args"]
-            )
-            for index, slot in sorted(pending.items())
-            if slot["name"]
-        ]
+        silent = not (said or pending or _reported(usage))
+        if silent and content_type and not content_type.startswith("text/event-stream"):
+            # Not a stream of events and nothing in it: LiteLLM found no chunk to read.
+            detail = f"a body of type {content_type} instead of a stream of events"
+            raise ProtocolError(where, PROTOCOL, detail, status=200)
         usage.cost = self._cost(model, usage)
-        yield StreamDelta(tool_calls=calls, usage=usage, done=True)
+        yield StreamDelta(tool_calls=_assembled_calls(pending), usage=usage, done=True)
 
     async def complete(
         self, model: str, messages: list[Message], context_tokens: int
@@ -256,6 +266,53 @@ class LiteLLMBackend:
         """LiteLLM keeps its own pooled clients; nothing to release per backend."""
 
 
+def _reported(usage: Usage) -> bool:
+    """True when the stream reported token counts."""
+    return usage.prompt_tokens is not None or usage.completion_tokens is not None
+
+
+def _content_type(response: Any) -> str:
+    """The Content-Type the provider answered with, as LiteLLM reports it ('' if unknown)."""
+    hidden = getattr(response, "_hidden_params", None)
+    headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
+    value = headers.get("llm_provider-content-type") if isinstance(headers, dict) else None
+    return value.strip().lower() if isinstance(value, str) else ""
+
+
+def _unreadable_reply(exc: BaseException) -> str | None:
+    """What the reply was when LiteLLM failed because it is not the protocol, else None."""
+    for current in causes(exc):
+        if isinstance(current, json.JSONDecodeError):
+            return describe_not_json(current.doc)
+        text = str(current)
+        if any(marker in text.lower() for marker in _UNREADABLE):
+            received = text.partition("Received: ")[2]
+            return (
+                describe_not_json(received.strip("'\"")) if received else "JSON without 'choices'"
+            )
+    return None
+
+
 def arguments_text(arguments: dict[str, Any] | str) -> str:
     """Tool-call arguments as the JSON string OpenAI-style messages carry."""
     return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def _collect_tool_calls(pending: dict[int, dict[str, str]], parts: Iterable[Any]) -> None:
+    """Add streamed tool-call fragments to `pending`, by their index."""
+    for call in parts:
+        index = call.index or 0
+        slot = pending.setdefault(index, {"id": "", "name": "", "args": ""})
+        slot["id"] = call.id or slot["id"]
+        if call.function is not None:
+            slot["name"] = call.function.name or slot["name"]
+            slot["args"] += call.function.arguments or ""
+
+
+def _assembled_calls(pending: dict[int, dict[str, str]]) -> list[ToolCall]:
+    """The finished tool calls, in index order (fragments without a name are dropped)."""
+    return [
+        ToolCall(id=slot["id"] or f"call_{index + 1}", name=slot["name"], arguments=slot["args"])
+        for index, slot in sorted(pending.items())
+        if slot["name"]
+    ]

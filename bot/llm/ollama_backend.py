@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 
 import httpx
 import ollama
+import pydantic
 
 from bot.config import strip_ollama_prefix
-from bot.llm.backend import BackendError, BackendUnavailable
+from bot.llm.backend import BackendError, BackendUnavailable, ProtocolError, describe_not_json
 from bot.llm.types import (
     Completion,
     Embeddings,
@@ -25,6 +27,8 @@ from bot.llm.types import (
 log = logging.getLogger(__name__)
 
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# Errors of the ollama client's own transport; anything else it raises means the reply was bad.
+_TRANSPORT_ERRORS = (ollama.ResponseError, ConnectionError, httpx.HTTPError)
 
 
 def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -143,16 +147,40 @@ class OllamaBackend:
             )
         return BackendError(f"Ollama call failed: {type(exc).__name__}: {exc}")
 
+    def _failure(self, exc: Exception, model: str) -> BackendError:
+        """Any failure of a call: the transport's, or a reply that is not Ollama's protocol."""
+        if isinstance(exc, _TRANSPORT_ERRORS):
+            return self._error(exc, model)
+        return self._malformed(exc)
+
+    def _malformed(self, exc: Exception) -> BackendError:
+        """The server answered with status 200, but the body does not speak Ollama's protocol."""
+        if isinstance(exc, json.JSONDecodeError):
+            return ProtocolError(self.host, "Ollama", describe_not_json(exc.doc))
+        if isinstance(exc, pydantic.ValidationError):
+            errors = exc.errors()
+            place = errors[0]["loc"] if errors else ()
+            if "tool_calls" in place and "arguments" in place:
+                detail = "a tool call whose arguments are not a JSON object"
+                return ProtocolError(self.host, "Ollama", detail, wrong_address=False)
+            field = ".".join(str(part) for part in place) or "the reply"
+            return ProtocolError(self.host, "Ollama", f"JSON without Ollama's fields ({field})")
+        if isinstance(exc, AttributeError | TypeError | KeyError):
+            return ProtocolError(self.host, "Ollama", "JSON that is not an Ollama chat object")
+        return BackendError(f"Ollama call failed: {type(exc).__name__}: {exc}"[:500])
+
     async def stream(
         self,
         model: str,
         messages: list[Message],
         tools: list[ToolSchema] | None,
         context_tokens: int,
-    ) -> AsyncIterator[StreamDelta]:
+    ) -> AsyncGenerator[StreamDelta, None]:
         """Stream a chat answer; tool calls and usage come with the final delta."""
         calls: list[ToolCall] = []
         usage = Usage()
+        parts = 0
+        finished = False
         try:
             response = await self._client.chat(
                 model=strip_ollama_prefix(model),
@@ -161,22 +189,33 @@ class OllamaBackend:
                 stream=True,
                 options={"num_ctx": context_tokens},
             )
-            async for part in response:
-                message = part.message
-                for call in message.tool_calls or ():
-                    calls.append(
-                        ToolCall(
-                            id=f"call_{len(calls) + 1}",
-                            name=call.function.name,
-                            arguments=dict(call.function.arguments or {}),
+            # Closing this stream early (a caller's bound) closes the HTTP response at once.
+            async with aclosing(response) as reply:  # type: ignore[type-var]
+                async for part in reply:
+                    parts += 1
+                    message = part.message
+                    for call in message.tool_calls or ():
+                        calls.append(
+                            ToolCall(
+                                id=f"call_{len(calls) + 1}",
+                                name=call.function.name,
+                                arguments=dict(call.function.arguments or {}),
+                            )
                         )
-                    )
-                if message.content:
-                    yield StreamDelta(text=message.content)
-                if part.done:
-                    usage = Usage(part.prompt_eval_count, part.eval_count)
-        except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
-            raise self._error(exc, model) from exc
+                    if message.content:
+                        yield StreamDelta(text=message.content)
+                    if part.done:
+                        finished = True
+                        usage = Usage(part.prompt_eval_count, part.eval_count)
+        except Exception as exc:
+            raise self._failure(exc, model) from exc
+        if not finished:
+            detail = (
+                "a stream that ended without Ollama's final line"
+                if parts
+                else "an empty answer with status 200"
+            )
+            raise ProtocolError(self.host, "Ollama", detail)
         yield StreamDelta(tool_calls=calls, usage=usage, done=True)
 
     async def complete(
@@ -190,8 +229,8 @@ class OllamaBackend:
                 stream=False,
                 options={"num_ctx": context_tokens},
             )
-        except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
-            raise self._error(exc, model) from exc
+        except Exception as exc:
+            raise self._failure(exc, model) from exc
         return Completion(
             text=response.message.content or "",
             usage=Usage(response.prompt_eval_count, response.eval_count),
@@ -201,8 +240,8 @@ class OllamaBackend:
         """Embeddings through /api/embed."""
         try:
             response = await self._client.embed(model=strip_ollama_prefix(model), input=texts)
-        except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
-            raise self._error(exc, model) from exc
+        except Exception as exc:
+            raise self._failure(exc, model) from exc
         return Embeddings(
             [list(vector) for vector in response.embeddings], Usage(response.prompt_eval_count)
         )
@@ -211,8 +250,8 @@ class OllamaBackend:
         """Names of the models pulled on the Ollama server."""
         try:
             response = await self._client.list()
-        except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
-            raise self._error(exc, "") from exc
+        except Exception as exc:
+            raise self._failure(exc, "") from exc
         return [f"ollama/{item.model}" for item in response.models if item.model]
 
     async def close(self) -> None:

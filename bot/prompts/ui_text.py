@@ -90,6 +90,7 @@ class UiText:
     runner_no_token: str
     runner_intents_disabled: str
     runner_bad_token: str
+    busy: str
 
 
 def parse_ui_text(data: object, source: str = "catalogue") -> UiText:

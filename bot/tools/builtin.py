@@ -97,7 +97,7 @@ def build_tool_deps(
     search_fn: SearchFn | None = None,
     parse_timeout: float | None = None,
 ) -> ToolDeps:
-    """Production dependencies: strict fetch policy, one parser worker, cache, ddgs search.
+    """Production dependencies: strict fetch policy, parser workers, cache, ddgs search.
 
     Nothing here needs a running event loop; the HTTP session and the worker process start
     on first use.
@@ -111,7 +111,7 @@ def build_tool_deps(
     return ToolDeps(
         fetcher=fetcher,
         settings=settings,
-        runner=IsolatedRunner() if parse_timeout is None else IsolatedRunner(timeout=parse_timeout),
+        runner=IsolatedRunner(workers=current.parser_workers, timeout=parse_timeout),
         doc_cache=DocumentCache(),
         web_search=WebSearch(search_fn=search_fn, backend=current.web_search_backend),
         attachments=attachments,

@@ -10,20 +10,17 @@ import codecs
 import logging
 import re
 from dataclasses import dataclass
+from typing import Any
 
 log = logging.getLogger(__name__)
 
-# Page chrome the fallback heuristic drops before taking text.
-DROPPED_TAGS = ("script", "style", "noscript", "template", "head", "nav", "footer", "aside")
-# Lexbor's tree building is quadratic in nesting depth (200k nested divs: ~100 s); real pages
-# stay far below this, so deeper input is refused instead of burning the worker's deadline.
-MAX_FALLBACK_DEPTH = 8000
-# Tags whose end tag may be omitted or that never have one; they do not count for depth.
-_NO_DEPTH_TAGS = frozenset(
-    "area base br col embed hr img input link meta param source track wbr p li dt dd tr td th "
-    "option optgroup tbody thead tfoot colgroup caption rb rt rtc rp".split()
-)
-_TAG_RE = re.compile(rb"<(/?)([A-Za-z][A-Za-z0-9-]{0,31})")
+# Page chrome the fallback heuristic drops before taking text. Not <head>: libxml2 puts HTML5
+# elements (<main>, <article>, <nav>…) that come before any HTML4 body element into the head,
+# so its only text-bearing element, <title>, is dropped instead.
+DROPPED_TAGS = ("script", "style", "noscript", "template", "title", "nav", "footer", "aside")
+# libxml2 stops nesting at 256 levels and drops what lies deeper; a tree that reaches this depth
+# was cut short, so it is refused instead of returning part of it. Real pages stay far below.
+MAX_HTML_DEPTH = 250
 _META_CHARSET_RE = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]{1,40})""", re.I)
 _BLANK_LINES_RE = re.compile(r"\n\s*\n+")
 # pdfium marks a hyphen that ends a line inside a word with U+FFFE and drops the line break.
@@ -96,19 +93,6 @@ def normalize_text(text: str) -> str:
     return _BLANK_LINES_RE.sub("\n\n", "\n".join(lines)).strip()
 
 
-def _nesting_depth(body: bytes) -> int:
-    depth = deepest = 0
-    for match in _TAG_RE.finditer(body):
-        if match.group(2).lower() in _NO_DEPTH_TAGS:
-            continue
-        if match.group(1):
-            depth = max(0, depth - 1)
-        else:
-            depth += 1
-            deepest = max(deepest, depth)
-    return deepest
-
-
 def _trafilatura_text(html: str, url: str) -> str:
     import trafilatura
 
@@ -130,19 +114,52 @@ def _trafilatura_text(html: str, url: str) -> str:
     return normalize_text(text or "")
 
 
-def heuristic_text(html: str) -> str:
-    """Fallback main text: drop chrome tags, prefer article > main > body, text by lines."""
-    from selectolax.lexbor import LexborHTMLParser
+def _tree_depth(root: Any) -> int:
+    """How many elements deep the parsed tree goes (counting stops at MAX_HTML_DEPTH)."""
+    from lxml import etree  # type: ignore[import-untyped]
 
-    tree = LexborHTMLParser(html)
-    for tag in DROPPED_TAGS:
-        for node in tree.css(tag):
-            node.decompose()
-    root = tree.css_first("article") or tree.css_first("main") or tree.body or tree.root
+    depth = deepest = 0
+    for event, _ in etree.iterwalk(root, events=("start", "end")):
+        depth += 1 if event == "start" else -1
+        deepest = max(deepest, depth)
+        if deepest >= MAX_HTML_DEPTH:
+            break
+    return deepest
+
+
+def _parsed_html(html: str) -> Any:
+    """The document tree (None for an empty one); raises ExtractionError when nested too deep."""
+    import lxml.html  # type: ignore[import-untyped]
+    from lxml import etree
+
+    # Linear in the input and capped in depth by libxml2, unlike an HTML5 tree builder, whose
+    # scope checks are quadratic in the depth and which re-opens formatting elements without
+    # bound (a 90 KB page took lexbor 8 s and 3 GB); comments, attribute values and script
+    # text are tokens of their own, so text that looks like tags there changes nothing.
+    parser = lxml.html.HTMLParser(
+        encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True
+    )
+    try:
+        root = lxml.html.document_fromstring(html.encode("utf-8", "replace"), parser=parser)
+    except etree.ParserError:  # nothing but whitespace, comments or a doctype
+        return None
+    if _tree_depth(root) >= MAX_HTML_DEPTH:
+        raise ExtractionError("The page's HTML is nested too deeply to extract its text.")
+    return root
+
+
+def heuristic_text(html: str) -> str:
+    """The seed's heuristic: drop chrome tags, prefer article > main > page, text by lines."""
+    root = _parsed_html(html)
     if root is None:
         return ""
-    text = root.text(separator="\n", strip=True)
-    return normalize_text(text)
+    for node in list(root.iter(*DROPPED_TAGS)):
+        node.drop_tree()
+    # Elements without children are false in lxml: compare with None, never use `or`.
+    candidates = (next(root.iter("article"), None), next(root.iter("main"), None))
+    chosen = next((node for node in candidates if node is not None), root)
+    lines = (piece.strip() for piece in chosen.itertext())
+    return normalize_text("\n".join(line for line in lines if line))
 
 
 def html_to_text(body: bytes, charset: str | None, url: str) -> ExtractedText:
@@ -161,8 +178,6 @@ def html_to_text(body: bytes, charset: str | None, url: str) -> ExtractedText:
         text = ""
     if text:
         return ExtractedText(text=text, method="trafilatura")
-    if _nesting_depth(body) > MAX_FALLBACK_DEPTH:
-        raise ExtractionError("The page's HTML is nested too deeply to extract its text.")
     return ExtractedText(text=heuristic_text(html), method="heuristic")
 
 

@@ -2,15 +2,20 @@
 
 Workers are fresh interpreters (spawned with exec, never forked: the parent has threads and an
 event loop; unlike multiprocessing's spawn they do not re-import the parent's __main__), kept
-warm between calls, and killed outright when a call overruns its deadline. Calls beyond the number
-of workers wait in FIFO order; a call's deadline starts when a worker takes it, and a killed
-call only loses its own worker, so queued calls run on the fresh replacement.
+warm between calls, and killed outright when a call overruns its deadline. A call's deadline
+starts when a worker takes it, and a killed call only loses its own worker, so queued calls run
+on the fresh replacement. Calls beyond the number of workers wait, new ones first: a call still
+running after its first slice yields its worker to a waiting new call when slow calls already
+hold all workers but one, and runs again (with its whole deadline) when none is waiting, so a
+few hostile documents cannot hold up everyone else's pages for a deadline each.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -34,6 +39,10 @@ T = TypeVar("T")
 _HEADER: Final = struct.Struct("!Q")
 _STREAM_LIMIT: Final = 1024 * 1024
 _JOIN_TIMEOUT: Final = 5.0
+PARSE_TIMEOUT: Final = 15.0
+# Seconds a call runs before it counts as slow and may have to yield its worker (healthy pages
+# parse in well under a second; trafilatura needs about 2 s for a 200 KB article).
+FIRST_SLICE: Final = 2.0
 _BOOTSTRAP: Final = (
     "import json, sys; sys.path[:0] = json.loads(sys.argv[4]); "
     "from bot.tools.isolate import worker_entry; "
@@ -140,18 +149,52 @@ class _Worker:
     writer: asyncio.StreamWriter
 
 
+class _Preempted(Exception):
+    """The call's worker was taken back for a newer call; the call runs again later."""
+
+
+@dataclass(eq=False)
+class _Call:
+    """One call of run(), waiting for a worker or holding one."""
+
+    seq: int
+    name: str
+    # A call that ran past its first slice, or that was preempted and waits to run again.
+    slow: bool = False
+    attempts: int = 0
+    preempted: bool = False
+    started: float = 0.0
+    worker: _Worker | None = None
+    granted: asyncio.Future[_Worker | None] | None = None
+    slice_timer: asyncio.TimerHandle | None = None
+
+
 class IsolatedRunner:
     """Runs picklable top-level functions in worker processes with a deadline and a memory cap."""
 
-    def __init__(self, *, workers: int = 1, timeout: float = 15.0, memory_mb: int = 768) -> None:
-        if workers < 1 or timeout <= 0 or memory_mb < 64:
-            raise ValueError("workers >= 1, timeout > 0 and memory_mb >= 64 are required")
+    def __init__(
+        self,
+        *,
+        workers: int = 2,
+        timeout: float | None = None,
+        memory_mb: int = 768,
+        first_slice: float = FIRST_SLICE,
+    ) -> None:
+        timeout = PARSE_TIMEOUT if timeout is None else timeout
+        if workers < 1 or timeout <= 0 or memory_mb < 64 or first_slice < 0:
+            raise ValueError(
+                "workers >= 1, timeout > 0, memory_mb >= 64 and first_slice >= 0 are required"
+            )
+        self._workers = workers
         self._timeout = timeout
         self._memory_mb = memory_mb
+        self._first_slice = first_slice
         # One token per worker slot; None means "no live process yet, spawn on demand".
-        self._slots: asyncio.Queue[_Worker | None] = asyncio.Queue()
-        for _ in range(workers):
-            self._slots.put_nowait(None)
+        self._idle: list[_Worker | None] = [None] * workers
+        self._fresh: collections.deque[_Call] = collections.deque()
+        self._again: list[_Call] = []  # preempted calls, oldest first
+        self._running: set[_Call] = set()
+        self._sequence = itertools.count()
         self._live: set[_Worker] = set()
         self._reaping: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -173,16 +216,22 @@ class IsolatedRunner:
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             raise TypeError(f"{_name(func)} and its arguments must be picklable: {exc}") from exc
         limit = self._timeout if timeout is None else timeout
-        worker = await self._slots.get()
-        try:
-            if self._closed:
-                raise IsolationError("The parser is shut down.")
-            if worker is None:
-                worker = await self._spawn()
-            kind, body = await self._exchange(worker, payload, limit, func)
-        finally:
-            # A worker discarded during the call leaves an empty slot behind.
-            self._slots.put_nowait(worker if worker in self._live else None)
+        call = _Call(next(self._sequence), _name(func))
+        while True:
+            worker = await self._acquire(call)
+            try:
+                if self._closed:
+                    raise IsolationError("The parser is shut down.")
+                if worker is None:
+                    worker = await self._spawn()
+                kind, body = await self._attempt(call, worker, payload, limit)
+            except _Preempted:
+                log.info("parser call %s yielded its worker to a newer call", call.name)
+                continue
+            finally:
+                # A worker discarded during the call leaves an empty slot behind.
+                self._release(worker if worker in self._live else None)
+            break
         if kind == _OUT_OF_MEMORY:
             raise IsolationError(f"Parsing ran out of memory (limit {self._memory_mb} MB).")
         if kind == _FAILED:
@@ -199,15 +248,113 @@ class IsolatedRunner:
         return result
 
     async def close(self) -> None:
-        """Stop every worker; calls still running fail with IsolationError."""
+        """Stop every worker; calls still running or waiting fail with IsolationError."""
         self._closed = True
+        for call in [*self._fresh, *self._again]:
+            if call.granted is not None and not call.granted.done():
+                call.granted.set_exception(IsolationError("The parser is shut down."))
+        self._fresh.clear()
+        self._again.clear()
         for worker in list(self._live):
             self._discard(worker)
         if self._reaping:
             await asyncio.gather(*self._reaping, return_exceptions=True)
 
+    # --- scheduling: fresh calls first; slow calls yield a worker to them ----------------------
+    #
+    # Every call first runs as "fresh". One that is still running after `first_slice` seconds
+    # is "slow". While fresh calls wait for a worker, slow calls may hold at most workers - 1
+    # of them: the most recently started slow call is stopped (its worker killed) and runs
+    # again, with its whole deadline, once no fresh call is waiting. So a healthy page waits
+    # about one slice per hostile document ahead of it, not one deadline each.
+
+    async def _acquire(self, call: _Call) -> _Worker | None:
+        """Wait for a worker slot; fresh calls are served before calls that run again."""
+        if self._closed:
+            raise IsolationError("The parser is shut down.")
+        granted: asyncio.Future[_Worker | None] = asyncio.get_running_loop().create_future()
+        call.granted = granted
+        if call.slow:
+            self._again.append(call)
+            self._again.sort(key=lambda waiting: waiting.seq)
+        else:
+            self._fresh.append(call)
+        self._dispatch()
+        self._rebalance()
+        try:
+            return await granted
+        except BaseException:
+            if granted.done() and not granted.cancelled() and granted.exception() is None:
+                self._release(granted.result())  # granted, but the caller went away
+            else:
+                self._forget(call)
+            raise
+
+    def _forget(self, call: _Call) -> None:
+        """Take a call that no longer waits off the queues."""
+        with contextlib.suppress(ValueError):
+            self._fresh.remove(call)
+        with contextlib.suppress(ValueError):
+            self._again.remove(call)
+
+    def _release(self, worker: _Worker | None) -> None:
+        """Return a worker slot and hand it to the next waiting call."""
+        self._idle.append(worker)
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Give idle slots to waiting calls: fresh ones first, then those that run again."""
+        while self._idle and (self._fresh or self._again):
+            call = self._fresh.popleft() if self._fresh else self._again.pop(0)
+            if call.granted is None or call.granted.done():
+                continue  # its caller was cancelled while it waited
+            call.granted.set_result(self._idle.pop())
+
+    def _rebalance(self) -> None:
+        """Stop slow calls while fresh calls wait and slow ones hold more than workers - 1."""
+        waiting = sum(1 for call in self._fresh if call.granted and not call.granted.done())
+        if not waiting or self._idle:
+            return
+        slow = [call for call in self._running if call.slow and not call.preempted]
+        freeing = sum(1 for call in self._running if call.preempted)
+        excess = min(len(slow) - (self._workers - 1), waiting - freeing)
+        # Prefer calls on their first attempt, and among them the one that started last.
+        slow.sort(key=lambda call: (call.attempts == 1, call.started), reverse=True)
+        for call in slow[: max(0, excess)]:
+            call.preempted = True
+            if call.worker is not None:
+                self._discard(call.worker)
+
+    def _turn_slow(self, call: _Call) -> None:
+        if call in self._running:
+            call.slow = True
+            self._rebalance()
+
+    async def _attempt(
+        self, call: _Call, worker: _Worker, payload: bytes, limit: float
+    ) -> tuple[bytes, bytes]:
+        """One run of a call on a worker, registered with the scheduler while it lasts."""
+        loop = asyncio.get_running_loop()
+        call.attempts += 1
+        call.preempted = False
+        call.worker = worker
+        call.started = loop.time()
+        if not call.slow:
+            call.slice_timer = loop.call_later(self._first_slice, self._turn_slow, call)
+        self._running.add(call)
+        try:
+            return await self._exchange(worker, payload, limit, call)
+        finally:
+            self._running.discard(call)
+            call.worker = None
+            if call.slice_timer is not None:
+                call.slice_timer.cancel()
+                call.slice_timer = None
+            if call.preempted:
+                call.slow = True
+
     async def _exchange(
-        self, worker: _Worker, payload: bytes, limit: float, func: Callable[..., Any]
+        self, worker: _Worker, payload: bytes, limit: float, call: _Call
     ) -> tuple[bytes, bytes]:
         """Send one call and read its reply; on any failure the worker is discarded."""
         try:
@@ -220,9 +367,11 @@ class IsolatedRunner:
                 reply = await worker.reader.readexactly(size)
         except TimeoutError:
             self._discard(worker)
-            log.warning("parser call %s overran %.1f s; worker killed", _name(func), limit)
+            log.warning("parser call %s overran %.1f s; worker killed", call.name, limit)
             raise IsolationError(f"Parsing took longer than {limit:g} s and was stopped.") from None
         except (OSError, EOFError):
+            if call.preempted and not self._closed:
+                raise _Preempted from None
             raise await self._crash_error(worker) from None
         except BaseException:
             # Cancelled mid-call (or a bad reply): the worker may still be busy, never reuse it.

@@ -263,6 +263,7 @@ class PdfToText:
                 max_pages=settings.max_pdf_pages,
                 max_chars=max_chars,
                 token_for=lambda after, _consumed: pdf_token(source, after),
+                limit=settings.max_tool_result_chars,
             )
         except TooLargeError:
             raise ToolError(PDF_TOO_LARGE) from None

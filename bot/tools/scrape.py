@@ -188,7 +188,9 @@ class ScrapeUrl:
             return make_token("scrape_url", url=url, offset=end) if end < len(text) else None
 
         try:
-            page = fit_page(text[offset:], max_chars, next_token)
+            page = fit_page(
+                text[offset:], max_chars, next_token, limit=settings.max_tool_result_chars
+            )
         except PageLimitError:
             raise ToolError(PAGE_LIMIT) from None
         return page.text

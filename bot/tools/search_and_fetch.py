@@ -24,7 +24,6 @@ from bot.tools.doc_cache import CachedDocument, CacheKey, DocumentCache
 from bot.tools.extract import ExtractionError, looks_like_pdf
 from bot.tools.isolate import IsolatedRunner
 from bot.tools.paging import (
-    MAX_TOOL_RESULT_CHARS,
     FittedPage,
     InvalidTokenError,
     PageLimitError,
@@ -324,7 +323,7 @@ class SearchAndFetch:
         ending = ""  # the page as it stands, footer included, should the next file not fit
         while True:
             done = "".join(block + BLOCK_GAP for block in blocks)
-            room = MAX_TOOL_RESULT_CHARS - len(done)
+            room = call.settings.max_tool_result_chars - len(done)
             if blocks and room < self._smallest_part(cursor, call.prompts):
                 return ending  # the next file cannot appear on this page: do not fetch it yet
             try:

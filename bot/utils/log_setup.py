@@ -55,6 +55,23 @@ def set_llm_library_logging(debug: bool) -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def adopt_litellm_logging(*, debug: bool) -> None:
+    """After LiteLLM is imported: its records go through our handlers, never its own.
+
+    LiteLLM adds a handler that writes records below WARNING to stdout, where the terminal
+    chat writes only answers; without it they reach the root handler (stderr, our format,
+    secrets masked). With `debug` its loggers are opened again (its import quiets httpx).
+    """
+    for name in LITELLM_LOGGERS:
+        logger = logging.getLogger(name)
+        for handler in logger.handlers[:]:
+            if isinstance(handler, logging.StreamHandler):
+                logger.removeHandler(handler)
+        logger.propagate = True
+    if debug:
+        set_llm_library_logging(True)
+
+
 def configure_logging(level: str, *, debug: bool = False, secrets: Iterable[str] = ()) -> None:
     """Log to stderr at `level` (DEBUG when `debug`); noisy loggers capped; secrets masked."""
     root = logging.getLogger()

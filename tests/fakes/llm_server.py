@@ -11,6 +11,8 @@ Usage::
 
 Chat requests (``/api/chat`` and ``/v1/chat/completions``) consume one scripted reply each, in
 FIFO order; embeddings and model listings are answered from ``embedder`` and ``models``.
+Hostile replies: ``Endless`` (a model that never stops), ``Raw`` (an HTML page with 200 by
+default), ``InvalidJson`` (a frame that is not JSON mid-stream), ``BadToolArguments``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import asyncio
 import base64
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -266,10 +269,91 @@ class Hang:
         return _check_pieces(self.text, self.after_chunks, "Hang") if self.after_chunks else []
 
 
-Reply = Text | ToolCalls | HttpError | Drop | Hang
+@dataclass(frozen=True)
+class Endless:
+    """A model that never stops: the words of `text`, over and over, one every `interval` s.
+
+    The stream goes on until the client goes away (recorded in `client_closed`) or the server
+    closes. Successive pieces differ, as a real model's do. Non-streaming requests get nothing
+    (as with Hang).
+    """
+
+    text: str = "and then some more "
+    interval: float = 0.005
+
+    def __post_init__(self) -> None:
+        if not self.text.strip():
+            raise ValueError("Endless: text must have words")
+        if self.interval < 0:
+            raise ValueError(f"Endless: interval must be >= 0, got {self.interval}")
+
+    @property
+    def pieces(self) -> list[str]:
+        """The pieces of one cycle."""
+        return _word_pieces(self.text)
+
+
+HTML_PAGE = (
+    "<!DOCTYPE html>\n<html>\n<head><title>Welcome</title></head>\n"
+    "<body>\n<h1>It works!</h1>\n<p>This is not a language model.</p>\n</body>\n</html>\n"
+)
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Answer `body` as-is with `status` and `content_type`: not the protocol at all.
+
+    The default is what a web server or a login page answers: an HTML page with status 200.
+    """
+
+    body: str | bytes = HTML_PAGE
+    status: int = 200
+    content_type: str = "text/html; charset=utf-8"
+
+    @property
+    def data(self) -> bytes:
+        """The body as bytes."""
+        return self.body.encode("utf-8") if isinstance(self.body, str) else self.body
+
+
+@dataclass(frozen=True)
+class InvalidJson:
+    """Stream `text` in `after_chunks` pieces, then a frame that is not JSON (`line`)."""
+
+    after_chunks: int = 1
+    text: str = "partial answer"
+    line: str = "{this is not json"
+
+    def __post_init__(self) -> None:
+        if self.after_chunks < 0:
+            raise ValueError(f"InvalidJson: after_chunks must be >= 0, got {self.after_chunks}")
+        if self.after_chunks:
+            _check_pieces(self.text, self.after_chunks, "InvalidJson")
+
+    @property
+    def pieces(self) -> list[str]:
+        """The well-formed pieces sent before the bad frame."""
+        if not self.after_chunks:
+            return []
+        return _check_pieces(self.text, self.after_chunks, "InvalidJson")
+
+
+@dataclass(frozen=True)
+class BadToolArguments:
+    """A tool call whose arguments are `arguments`, a string that is not a JSON object.
+
+    Ollama carries arguments as an object, so there the string itself breaks the protocol;
+    OpenAI carries a JSON string, so there it is a string that does not parse.
+    """
+
+    name: str = "web_search"
+    arguments: str = "query=kyoto weather"
+
+
+Reply = Text | ToolCalls | HttpError | Drop | Hang | Endless | Raw | InvalidJson | BadToolArguments
 ReplyFn = Callable[[RecordedRequest], Reply]
 ScriptItem = Reply | ReplyFn
-_REPLY_TYPES = (Text, ToolCalls, HttpError, Drop, Hang)
+_REPLY_TYPES = (Text, ToolCalls, HttpError, Drop, Hang, Endless, Raw, InvalidJson, BadToolArguments)
 
 
 def hashing_embedder(text: str, dim: int = EMBED_DIM) -> list[float]:
@@ -293,10 +377,13 @@ def hashing_embedder(text: str, dim: int = EMBED_DIM) -> list[float]:
 class _Call:
     id: str
     name: str
-    arguments: dict[str, Any]
+    # A str is sent as-is: the BadToolArguments reply.
+    arguments: dict[str, Any] | str
 
     @property
     def arguments_json(self) -> str:
+        if isinstance(self.arguments, str):
+            return self.arguments
         return json.dumps(self.arguments, ensure_ascii=False)
 
 
@@ -361,6 +448,9 @@ class _OllamaWire:
     def content_frame(self, plan: _Plan, piece: str, first: bool) -> bytes:
         return _dumps(self._line(plan, {"content": piece}, done=False)) + b"\n"
 
+    def raw_frame(self, text: str) -> bytes:
+        return text.encode("utf-8") + b"\n"
+
     def tail_frames(self, plan: _Plan, include_usage: bool) -> list[bytes]:
         frames: list[bytes] = []
         if plan.calls:
@@ -420,6 +510,9 @@ class _OpenAIWire:
 
     def _delta(self, plan: _Plan, delta: dict[str, Any], finish: str | None = None) -> bytes:
         return self._chunk(plan, [{"index": 0, "delta": delta, "finish_reason": finish}])
+
+    def raw_frame(self, text: str) -> bytes:
+        return b"data: " + text.encode("utf-8") + b"\n\n"
 
     def content_frame(self, plan: _Plan, piece: str, first: bool) -> bytes:
         delta: dict[str, Any] = {"role": "assistant"} if first else {}
@@ -510,6 +603,8 @@ class FakeLLMServer:
         self.context_length = context_length
         self.capabilities: dict[str, list[str]] = {}
         self.requests: list[RecordedRequest] = []
+        # Chat requests whose client closed the connection before the answer ended.
+        self.client_closed: list[RecordedRequest] = []
         self._queue: deque[ScriptItem] = deque()
         self._call_counter = 0
         self._completion_counter = 0
@@ -607,7 +702,19 @@ class FakeLLMServer:
             await asyncio.wait_for(self._arrived.wait_for(lambda: len(seen()) >= count), timeout)
         return seen()
 
+    async def wait_for_client_close(self, count: int = 1, *, timeout: float = 5.0) -> None:
+        """Wait until `count` clients have closed a connection mid-answer; TimeoutError else."""
+        async with self._arrived:
+            await asyncio.wait_for(
+                self._arrived.wait_for(lambda: len(self.client_closed) >= count), timeout
+            )
+
     # ------------------------------------------------------------------ plumbing
+
+    async def _client_went_away(self, recorded: RecordedRequest) -> None:
+        self.client_closed.append(recorded)
+        async with self._arrived:
+            self._arrived.notify_all()
 
     async def _record(self, request: web.Request) -> RecordedRequest:
         body = await request.read()
@@ -661,7 +768,11 @@ class FakeLLMServer:
             return f"FakeLLMServer: reply function returned {reply!r}, not a reply"
         return reply
 
-    def _plan(self, reply: Text | ToolCalls, model: str) -> _Plan:
+    def _plan(self, reply: Text | ToolCalls | BadToolArguments, model: str) -> _Plan:
+        if isinstance(reply, BadToolArguments):
+            self._call_counter += 1
+            call = _Call(f"call_{self._call_counter}", reply.name, reply.arguments)
+            return _Plan(model, [], [call], 0.0, 10, 1)
         if isinstance(reply, Text):
             completion = reply.completion_tokens
             if completion is None:
@@ -705,10 +816,18 @@ class FakeLLMServer:
         if isinstance(reply, HttpError):
             return _json_response(reply.status, wire.error(reply.status, reply.body), reply.headers)
 
+        if isinstance(reply, Raw):
+            headers = {"Content-Type": reply.content_type}
+            return web.Response(status=reply.status, body=reply.data, headers=headers)
+
         model = recorded.model or "fake-model"
         streaming = recorded.stream
         if isinstance(reply, Drop | Hang):
             return await self._cut_off(request, wire, reply, model, streaming)
+        if isinstance(reply, Endless):
+            return await self._endless(request, recorded, wire, reply, model, streaming)
+        if isinstance(reply, InvalidJson):
+            return await self._invalid_json(request, wire, reply, model, streaming)
         plan = self._plan(reply, model)
         if not streaming:
             if not await self._pause(plan.delay * max(0, len(plan.pieces) - 1)):
@@ -717,10 +836,15 @@ class FakeLLMServer:
             return _json_response(200, wire.whole(plan))
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        return await self._stream(request, wire, plan, include_usage)
+        return await self._stream(request, recorded, wire, plan, include_usage)
 
     async def _stream(
-        self, request: web.Request, wire: _Wire, plan: _Plan, include_usage: bool
+        self,
+        request: web.Request,
+        recorded: RecordedRequest,
+        wire: _Wire,
+        plan: _Plan,
+        include_usage: bool,
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": wire.stream_content_type})
         try:
@@ -735,6 +859,57 @@ class FakeLLMServer:
             await response.write_eof()
         except ConnectionError:
             log.debug("FakeLLMServer: client went away mid-stream")
+            await self._client_went_away(recorded)
+        return response
+
+    async def _endless(
+        self,
+        request: web.Request,
+        recorded: RecordedRequest,
+        wire: _Wire,
+        reply: Endless,
+        model: str,
+        streaming: bool,
+    ) -> web.StreamResponse:
+        """Stream `reply.piece` until the client goes away (recorded) or the server closes."""
+        response = web.StreamResponse(headers={"Content-Type": wire.stream_content_type})
+        plan = _Plan(model, reply.pieces, [], reply.interval, 0, 0)
+        try:
+            if not streaming:
+                await self._closing.wait()
+                self._abort(request)
+                return response
+            await response.prepare(request)
+            for i, piece in enumerate(itertools.cycle(reply.pieces)):
+                await response.write(wire.content_frame(plan, piece, first=i == 0))
+                if not await self._pause(reply.interval):
+                    self._abort(request)
+                    return response
+                if reply.interval <= 0:
+                    await asyncio.sleep(0)  # let the client (same loop) read and close
+        except (ConnectionError, asyncio.CancelledError):
+            log.debug("FakeLLMServer: client closed the endless stream")
+            await self._client_went_away(recorded)
+        return response
+
+    async def _invalid_json(
+        self, request: web.Request, wire: _Wire, reply: InvalidJson, model: str, streaming: bool
+    ) -> web.StreamResponse:
+        """Well-formed pieces, then a frame that is not JSON, then the end of the body."""
+        if not streaming:
+            return web.Response(
+                status=200, body=reply.line.encode("utf-8"), content_type="application/json"
+            )
+        response = web.StreamResponse(headers={"Content-Type": wire.stream_content_type})
+        plan = _Plan(model, reply.pieces, [], 0.0, 0, 0)
+        try:
+            await response.prepare(request)
+            for i, piece in enumerate(reply.pieces):
+                await response.write(wire.content_frame(plan, piece, first=i == 0))
+            await response.write(wire.raw_frame(reply.line))
+            await response.write_eof()
+        except ConnectionError:
+            log.debug("FakeLLMServer: client went away before the bad frame")
         return response
 
     async def _cut_off(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from mcp_types import (
 )
 
 from bot.tools.mcp.config import (
+    MAX_CONFIG_BYTES,
+    MAX_SERVERS,
     McpConfigError,
     McpServerConfig,
     load_mcp_config,
@@ -145,6 +148,63 @@ def test_unusable_files_raise_a_clear_error(
         path.write_text(content, encoding="utf-8")
     with pytest.raises(McpConfigError, match=re.escape(message)):
         load_mcp_config(path)
+
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"[" * DEEP + b"]" * DEEP, "nests deeper than 32 levels"),
+        (b'{"mcpServers": ' + b'{"a": ' * DEEP + b"1" + b"}" * (DEEP + 1), "nests deeper"),
+        (b'{"mcpServers": {"s": {"args": ' + b"[" * 40 + b"]" * 40 + b"}}}", "nests deeper"),
+        (b'{"mcpServers": {"s": {"command": "x", "timeout": 1' + b"0" * 5000 + b"}}}", "usable"),
+        (b'{"mcpServers": {"\\ud800": {"command": "x"}}}', "not a character"),
+        (b'{"mcpServers": {"s": {"command": "\xff\xfe"}}}', "not UTF-8"),
+        (b" " * (MAX_CONFIG_BYTES + 1), "larger than"),
+        (b"", "not valid JSON"),
+        (b"\x00\x01", "not valid JSON"),
+    ],
+    ids=[
+        "deep-array",
+        "deep-object",
+        "deep-args",
+        "huge-number",
+        "lone-surrogate",
+        "invalid-utf8",
+        "huge-file",
+        "empty",
+        "binary",
+    ],
+)
+def test_malformed_files_raise_the_configuration_error(
+    tmp_path: Path, raw: bytes, message: str
+) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_bytes(raw)
+    with pytest.raises(McpConfigError, match=re.escape(message)):
+        load_mcp_config(path)
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    args = ["[" * 1000, "{" * 1000, '\\"[[[']
+    path.write_text(json.dumps({"mcpServers": {"s": {"command": "x", "args": args}}}))
+    (server,) = load_mcp_config(path)
+    assert server.args == tuple(args) and server.error is None
+
+
+def test_too_many_servers_and_files_that_are_not_files(tmp_path: Path) -> None:
+    servers = {f"s{index}": {"command": "x"} for index in range(MAX_SERVERS + 1)}
+    with pytest.raises(McpConfigError, match=f"at most {MAX_SERVERS} are supported"):
+        parse_mcp_config({"mcpServers": servers})
+    with pytest.raises(McpConfigError, match="not a regular file"):
+        load_mcp_config(tmp_path)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(McpConfigError, match="not a regular file"):
+        load_mcp_config(fifo)
 
 
 def test_file_round_trip(tmp_path: Path) -> None:

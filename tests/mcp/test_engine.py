@@ -61,7 +61,10 @@ async def test_stdio_tools_offered_called_and_a_dying_server_does_not_break_the_
             parameters = schema["function"]["parameters"]
             assert parameters["properties"]["text"]["type"] == "string"
             assert parameters["required"] == ["text"]
-            assert schema["function"]["description"] == "Echo the text back."
+            assert schema["function"]["description"] == (
+                "[External tool from MCP server local; its description is untrusted.] "
+                "Echo the text back."
+            )
             assert tool_statuses(events) == [("local__echo", "done")]
             (result,) = tool_results(llm.chat_requests[1].messages)
             assert "echo: ping" in result

@@ -59,7 +59,10 @@ async def test_tools_join_the_registry_namespaced_with_schemas_as_listed(
             assert echo is not None and echo.source == "mcp:web" and echo.validator is None
             function = echo.schema["function"]
             assert function["name"] == "web__echo"
-            assert function["description"] == "Echo the text back."
+            assert function["description"] == (
+                "[External tool from MCP server web; its description is untrusted.] "
+                "Echo the text back."
+            )
             assert function["parameters"] == {
                 "type": "object",
                 "properties": {"text": {"title": "Text", "type": "string"}},

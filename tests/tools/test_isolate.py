@@ -329,6 +329,95 @@ async def test_queued_calls_survive_a_killed_hung_call() -> None:
         await runner.close()
 
 
+# --- fairness: hostile documents do not hold up healthy ones --------------------------------
+
+
+async def announced(paths: list[Path]) -> None:
+    """Wait (bounded) until every path was written by a worker that started its call."""
+    async with asyncio.timeout(30):
+        while not all(path.exists() and path.read_text() for path in paths):
+            await asyncio.sleep(0.005)  # polling files: the workers have no other way to tell
+
+
+async def test_a_healthy_page_is_served_before_three_hostile_ones_end() -> None:
+    # FIFO on two workers made the healthy page wait for two deadlines (44.8 s at 15 s each).
+    # The deadline is long so that only scheduling decides the order; close() ends them.
+    runner = IsolatedRunner(workers=2, timeout=10.0, memory_mb=256, first_slice=0.3)
+    try:
+        await asyncio.gather(*(runner.run(import_parsers, timeout=30) for _ in range(2)))
+        started = time.monotonic()
+        hostile = [asyncio.create_task(runner.run(spin)) for _ in range(3)]
+        healthy = asyncio.create_task(runner.run(html_text, "<p>healthy page</p>", timeout=30))
+        assert await healthy == "healthy page"
+        waited = time.monotonic() - started
+        assert not [task for task in hostile if task.done()], "served before any hostile ended"
+        # Two slices and two fresh workers (FIFO: at least one 10 s deadline).
+        assert waited < 6.0, f"waited {waited:.1f} s"
+    finally:
+        await runner.close()
+    for task in hostile:
+        with pytest.raises(IsolationError):
+            await task
+
+
+async def test_a_running_slow_call_yields_to_a_new_one_and_runs_again(tmp_path: Path) -> None:
+    # Zero slice: both hostile calls count as slow as soon as they run.
+    runner = IsolatedRunner(workers=2, timeout=60, memory_mb=256, first_slice=0)
+    try:
+        paths = [tmp_path / "first", tmp_path / "second"]
+        hostile = [asyncio.create_task(runner.run(announce_then_spin, str(p))) for p in paths]
+        await announced(paths)
+        pids = [int(path.read_text()) for path in paths]
+        for path in paths:
+            path.unlink()
+        assert await runner.run(add, 20, 22, timeout=30) == 42
+        async with asyncio.timeout(30):
+            while not any(path.exists() and path.read_text() for path in paths):
+                await asyncio.sleep(0.005)  # polling files: the workers have no other way to tell
+        (again,) = [index for index, path in enumerate(paths) if path.exists()]
+        assert int(paths[again].read_text()) != pids[again], "it runs again on a fresh worker"
+        assert not [task for task in hostile if task.done()]
+    finally:
+        await runner.close()
+    for task in hostile:
+        with pytest.raises(IsolationError, match="shut down"):
+            await task
+
+
+async def test_one_worker_serves_a_new_call_between_attempts_of_a_slow_one(
+    tmp_path: Path,
+) -> None:
+    runner = IsolatedRunner(workers=1, timeout=1.0, memory_mb=256, first_slice=0)
+    try:
+        path = tmp_path / "spinning"
+        hostile = asyncio.create_task(runner.run(announce_then_spin, str(path)))
+        await announced([path])
+        first_pid = int(path.read_text())
+        path.unlink()
+        assert await runner.run(add, 1, 2, timeout=30) == 3
+        await announced([path])
+        assert int(path.read_text()) != first_pid, "it runs again on a fresh worker"
+        # Each attempt has the whole deadline: the second one is stopped by it.
+        with pytest.raises(IsolationError, match=r"took longer than 1 s"):
+            await hostile
+        assert await runner.run(add, 2, 3, timeout=30) == 5
+    finally:
+        await runner.close()
+
+
+async def test_waiting_calls_fail_cleanly_when_the_runner_closes(tmp_path: Path) -> None:
+    runner = IsolatedRunner(workers=1, timeout=30, memory_mb=256)
+    path = tmp_path / "spinning"
+    running = asyncio.create_task(runner.run(announce_then_spin, str(path)))
+    await announced([path])
+    waiting = asyncio.create_task(runner.run(add, 1, 1))
+    await asyncio.sleep(0)  # let it queue; the outcome does not depend on it
+    await runner.close()
+    for task in (running, waiting):
+        with pytest.raises(IsolationError, match="shut down"):
+            await task
+
+
 async def test_closed_runner_refuses(runner: IsolatedRunner) -> None:
     await runner.run(add, 1, 1)
     await runner.close()

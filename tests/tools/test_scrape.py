@@ -134,6 +134,18 @@ async def test_large_max_chars_is_capped_by_the_result_limit(
     assert parse_token(meta["next_token"], "scrape_url")["offset"] == len(body)
 
 
+@pytest.mark.parametrize("limit", [2999, 3000, 9000])
+async def test_the_result_limit_follows_max_tool_result_chars(
+    tool: ScrapeUrl, web: FakeWebServer, current: dict[str, Settings], limit: int
+) -> None:
+    web.add_page("/text", "x" * 50_000, content_type="text/plain")
+    current["settings"] = settings_of(max_tool_result_chars=limit)
+    result = await tool.scrape_url(web.url_for("/text"), max_chars=100_000)
+    assert len(result) == limit
+    body, meta = parse_paged_result(result)
+    assert parse_token(meta["next_token"], "scrape_url")["offset"] == len(body)
+
+
 async def test_token_url_wins_over_the_argument(tool: ScrapeUrl, web: FakeWebServer) -> None:
     web.add_page("/a", "A" * 100, content_type="text/plain")
     web.add_page("/b", "B" * 100, content_type="text/plain")
@@ -247,13 +259,24 @@ async def test_concurrent_reads_share_one_fetch(tool: ScrapeUrl, web: FakeWebSer
     assert requests_for(web, "/same") == 1
 
 
-async def test_hostile_nested_html_is_a_bounded_error(tool: ScrapeUrl, web: FakeWebServer) -> None:
+@pytest.mark.parametrize(
+    "unit",
+    [b"<div>", b"<div><!--</div>-->", b'<div title="</div>">'],
+    ids=["plain", "comment", "attr"],
+)
+async def test_hostile_nested_html_is_refused_quickly(
+    tool: ScrapeUrl, web: FakeWebServer, unit: bytes
+) -> None:
     depth = 200_000
-    web.add_page("/nested", b"<html><body>" + b"<div>" * depth + b"x" + b"</div>" * depth)
+    web.add_page("/nested", b"<html><body>" + unit * depth + b"x" + b"</div>" * depth)
     started = time.monotonic()
     result = await failure(tool.scrape_url(web.url_for("/nested")))
-    assert result.startswith(f"Failed to extract text from {web.url_for('/nested')}: ")
-    assert time.monotonic() - started < 20
+    assert result == (
+        f"Failed to extract text from {web.url_for('/nested')}: "
+        "The page's HTML is nested too deeply to extract its text."
+    )
+    # The worker's deadline is 20 s; the refusal takes well under a second once it is warm.
+    assert time.monotonic() - started < 5
 
 
 async def test_parser_deadline_gives_an_error_and_the_tool_keeps_working(

@@ -17,6 +17,7 @@ from bot.exts._access import AccessPolicy, Cooldown, Requester
 from bot.exts._common import deps_of
 from bot.exts._text import readable_mentions, strip_bot_mention, thread_name
 from bot.exts.chat._attachments import AttachmentReader
+from bot.exts.chat._flood import UserTurns
 from bot.exts.chat._reply import ReplyRenderer
 from bot.exts.chat._streaming import ChannelWindows, StreamCadence
 from bot.prompts.ui_text import UiText, ui_text
@@ -80,6 +81,7 @@ class Chat(commands.Cog):
         self.bot = bot
         self.deps = deps
         self.cooldown = Cooldown(clock=deps.clock)
+        self.user_turns = UserTurns()
         self.windows = ChannelWindows(clock=deps.clock)
         self.locks = KeyedLocks()
         self.files = AttachmentReader(deps.services.attachment_intake)
@@ -102,17 +104,26 @@ class Chat(commands.Cog):
             log.debug("ignoring message %d: %s", message.id, verdict)
             return
         ui = ui_text(settings.language)
-        cool = self.cooldown.hit(message.author.id, settings.user_cooldown_seconds)
+        user_id = message.author.id
+        # Checked before the cooldown, so that a user refused as busy spends no cooldown window.
+        slot = self.user_turns.check(user_id, settings.user_max_concurrent_turns)
+        if not slot.allowed:
+            log.debug("user %d has %d turns in progress", user_id, self.user_turns.running(user_id))
+            if slot.notify:
+                await self._say(message, ui.busy)
+            return
+        cool = self.cooldown.hit(user_id, settings.user_cooldown_seconds)
         if not cool.allowed:
             if cool.notify:
                 await self._say(message, ui.cooldown.format(seconds=math.ceil(cool.retry_after)))
             return
-        async with self.deps.turns.track(), self.locks.hold(route.channel_id):
-            try:
-                await self._converse(message, route, me, ui)
-            except Exception:
-                log.exception("turn for message %d failed", message.id)
-                await self._say(message, ui.error_prefix + ui.generic_error, in_thread=True)
+        with self.user_turns.hold(user_id):
+            async with self.deps.turns.track(), self.locks.hold(route.channel_id):
+                try:
+                    await self._converse(message, route, me, ui)
+                except Exception:
+                    log.exception("turn for message %d failed", message.id)
+                    await self._say(message, ui.error_prefix + ui.generic_error, in_thread=True)
 
     async def _record_activity(self, message: discord.Message) -> None:
         """A person wrote: the channel (a thread counts for its parent) is not idle."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +19,12 @@ log = logging.getLogger(__name__)
 Transport = Literal["stdio", "http"]
 
 MAX_CONFIG_BYTES = 1_000_000
+# Real configs nest four or five levels; the JSON decoder recurses per level and would raise
+# RecursionError (not a decode error) somewhere near a thousand.
+MAX_CONFIG_DEPTH = 32
+MAX_SERVERS = 100
+# Strings (skipped whole, escapes included) and the brackets that open and close nesting.
+_JSON_NESTING_RE = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]', re.DOTALL)
 _HTTP_TYPES = frozenset({"http", "streamable-http", "streamable_http", "streamablehttp"})
 _UNSUPPORTED_TYPES = frozenset({"sse", "websocket", "ws"})
 
@@ -172,27 +179,82 @@ def parse_mcp_config(data: Any) -> list[McpServerConfig]:
         raise McpConfigError('the MCP config has no "mcpServers" object')
     if not isinstance(servers, dict):
         raise McpConfigError('"mcpServers" must be an object mapping names to servers')
+    if len(servers) > MAX_SERVERS:
+        raise McpConfigError(
+            f"the MCP config lists {len(servers)} servers; at most {MAX_SERVERS} are supported"
+        )
     prefixes: dict[str, str] = {}
     return [_server(str(name), raw, prefixes) for name, raw in servers.items()]
+
+
+def _too_deep(text: str) -> bool:
+    """True when brackets outside strings nest deeper than MAX_CONFIG_DEPTH."""
+    depth = 0
+    for match in _JSON_NESTING_RE.finditer(text):
+        mark = match.group()
+        if mark in ("[", "{"):
+            depth += 1
+            if depth > MAX_CONFIG_DEPTH:
+                return True
+        elif mark in ("]", "}"):
+            depth -= 1
+    return False
+
+
+def _has_lone_surrogate(data: Any) -> bool:
+    """True when a key or string holds a `\\ud800`-style escape that is not a character."""
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+    return False
+
+
+def decode_mcp_config(raw: bytes, source: str) -> Any:
+    """The JSON document in `raw`; raises McpConfigError for anything that is not usable JSON."""
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise McpConfigError(f"MCP config file {source} is larger than {MAX_CONFIG_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise McpConfigError(f"MCP config file {source} is not UTF-8") from None
+    if _too_deep(text):
+        raise McpConfigError(
+            f"MCP config file {source} nests deeper than {MAX_CONFIG_DEPTH} levels"
+        )
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise McpConfigError(
+            f"MCP config file {source} is not valid JSON: {exc.msg} (line {exc.lineno})"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        # Numbers past the int-conversion limit raise ValueError; nesting is checked above.
+        raise McpConfigError(f"MCP config file {source} is not usable JSON: {exc}") from None
+    if _has_lone_surrogate(data):
+        raise McpConfigError(f"MCP config file {source} holds a \\u escape that is not a character")
+    return data
 
 
 def load_mcp_config(path: Path) -> list[McpServerConfig]:
     """Read and validate the MCP config file; raises McpConfigError with a clear reason."""
     try:
+        # A FIFO or a device would block start-up on open or read, or never end.
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise McpConfigError(f"MCP config {path} is not a regular file")
         with path.open("rb") as handle:
             raw = handle.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise McpConfigError(f"MCP config file not found: {path}") from None
     except OSError as exc:
         raise McpConfigError(f"cannot read MCP config file {path}: {exc.strerror}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise McpConfigError(f"MCP config file {path} is larger than {MAX_CONFIG_BYTES} bytes")
-    try:
-        data = json.loads(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError:
-        raise McpConfigError(f"MCP config file {path} is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise McpConfigError(
-            f"MCP config file {path} is not valid JSON: {exc.msg} (line {exc.lineno})"
-        ) from None
-    return parse_mcp_config(data)
+    return parse_mcp_config(decode_mcp_config(raw, str(path)))

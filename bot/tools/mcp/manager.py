@@ -42,6 +42,12 @@ from bot.tools.mcp.config import (
     load_mcp_config,
     server_prefix,
 )
+from bot.tools.mcp.metadata import (
+    MAX_SERVER_SCHEMA_BYTES,
+    offered_size,
+    shown_name,
+    vet_tool,
+)
 from bot.tools.mcp.status import ServerStatus
 
 log = logging.getLogger(__name__)
@@ -52,6 +58,7 @@ STARTUP_WAIT = 5.0
 # The registry's own deadline is only a backstop: ours fires first, so the call gets logged.
 _REGISTRY_GRACE = 5.0
 _LOG_CHARS = 4000
+_REFUSED_SHOWN = 5
 _HASH_CHARS = 8
 
 
@@ -117,6 +124,8 @@ class McpManager:
         self._connections: dict[str, McpConnection] = {}
         # registry name -> (server, remote tool name), for every MCP tool currently offered
         self._owners: dict[str, tuple[str, str]] = {}
+        # server -> "tool (why)" for each listed tool that is not offered to the model
+        self._refused: dict[str, list[str]] = {}
         self._changed = asyncio.Event()
         self.config_error: str | None = None
 
@@ -130,6 +139,11 @@ class McpManager:
         except McpConfigError as exc:
             self.config_error = str(exc)
             log.error("MCP disabled: %s", exc)
+            return
+        except Exception as exc:
+            # Whatever the file holds, the bot starts; the traceback shows what went wrong.
+            self.config_error = f"the MCP config could not be read ({type(exc).__name__})"
+            log.exception("MCP disabled: the config could not be read")
             return
         for config in configs:
             if config.error is not None:
@@ -171,7 +185,7 @@ class McpManager:
                     state="down" if config.error else connection.state,
                     error=f"invalid configuration: {config.error}"
                     if config.error
-                    else connection.error,
+                    else connection.error or self._refusal(name),
                     tools=sorted(n for n, (s, _) in self._owners.items() if s == name),
                     connects=connection.connects,
                     protocol=connection.protocol,
@@ -187,6 +201,16 @@ class McpManager:
             while not predicate(self.status()):
                 await self._changed.wait()
         return self.status()
+
+    def _refusal(self, server: str) -> str | None:
+        """A status line naming the listed tools that are not offered, and why."""
+        refused = self._refused.get(server)
+        if not refused:
+            return None
+        shown = "; ".join(refused[:_REFUSED_SHOWN])
+        more = len(refused) - _REFUSED_SHOWN
+        tail = f"; and {more} more" if more > 0 else ""
+        return f"{len(refused)} tool(s) not offered: {shown}{tail}"
 
     def _notify(self) -> None:
         # Wake current waiters; later waiters wait on a fresh event.
@@ -219,21 +243,39 @@ class McpManager:
         offered = [tool for tool in tools if allowed is None or tool.name in allowed]
         previous = {n for n, (s, _) in self._owners.items() if s == server}
         kept: set[str] = set()
-        for tool in sorted(offered, key=lambda item: item.name):
+        refused: list[str] = []
+        budget = MAX_SERVER_SCHEMA_BYTES
+        for listed in sorted(offered, key=lambda item: item.name):
+            vetted = vet_tool(server, listed)
+            tool = vetted.tool
+            if tool is None:
+                refused.append(f"{shown_name(listed.name)} ({vetted.problem})")
+                continue
             name = self._free_name(server, tool.name, kept)
             if name is None:
-                log.warning("MCP tool %s of %s not offered: name clash", tool.name, server)
+                refused.append(f"{shown_name(tool.name)} (name clash)")
+                continue
+            size = offered_size(name, tool)
+            if size > budget:
+                refused.append(
+                    f"{shown_name(tool.name)} (the server's tools would pass "
+                    f"{MAX_SERVER_SCHEMA_BYTES:,} bytes together)"
+                )
                 continue
             try:
                 self._registry.add(self._tool(server, name, tool))
             except ValueError as exc:
-                log.warning("MCP tool %s of %s not offered: %s", tool.name, server, exc)
+                refused.append(f"{shown_name(tool.name)} ({exc})")
                 continue
+            budget -= size
             self._owners[name] = (server, tool.name)
             kept.add(name)
         for name in previous - kept:
             self._registry.remove(name)
             self._owners.pop(name, None)
+        self._refused[server] = refused
+        if refused:
+            log.warning("MCP server %s: %s", server, self._refusal(server) or "tools not offered")
         self._notify()
 
     def _withdraw(self, server: str) -> None:
@@ -241,6 +283,7 @@ class McpManager:
             if owner == server:
                 self._registry.remove(name)
                 del self._owners[name]
+        self._refused.pop(server, None)
         self._notify()
 
     def _tool(self, server: str, name: str, remote: RemoteTool) -> Tool:
