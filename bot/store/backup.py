@@ -55,9 +55,17 @@ def backup_database(source: Path, target: Path, *, overwrite: bool = False) -> P
         )
     if target.exists() and not overwrite:
         raise BackupError(f"{target} exists already; choose a new file name or remove it.")
+    try:
+        src = _open_source(source)
+    except sqlite3.Error as exc:
+        raise BackupError(
+            f"Cannot read the database {source} ({exc}); run the backup as the user that runs "
+            "PlayChat."
+        ) from exc
     partial = target.with_name(f".{target.name}.part")
     try:
-        _copy(source, partial)
+        with closing(src):
+            _copy(src, partial)
         partial.replace(target)
     except (sqlite3.Error, OSError) as exc:
         partial.unlink(missing_ok=True)
@@ -69,14 +77,21 @@ def backup_database(source: Path, target: Path, *, overwrite: bool = False) -> P
     return target
 
 
-def _copy(source: Path, target: Path) -> None:
+def _open_source(source: Path) -> sqlite3.Connection:
+    # mode=rw: never create a database where there was none (reading WAL needs write access).
+    conn = sqlite3.connect(f"{source.resolve().as_uri()}?mode=rw", uri=True)
+    try:
+        conn.execute("PRAGMA busy_timeout=5000")
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
+def _copy(src: sqlite3.Connection, target: Path) -> None:
     target.unlink(missing_ok=True)
-    # mode=rw: never create a database where there was none.
-    with (
-        closing(sqlite3.connect(f"{source.resolve().as_uri()}?mode=rw", uri=True)) as src,
-        closing(sqlite3.connect(target)) as dst,
-    ):
-        src.execute("PRAGMA busy_timeout=5000")
+    with closing(sqlite3.connect(target)) as dst:
         src.backup(dst)  # all pages in one step: one consistent snapshot
         # A standalone file: no -wal/-shm needed beside it to read or restore it.
         dst.execute("PRAGMA journal_mode=DELETE")

@@ -182,6 +182,11 @@ def test_backup_refuses_to_overwrite_and_names_a_missing_database(tmp_path: Path
     with pytest.raises(BackupError, match="writable"):
         backup_database(source, tmp_path / "no-such-folder" / "copy.db")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.db", "p.db"], "no partial file"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database\n" * 100)
+    with pytest.raises(BackupError, match=r"Cannot read the database .*notes\.txt"):
+        backup_database(notes, tmp_path / "copy2.db")
+    assert not (tmp_path / "copy2.db").exists()
 
 
 def _database_at(path: Path, version: int) -> None:
