@@ -4,20 +4,29 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
+# Progress bars make CI logs unreadable; pip's one line per package says what it is doing.
+PIP_INSTALL := $(BIN)/python -m pip install --progress-bar off --disable-pip-version-check
 
-.PHONY: run chat test lint typecheck unit bench clean
+.PHONY: install run chat test lint typecheck unit bench clean
 
 $(BIN)/python:
+	@echo "== creating the virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(PIP_INSTALL) --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
-	touch $@
+	@echo "== installing dependencies (first run takes about a minute)…"
+	$(PIP_INSTALL) -e .
+	@echo "== dependencies installed"
+	@touch $@
 
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP) $@
+	@echo "== installing dependencies and development tools (first run takes a minute or two)…"
+	$(PIP_INSTALL) -e '.[dev]'
+	@echo "== dependencies installed"
+	@touch $(STAMP) $@
+
+install: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/python -m bot
@@ -26,13 +35,16 @@ chat: $(STAMP)
 	$(BIN)/python -m bot chat
 
 lint: $(DEV_STAMP)
+	@echo "== ruff (lint and format check)"
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 typecheck: $(DEV_STAMP)
+	@echo "== mypy"
 	$(BIN)/mypy
 
 unit: $(DEV_STAMP)
+	@echo "== pytest (a few minutes)"
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck unit

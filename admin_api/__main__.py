@@ -7,12 +7,10 @@ import logging
 import signal
 import sys
 
-from pydantic import ValidationError as PydanticValidationError
-
 from admin_api.app import serve
 from admin_api.config import UnsafeBindError, admin_config, check_settings
-from bot.config import Settings
-from bot.errors import DatabaseVersionError
+from bot.config import Settings, load_settings
+from bot.errors import StartupError
 from bot.services import open_services
 from bot.utils.log_setup import configure_logging
 
@@ -40,10 +38,10 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     try:
-        settings = Settings()
-    except PydanticValidationError as exc:
-        print(f"Invalid configuration:\n{exc}", file=sys.stderr)
-        return 2
+        settings = load_settings()
+    except StartupError as exc:
+        print(str(exc), file=sys.stderr)
+        return exc.exit_code
     configure_logging(settings.log_level, debug=settings.debug, secrets=settings.secret_values())
     try:
         check_settings(settings)
@@ -52,9 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return asyncio.run(run(settings))
-    except DatabaseVersionError as exc:
+    except StartupError as exc:
         print(str(exc), file=sys.stderr)
-        return 2
+        return exc.exit_code
     except OSError as exc:
         print(f"The admin API could not start: {exc}", file=sys.stderr)
         return 1

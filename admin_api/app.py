@@ -19,6 +19,7 @@ from admin_api.state import ADMIN, SERVICES, AdminState
 from admin_api.turns import ChatTurns
 from admin_api.views import (
     auth,
+    backup,
     chat,
     logs,
     memory,
@@ -37,7 +38,21 @@ log = logging.getLogger(__name__)
 
 STATIC_DIR = Path(__file__).parent / "static"
 PAGE_ROUTES = frozenset({"admin_page", "admin_static"})
-VIEWS = (meta, auth, notes, settings, logs, memory, models, system, tools, sessions, topics, chat)
+VIEWS = (
+    meta,
+    auth,
+    notes,
+    settings,
+    logs,
+    memory,
+    models,
+    system,
+    tools,
+    sessions,
+    topics,
+    chat,
+    backup,
+)
 # The page runs only its own files: no inline script or style, no framing, no foreign fetches.
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

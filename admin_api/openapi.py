@@ -101,6 +101,16 @@ def _responses(route: Route, refs: dict[Key, Any]) -> dict[str, Any]:
             "description": signature.stream.description,
             "content": {"text/event-stream": {"schema": event}},
         }
+    elif signature.download is not None:
+        download = signature.download
+        ok = {
+            "description": download.description,
+            "content": {
+                download.media_type: {
+                    "schema": {"type": "string", "contentMediaType": download.media_type}
+                }
+            },
+        }
     else:
         ok = {
             "description": _doc(signature.response, "OK"),

@@ -8,8 +8,9 @@ What an endpoint takes and returns is read from its handler's signature, as tool
 - `query`, typed with a pydantic model, takes that model's fields from the query string; any
   other parameter is one query parameter (its default makes it optional);
 - the return annotation is the JSON response. A handler that builds its own response (cookies,
-  headers, a stream) returns `Annotated[web.StreamResponse, <the documented type>]`, or
-  `Annotated[web.StreamResponse, EventStream(...)]` for server-sent events.
+  headers, a stream) returns `Annotated[web.StreamResponse, <the documented type>]`,
+  `Annotated[web.StreamResponse, EventStream(...)]` for server-sent events, or
+  `Annotated[web.StreamResponse, FileDownload(...)]` for a file that is not JSON.
 
 Everything is validated before the handler runs; a failure is a 422 naming where it was.
 """
@@ -46,6 +47,14 @@ class EventStream:
     name: str
     description: str
     schema: Callable[[], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class FileDownload:
+    """A response that is a file (not JSON): its media type and what it holds."""
+
+    media_type: str
+    description: str
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,7 @@ class Signature:
     response: Any  # the documented JSON type; None for an event stream
     stream: EventStream | None
     raw: bool  # the handler returns its own web.StreamResponse
+    download: FileDownload | None = None
 
     @classmethod
     def of(cls, handler: Handler, path: str) -> Signature:
@@ -139,6 +149,7 @@ class Signature:
             missing = sorted(placeholders - set(path_params))
             raise TypeError(f"{where}: no parameter for path placeholder(s) {missing}")
         response, stream, raw = cls._returns(where, hints.get("return"))
+        download = _download(hints.get("return"))
         name = "".join(part.title() for part in handler.__name__.split("_"))
         return cls(
             injected=tuple(injected),
@@ -149,6 +160,7 @@ class Signature:
             response=response,
             stream=stream,
             raw=raw,
+            download=download,
         )
 
     @staticmethod
@@ -158,6 +170,8 @@ class Signature:
             if _is_stream_response(base):
                 if isinstance(documented, EventStream):
                     return None, documented, True
+                if isinstance(documented, FileDownload):
+                    return None, None, True
                 return documented, None, True
         if annotation is None or _is_stream_response(annotation):
             raise TypeError(
@@ -165,6 +179,14 @@ class Signature:
                 "(Annotated[web.StreamResponse, T] when the handler builds the response)"
             )
         return annotation, None, False
+
+
+def _download(annotation: Any) -> FileDownload | None:
+    if typing.get_origin(annotation) is Annotated:
+        documented = typing.get_args(annotation)[1]
+        if isinstance(documented, FileDownload):
+            return documented
+    return None
 
 
 @dataclass(frozen=True)

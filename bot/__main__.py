@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import sys
 from contextlib import AsyncExitStack
 
-from pydantic import ValidationError as PydanticValidationError
-
 from admin_api.config import UnsafeBindError, check_settings
-from bot.config import Settings
-from bot.errors import DatabaseVersionError, ValidationError
+from bot.config import Settings, load_settings
+from bot.errors import StartupError, ValidationError
 from bot.prompts.ui_text import ui_text
 from bot.services import Services, open_services
 from bot.store.spaces import local_space
@@ -33,15 +32,24 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "command",
         nargs="?",
         default="run",
-        choices=["run", "chat"],
-        help="run: the Discord bot and admin API (default); chat: a terminal chat",
+        choices=["run", "chat", "backup"],
+        help="run: the Discord bot and admin API (default); chat: a terminal chat; "
+        "backup PATH: a consistent copy of the database (also while the bot runs)",
+    )
+    parser.add_argument(
+        "path", nargs="?", help="backup: the file to write, or a folder (ending in /) to write into"
     )
     parser.add_argument(
         "--space",
         metavar="NAME",
         help="chat: the local space to talk in (local:NAME; default: the LOCAL_SPACE setting)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.command == "backup" and args.path is None:
+        parser.error("backup needs a PATH, e.g.: python -m bot backup backups/")
+    if args.command != "backup" and args.path is not None:
+        parser.error(f"{args.command} takes no PATH")
+    return args
 
 
 async def run_chat(settings: Settings, space: str | None = None) -> int:
@@ -69,7 +77,11 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
     try:
         async with AsyncExitStack() as stack:
             if settings.admin_enabled:
-                server = await serve(services, config=admin_config(settings))
+                config = admin_config(settings)
+                try:
+                    server = await serve(services, config=config)
+                except OSError as exc:
+                    raise bind_failure(config.host, config.port, exc) from exc
                 stack.push_async_callback(server.close)
                 log.info("admin API on %s", server.url)
             return await run_discord(services, stop=stop)
@@ -83,14 +95,43 @@ async def run_bot(settings: Settings) -> int:
         return await serve_all(services)
 
 
+def bind_failure(host: str, port: int, exc: OSError) -> StartupError:
+    """One sentence naming the admin API's address, why it cannot listen there, and the fix."""
+    where = f"{host}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return StartupError(
+            f"The admin API cannot listen on {where}: the port is in use (is PlayChat already "
+            "running?); stop the other program or set ADMIN_PORT to a free port."
+        )
+    if exc.errno == errno.EACCES:
+        return StartupError(
+            f"The admin API may not listen on {where} (permission denied); set ADMIN_PORT to "
+            "a port above 1023."
+        )
+    reason = exc.strerror or str(exc)
+    return StartupError(
+        f"The admin API cannot listen on {where} ({reason}); set ADMIN_HOST to an address of "
+        "this machine, such as 127.0.0.1."
+    )
+
+
+def backup(settings: Settings, target: str) -> int:
+    """`python -m bot backup PATH`: copy the database consistently, also while the bot runs."""
+    from bot.store.backup import backup_database, resolve_target
+
+    written = backup_database(settings.db_path, resolve_target(target))
+    print(written)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     args = _parse_args(argv)
     try:
-        settings = Settings()
-    except PydanticValidationError as exc:
-        print(f"Invalid configuration:\n{exc}", file=sys.stderr)
-        return 2
+        settings = load_settings()
+    except StartupError as exc:
+        print(str(exc), file=sys.stderr)
+        return exc.exit_code
     configure_logging(settings.log_level, debug=settings.debug, secrets=settings.secret_values())
     if args.space is not None:
         if args.command != "chat":
@@ -101,6 +142,20 @@ def main(argv: list[str] | None = None) -> int:
         except ValidationError as exc:
             print(str(exc), file=sys.stderr)
             return 2
+    try:
+        return _dispatch(args, settings)
+    except StartupError as exc:
+        # The sentence says what to fix; the traceback is for DEBUG.
+        log.debug("start-up failed", exc_info=True)
+        print(str(exc), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "backup":
+        return backup(settings, args.path)
     if args.command == "run":
         if settings.discord_token is None:
             print(SETUP_HELP, file=sys.stderr, end="")
@@ -110,15 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         except UnsafeBindError as exc:
             print(str(exc), file=sys.stderr)
             return 2
-    try:
-        if args.command == "chat":
-            return asyncio.run(run_chat(settings, args.space))
-        return asyncio.run(run_bot(settings))
-    except DatabaseVersionError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    if args.command == "chat":
+        return asyncio.run(run_chat(settings, args.space))
+    return asyncio.run(run_bot(settings))
 
 
 if __name__ == "__main__":

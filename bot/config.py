@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from types import UnionType
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import Field, SecretStr, TypeAdapter, field_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from bot.errors import ValidationError
+from bot.errors import ConfigurationError, ValidationError
 from bot.store.spaces import DEFAULT_LOCAL_NAME, LOCAL_NAME_PATTERN, local_space
 
 if TYPE_CHECKING:
@@ -52,8 +54,13 @@ SECRET_KEYS = frozenset({"llm_api_key", "discord_token", "admin_password", "admi
 class Settings(BaseSettings):
     """Every setting of PlayChat; names match the environment variables (upper case)."""
 
+    # env_ignore_empty: `NAME=` (as in .env.example) means "not set", so the default applies.
     model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", frozen=True
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        frozen=True,
+        env_ignore_empty=True,
     )
 
     discord_token: SecretStr | None = None
@@ -121,7 +128,7 @@ class Settings(BaseSettings):
     admin_max_connections: int = Field(default=100, ge=1)
     admin_trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
-    log_level: str = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     debug: bool = False
 
     @field_validator(
@@ -141,8 +148,17 @@ class Settings(BaseSettings):
         if isinstance(value, int):
             return [value]
         if isinstance(value, str):
-            return [int(part) for part in value.replace(" ", "").split(",") if part]
+            parts = [part for part in value.replace(" ", "").split(",") if part]
+            if not all(part.isdigit() for part in parts):
+                raise ValueError("expected numeric Discord ids separated by commas")
+            return [int(part) for part in parts]
         return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: Any) -> Any:
+        """Accept log level names in any case."""
+        return value.strip().upper() if isinstance(value, str) else value
 
     @field_validator("admin_allowed_hosts", mode="before")
     @classmethod
@@ -186,6 +202,84 @@ class Settings(BaseSettings):
     def secret_values(self) -> list[str]:
         """The plain values of the secret settings that are set (to mask them in output)."""
         return [value for name in sorted(SECRET_KEYS) if (value := self.secret(name))]
+
+
+def load_settings() -> Settings:
+    """Settings from the environment and `.env`; a ConfigurationError names each bad variable."""
+    try:
+        return Settings()
+    except PydanticValidationError as exc:
+        raise ConfigurationError("\n".join(describe_settings_errors(exc))) from exc
+
+
+def describe_settings_errors(exc: PydanticValidationError) -> list[str]:
+    """One sentence per invalid setting: the variable as typed, its value, what it accepts."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for error in exc.errors(include_url=False):
+        name = str(error["loc"][0]) if error["loc"] else ""
+        if name in seen or name not in Settings.model_fields:
+            continue
+        seen.add(name)
+        variable = name.upper()
+        shown = "" if name in SECRET_KEYS else f"={_shown(error.get('input'))}"
+        if error["type"] == "value_error":
+            reason = str(error["msg"]).removeprefix("Value error, ")
+        else:
+            reason = f"expected {expected_value(name)}"
+        lines.append(
+            f"{variable}{shown} is not valid: {reason}; fix it in .env or the environment."
+        )
+    return lines or [f"Invalid configuration: {exc.error_count()} error(s)."]
+
+
+def expected_value(name: str) -> str:
+    """What a setting accepts, in words: its type and bounds ("a whole number, at least 1")."""
+    field = Settings.model_fields[name]
+    return _kind(field.annotation) + _bounds(field.metadata)
+
+
+def _shown(value: Any) -> str:
+    text = str(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return (
+        json.dumps(text, ensure_ascii=False) if not text or any(c.isspace() for c in text) else text
+    )
+
+
+def _kind(annotation: Any) -> str:
+    args = [arg for arg in get_args(annotation) if arg is not type(None)]
+    if get_origin(annotation) in (Union, UnionType) and len(args) == 1:
+        annotation = args[0]
+    if get_origin(annotation) is Literal:
+        return "one of " + ", ".join(str(arg) for arg in get_args(annotation))
+    kinds: dict[Any, str] = {
+        bool: "true or false",
+        int: "a whole number",
+        float: "a number",
+        Path: "a file path",
+    }
+    if annotation in kinds:
+        return str(kinds[annotation])
+    if get_origin(annotation) is list:
+        return "a comma-separated list"
+    return "text"
+
+
+def _bounds(metadata: list[Any]) -> str:
+    parts = []
+    for item in metadata:
+        for attr, words in (
+            ("ge", "at least"),
+            ("gt", "greater than"),
+            ("le", "at most"),
+            ("lt", "less than"),
+        ):
+            bound = getattr(item, attr, None)
+            if bound is not None:
+                parts.append(f"{words} {bound}")
+    return (", " + " and ".join(parts)) if parts else ""
 
 
 def is_ollama_model(model: str) -> bool:

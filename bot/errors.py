@@ -33,8 +33,22 @@ class ConflictError(UserFacingError):
     """The request clashes with existing data (e.g. importing over an existing session)."""
 
 
-class DatabaseVersionError(PlayChatError):
+class StartupError(PlayChatError):
+    """PlayChat cannot start; the message names the cause and the fix in one sentence."""
+
+    exit_code = 1
+
+
+class ConfigurationError(StartupError):
+    """A setting from the environment or `.env` is invalid; one line per bad variable."""
+
+    exit_code = 2
+
+
+class DatabaseVersionError(StartupError):
     """The database was written by a newer PlayChat than this one."""
+
+    exit_code = 2
 
 
 class ToolError(PlayChatError):

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import sqlite3
 import sys
+from contextlib import closing
 from pathlib import Path
+
+import pytest
 
 from tests.fakes.llm_server import FakeLLMServer, Raw, Text, ToolCalls
 
@@ -103,6 +107,140 @@ async def test_the_terminal_chat_talks_in_its_local_space(
     assert code == 2 and "local space name" in err
     code, _, err = await _run(["--space", "home"], env, tmp_path)
     assert code == 2 and "--space" in err
+
+
+def _one_sentence(err: str) -> str:
+    """The whole of stderr: one line, no traceback."""
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+async def test_env_example_copied_as_is_starts_with_the_defaults_and_no_mcp_error(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    (tmp_path / ".env").write_text((REPO / ".env.example").read_text("utf-8"), "utf-8")
+    env = _env(tmp_path, LLM_API_BASE=llm.url, LLM_MODEL="ollama/test-model")
+    llm.script(Text("Hi."))
+    code, out, err = await _run(["chat"], env, tmp_path, b"hello\n")
+    assert code == 0, err
+    assert out.strip() == "Hi."
+    assert "MCP" not in err and "ERROR" not in err, err
+
+
+async def test_admin_port_in_use_is_one_sentence_naming_the_port(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = _env(
+            tmp_path, DISCORD_TOKEN="token", ADMIN_PORT=str(port), LLM_API_BASE="http://127.0.0.1:9"
+        )
+        code, _, err = await _run([], env, tmp_path)
+    assert code == 1
+    # Start-up log lines come first; the last line is the sentence.
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert f"127.0.0.1:{port}" in last and "in use" in last and "ADMIN_PORT" in last
+
+
+def _read_only_dir(tmp_path: Path) -> Path:
+    """A folder nobody may create files in (root ignores permission bits, but not /proc's)."""
+    if os.geteuid() == 0:
+        return Path("/proc")
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    return folder
+
+
+@pytest.mark.parametrize("command", [[], ["chat"]])
+async def test_database_paths_that_cannot_work_are_one_sentence_each(
+    tmp_path: Path, command: list[str]
+) -> None:
+    run = {"DISCORD_TOKEN": "token", "ADMIN_ENABLED": "false"} if not command else {}
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    not_a_db = tmp_path / "notes.txt"
+    not_a_db.write_text("not a database\n" * 100)
+    read_only = _read_only_dir(tmp_path) / "playchat.db"
+    cases = {
+        folder: ("is a folder", "DB_PATH"),
+        read_only: ("cannot create or write", "writable"),
+        not_a_db: ("not a SQLite database", "DB_PATH"),
+        tmp_path / "notes.txt" / "p.db": ("cannot create or write", "DB_PATH"),
+    }
+    for path, (what, fix) in cases.items():
+        env = _env(tmp_path, DB_PATH=str(path), **run)
+        code, out, err = await _run(command, env, tmp_path)
+        assert code == 1, err
+        sentence = _one_sentence(err)
+        assert str(path) in sentence and what in sentence and fix in sentence, sentence
+        assert out == ""
+    assert not_a_db.read_text() == "not a database\n" * 100, "left untouched"
+
+
+async def test_a_locked_database_is_named_with_the_likely_cause(tmp_path: Path) -> None:
+    path = tmp_path / "locked.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("CREATE TABLE t (x)")
+        code, _, err = await _run(["chat"], _env(tmp_path, DB_PATH=str(path)), tmp_path)
+    finally:
+        holder.close()
+    assert code == 1
+    sentence = _one_sentence(err)
+    assert str(path) in sentence and "locked" in sentence and "another PlayChat" in sentence
+
+
+@pytest.mark.parametrize("command", [[], ["chat"], ["backup", "copy.db"]])
+async def test_a_bad_setting_names_the_variable_and_what_it_accepts(
+    tmp_path: Path, command: list[str]
+) -> None:
+    env = _env(tmp_path, LLM_CONTEXT_TOKENS="abc", LANGUAGE="fr")
+    code, out, err = await _run(command, env, tmp_path)
+    assert code == 2 and out == ""
+    assert "Traceback" not in err and "pydantic" not in err
+    assert err.strip().splitlines() == [
+        "LLM_CONTEXT_TOKENS=abc is not valid: expected a whole number; "
+        "fix it in .env or the environment.",
+        "LANGUAGE=fr is not valid: expected one of ja, en; fix it in .env or the environment.",
+    ]
+
+
+async def test_backup_command_copies_the_database_and_refuses_to_overwrite(
+    tmp_path: Path,
+) -> None:
+    db_path = tmp_path / "chat.db"
+    with closing(sqlite3.connect(db_path)) as conn:
+        conn.execute("CREATE TABLE kept (x)")
+        conn.execute("INSERT INTO kept VALUES ('row')")
+        conn.commit()
+    code, out, err = await _run(["backup", "copy.db"], _env(tmp_path), tmp_path)
+    assert code == 0, err
+    assert out.strip() == "copy.db"
+    with closing(sqlite3.connect(tmp_path / "copy.db")) as conn:
+        assert conn.execute("SELECT x FROM kept").fetchall() == [("row",)]
+
+    code, out, err = await _run(["backup", "copy.db"], _env(tmp_path), tmp_path)
+    assert code == 1 and out == ""
+    assert "exists already" in _one_sentence(err)
+
+    code, out, err = await _run(["backup", "nightly/"], _env(tmp_path), tmp_path)
+    assert code == 0, err
+    written = tmp_path / out.strip()
+    assert written.parent == tmp_path / "nightly", "a path ending in / is a folder, created"
+    assert written.name.startswith("playchat-") and written.suffix == ".db"
+
+    code, _, err = await _run(["backup"], _env(tmp_path), tmp_path)
+    assert code == 2 and "backup needs a PATH" in err
+
+    missing = _env(tmp_path, DB_PATH=str(tmp_path / "none.db"))
+    code, _, err = await _run(["backup", "other.db"], missing, tmp_path)
+    assert code == 1 and "none.db" in _one_sentence(err)
 
 
 def _litellm_env(tmp_path: Path, llm: FakeLLMServer, **extra: str) -> dict[str, str]:

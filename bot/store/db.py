@@ -6,15 +6,17 @@ import asyncio
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
+from bot.errors import StartupError
+from bot.store.backup import backup_to, snapshot_path
 from bot.store.migration_spaces import MigrationContext
-from bot.store.migrations import migrate
+from bot.store.migrations import SCHEMA_VERSION, current_version, migrate
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +39,57 @@ def utcnow() -> str:
 async def _connect(path: str) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path, isolation_level=None)
     conn.row_factory = sqlite3.Row
-    for pragma in _PRAGMAS:
-        await conn.execute(pragma)
+    try:
+        for pragma in _PRAGMAS:
+            await conn.execute(pragma)
+    except BaseException:
+        await conn.close()
+        raise
     return conn
+
+
+def _probe(path: str) -> None:
+    """Open the file once with plain sqlite3, so a bad path fails here and not inside
+    aiosqlite's worker thread (which, on a failed connect, outlives a closing event loop)."""
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        conn.execute("PRAGMA user_version").fetchone()
+
+
+async def _snapshot_before_upgrade(conn: aiosqlite.Connection, db_path: Path) -> None:
+    version = await current_version(conn)
+    if 0 < version < SCHEMA_VERSION:
+        target = await backup_to(db_path, snapshot_path(db_path, SCHEMA_VERSION), overwrite=True)
+        log.info(
+            "database at schema version %d copied to %s before upgrading it to version %d",
+            version,
+            target,
+            SCHEMA_VERSION,
+        )
+
+
+def open_failure(path: Path, exc: BaseException) -> StartupError:
+    """One sentence naming the database file that could not be opened and what to do."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    if path.is_dir():
+        return StartupError(
+            f"DB_PATH={path} is a folder, not a database file; set DB_PATH to a file such as "
+            f"{path / 'playchat.db'}."
+        )
+    if "locked" in reason:
+        return StartupError(
+            f"The database {path} is locked by another program (another PlayChat on the same "
+            "DB_PATH?); stop that program or set DB_PATH to another file."
+        )
+    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in reason:
+        return StartupError(
+            f"{path} is not a SQLite database; set DB_PATH to PlayChat's database file or move "
+            "this file away."
+        )
+    return StartupError(
+        f"PlayChat cannot create or write its database {path} ({reason}); make the file and "
+        "its folder writable for this user, or set DB_PATH to a writable place."
+    )
 
 
 class Database:
@@ -56,12 +106,26 @@ class Database:
         """Open (creating if needed) and migrate the database at `path`.
 
         `local_space` is where a migration puts rows whose space cannot be told otherwise.
+        A database with data at an older schema version is copied to
+        `<file>.before-v<N>.bak` first. A file that cannot be opened is a StartupError
+        naming the path and the fix.
         """
         db_path = Path(path)
-        if str(db_path) != ":memory:":
+        try:
+            return await cls._open(db_path, local_space)
+        except (sqlite3.Error, OSError) as exc:
+            raise open_failure(db_path, exc) from exc
+
+    @classmethod
+    async def _open(cls, db_path: Path, local_space: str | None) -> Database:
+        in_memory = str(db_path) == ":memory:"
+        if not in_memory:
             db_path.parent.mkdir(parents=True, exist_ok=True)
+            await asyncio.to_thread(_probe, str(db_path))
         writer = await _connect(str(db_path))
         try:
+            if not in_memory:
+                await _snapshot_before_upgrade(writer, db_path)
             context = MigrationContext() if local_space is None else MigrationContext(local_space)
             await migrate(writer, context)
             reader = await _connect(str(db_path))

@@ -1,0 +1,74 @@
+"""`python -m bot` against the loopback Discord: a rejected token and a missing intent end the
+process with the sentence that says what to fix, a non-zero exit code and no traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.prompts.ui_text import ui_text
+from tests.fakes.discord_server import FakeDiscord
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The real entry point, with discord.py pointed at the loopback server first.
+ENTRY = """
+import sys, yarl
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+Route.BASE = sys.argv[1]
+DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(sys.argv[2])
+from bot.__main__ import main
+sys.exit(main([]))
+"""
+
+
+async def _python_m_bot(server: FakeDiscord, tmp_path: Path, token: str) -> tuple[int, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DISCORD_", "LLM_", "ADMIN_", "DB_"))
+    }
+    env.update(
+        PYTHONPATH=str(REPO),
+        DB_PATH=str(tmp_path / "p.db"),
+        LANGUAGE="en",
+        DISCORD_TOKEN=token,
+        ADMIN_ENABLED="false",
+        LLM_API_BASE="http://127.0.0.1:9",
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        ENTRY,
+        server.api_url,
+        server.gateway_url,
+        cwd=tmp_path,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, err.decode()
+
+
+@pytest.mark.parametrize("case", ["bad_token", "intents_disabled"])
+async def test_discord_refusals_end_with_the_fix_and_no_traceback(
+    tmp_path: Path, case: str
+) -> None:
+    privileged = 0 if case == "intents_disabled" else None
+    kwargs = {} if privileged is None else {"privileged_intents": privileged}
+    async with FakeDiscord(**kwargs) as server:
+        token = "not-the-token" if case == "bad_token" else server.token
+        code, err = await _python_m_bot(server, tmp_path, token)
+    assert code == 2
+    assert "Traceback" not in err, err
+    expected = getattr(ui_text("en"), f"runner_{case}")
+    assert expected in err, err
+    assert ("DISCORD_TOKEN" if case == "bad_token" else "MESSAGE CONTENT INTENT") in expected
