@@ -372,9 +372,9 @@ class _ImportPlan:
         )
         # Linked afterwards: a summary is usually condensed into a later one.
         await conn.executemany(
-            "UPDATE memories SET condensed_into = ? WHERE id = ?",
+            "UPDATE memories SET condensed_into = ? WHERE space_id = ? AND id = ?",
             [
-                (memory_map[m.condensed_into], memory_map[m.id])
+                (memory_map[m.condensed_into], self.space, memory_map[m.id])
                 for m in self.memories
                 if m.condensed_into is not None
             ],
