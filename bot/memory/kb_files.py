@@ -23,31 +23,79 @@ Snapshot = dict[str, tuple[int, int]]
 RESCAN_SECONDS = 2.0
 
 
-def scan_dir(kb_dir: Path) -> Snapshot:
-    """(mtime_ns, size) of every visible, regular kb_dir/**/*.md file; symlinks are skipped."""
+def shown(rel: str) -> str:
+    """`rel` printable: bytes of a name that is not UTF-8 appear as \\xNN escapes."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _folders_to_walk(rel_root: Path, names: list[str], problems: dict[str, str]) -> list[str]:
+    """The visible folders among `names`; those whose name is not UTF-8 go to `problems`."""
+    kept = []
+    for name in names:
+        if name.startswith("."):
+            continue
+        if not _is_utf8(name):
+            problems[shown((rel_root / name).as_posix())] = "folder name is not UTF-8"
+            continue
+        kept.append(name)
+    return kept
+
+
+def _is_knowledge_name(name: str, *, top: bool) -> bool:
+    if name.startswith(".") or not name.lower().endswith(".md"):
+        return False
+    # The folder's own README.md holds instructions, not knowledge.
+    return not (top and name.lower() == "readme.md")
+
+
+def scan_dir(kb_dir: Path, problems: dict[str, str] | None = None) -> Snapshot:
+    """(mtime_ns, size) of every visible, regular kb_dir/**/*.md file; symlinks are skipped.
+
+    A file or folder that cannot be taken (a name that is not UTF-8, a folder that cannot be
+    listed) is left out and, when `problems` is given, named there (shown path → reason).
+    """
     snapshot: Snapshot = {}
+    found = problems if problems is not None else {}
     if not kb_dir.is_dir():
         return snapshot
-    for root, dirnames, filenames in os.walk(kb_dir, followlinks=False):
-        dirnames[:] = [name for name in dirnames if not name.startswith(".")]
+
+    def unlistable(exc: OSError) -> None:
+        where = Path(os.fsdecode(exc.filename or kb_dir)).relative_to(kb_dir).as_posix()
+        found[shown(where)] = f"cannot list this folder ({exc.strerror or exc})"
+
+    for root, dirnames, filenames in os.walk(kb_dir, onerror=unlistable, followlinks=False):
+        rel_root = Path(root).relative_to(kb_dir)
+        dirnames[:] = _folders_to_walk(rel_root, dirnames, found)
         for name in filenames:
-            if name.startswith(".") or not name.lower().endswith(".md"):
+            if not _is_knowledge_name(name, top=root == str(kb_dir)):
                 continue
-            if root == str(kb_dir) and name.lower() == "readme.md":
-                continue  # the folder's own instructions, not knowledge
-            full = os.path.join(root, name)
+            rel = (rel_root / name).as_posix()
+            if not _is_utf8(name):
+                found[shown(rel)] = "file name is not UTF-8"
+                continue
             try:
-                info = os.lstat(full)
+                info = os.lstat(os.path.join(root, name))
             except OSError:
-                continue
+                continue  # vanished since the listing
             if stat.S_ISREG(info.st_mode):
-                rel = Path(full).relative_to(kb_dir).as_posix()
                 snapshot[rel] = (info.st_mtime_ns, info.st_size)
     return snapshot
 
 
-def read_files(kb_dir: Path, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """(text, sha256) of each readable file; files that vanished or fail to read are left out."""
+def read_files(
+    kb_dir: Path, paths: Sequence[str], problems: dict[str, str] | None = None
+) -> dict[str, tuple[str, str]]:
+    """(text, sha256) of each readable file. Files that vanished are left out; files that fail
+    to read otherwise are left out and, when `problems` is given, named there (path → reason).
+    Bytes that are not UTF-8 are replaced."""
     out: dict[str, tuple[str, str]] = {}
     for rel in paths:
         digest = hashlib.sha256()
@@ -58,8 +106,12 @@ def read_files(kb_dir: Path, paths: Sequence[str]) -> dict[str, tuple[str, str]]
                     digest.update(chunk)
                     if len(head) < MAX_READ_BYTES:
                         head += chunk[: MAX_READ_BYTES - len(head)]
-        except OSError as exc:
-            log.warning("cannot read knowledge file %s: %s", rel, exc)
+        except FileNotFoundError:
+            log.debug("knowledge file %s vanished before it was read", rel)
+            continue
+        except (OSError, ValueError) as exc:
+            if problems is not None:
+                problems[rel] = f"cannot read it ({type(exc).__name__}: {exc})"
             continue
         text = bytes(head).decode("utf-8", errors="replace").removeprefix("\ufeff")
         out[rel] = (text, digest.hexdigest())

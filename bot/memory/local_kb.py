@@ -10,6 +10,10 @@ Change detection: a search compares a stat snapshot — the set of (path, mtime_
 kb_dir/**/*.md, walked in a worker thread — with the one from the last sync, at most every
 RESCAN_SECONDS (or at once after `invalidate()`, e.g. when knowledge was saved). Only when the
 snapshot differs are files read and hashed, and only files whose sha256 changed are embedded.
+
+A bad file costs only itself: a name that is not UTF-8, an unreadable file or a folder that
+cannot be listed is left out with one warning (repeated only if it goes away and comes back),
+and an unreadable file is not read again until its stamp changes.
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ from typing import Literal, Protocol
 
 from bot.memory.bm25 import BM25Index, bigram_terms
 from bot.memory.japanese import NounExtractor
-from bot.memory.kb_files import HEADING, RESCAN_SECONDS, Snapshot, read_files, scan_dir, title_of
+from bot.memory.kb_files import (
+    HEADING,
+    RESCAN_SECONDS,
+    Snapshot,
+    read_files,
+    scan_dir,
+    title_of,
+)
 from bot.memory.vectors import VectorIndex, normalise
 from bot.store.db import Database
 from bot.store.local_kb_docs import KBDocRow, LocalKBDocRepository
@@ -190,6 +201,8 @@ class _SyncPlan:
         }
         plan = cls()
         for path in sorted(snapshot):
+            if path not in contents:
+                continue  # could not be read: left out until it changes
             content, digest = contents[path]
             if not content.strip():
                 continue
@@ -254,6 +267,10 @@ class LocalKnowledgeBase:
         self._vectors: VectorIndex | None = None
         self._embed_failed_at: float | None = None
         self._syncs = 0
+        # Files that failed to read, by path: (stamp when it failed, reason).
+        self._unreadable: dict[str, tuple[tuple[int, int], str]] = {}
+        # Bad files and folders already warned about (shown path → reason).
+        self._warned: dict[str, str] = {}
 
     @property
     def sync_count(self) -> int:
@@ -310,8 +327,23 @@ class LocalKnowledgeBase:
     async def sync(self) -> SyncReport:
         """Rescan kb_dir now: embed new and changed files, drop rows of removed ones."""
         async with self._lock:
-            snapshot = await asyncio.to_thread(scan_dir, self._kb_dir)
-            return await self._sync_locked(snapshot)
+            snapshot, problems = await self._scan()
+            report = await self._sync_locked(snapshot)
+            self._warn_about(problems)
+            return report
+
+    async def _scan(self) -> tuple[Snapshot, dict[str, str]]:
+        problems: dict[str, str] = {}
+        snapshot = await asyncio.to_thread(scan_dir, self._kb_dir, problems)
+        return snapshot, problems
+
+    def _warn_about(self, scan_problems: dict[str, str]) -> None:
+        """Warn once about each bad file or folder; forget the ones that are gone."""
+        problems = scan_problems | {path: why for path, (_, why) in self._unreadable.items()}
+        for path, why in sorted(problems.items()):
+            if self._warned.get(path) != why:
+                log.warning("knowledge base: skipping %s: %s", path, why)
+        self._warned = problems
 
     def invalidate(self) -> None:
         """Files changed (e.g. knowledge saved): rescan before the next search."""
@@ -326,12 +358,12 @@ class LocalKnowledgeBase:
         ):
             return
         self._scanned_at = now
-        snapshot = await asyncio.to_thread(scan_dir, self._kb_dir)
-        if snapshot == self._snapshot:
-            return
-        async with self._lock:
-            if snapshot != self._snapshot:
-                await self._sync_locked(snapshot)
+        snapshot, problems = await self._scan()
+        if snapshot != self._snapshot:
+            async with self._lock:
+                if snapshot != self._snapshot:
+                    await self._sync_locked(snapshot)
+        self._warn_about(problems)
 
     async def _sync_locked(self, snapshot: Snapshot) -> SyncReport:
         self._syncs += 1
@@ -361,21 +393,34 @@ class LocalKnowledgeBase:
 
     async def _contents(self, snapshot: Snapshot) -> dict[str, tuple[str, str]]:
         """(text, sha256) of each file in `snapshot`: new and changed ones are read from disk,
-        the rest come from memory. Files that vanished before being read leave `snapshot`."""
+        the rest come from memory. Files that vanished before being read leave `snapshot`;
+        files that cannot be read stay in it (so they are not read again until they change)
+        and are left out of the result."""
         known = {doc.path: doc for doc in self._docs}
+        self._unreadable = {
+            path: (stamp, why)
+            for path, (stamp, why) in self._unreadable.items()
+            if snapshot.get(path) == stamp
+        }
         to_read = [
             path
             for path, stamp in snapshot.items()
-            if path not in known or (known[path].mtime_ns, known[path].size) != stamp
+            if path not in self._unreadable
+            and (path not in known or (known[path].mtime_ns, known[path].size) != stamp)
         ]
-        read = await asyncio.to_thread(read_files, self._kb_dir, to_read) if to_read else {}
+        problems: dict[str, str] = {}
+        read = (
+            await asyncio.to_thread(read_files, self._kb_dir, to_read, problems) if to_read else {}
+        )
         for path in to_read:
-            if path not in read:
+            if path in problems:
+                self._unreadable[path] = (snapshot[path], problems[path])
+            elif path not in read:
                 snapshot.pop(path)  # vanished between the scan and the read: look again later
         unchanged = {
             path: (doc.content, doc.content_hash)
             for path, doc in known.items()
-            if path in snapshot and path not in read
+            if path in snapshot and path not in read and path not in self._unreadable
         }
         return unchanged | read
 

@@ -22,17 +22,25 @@ An import never overwrites: an existing session id, attachment id or Discord mes
 ConflictError. With `as_new` the session gets a fresh id and is detached from Discord (channel
 and Discord message ids cleared), and attachments get fresh ids (`attachment:<id>` references
 in message texts are rewritten), so a copy can sit next to its original.
+
+An import is one write transaction, so an interrupted one leaves nothing behind. The work that
+grows with the export (renaming references in one regex pass per message, decoding files) runs
+in a worker thread before it; inside it only bulk inserts run, with message and memory row ids
+assigned up front, so 6,000 messages × 6,000 attachments hold other writers for ~0.1 s.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
 import logging
+import re
 import secrets
 import sqlite3
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Final, Literal
 
@@ -52,6 +60,8 @@ log = logging.getLogger(__name__)
 EXPORT_VERSION: Final = 1
 SQLITE_INT_MAX = 2**63 - 1
 TEXT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+ATTACHMENT_PREFIX: Final = "attachment:"
+ATTACHMENT_REF: Final = re.compile(r"attachment:([A-Za-z0-9_-]+)")
 
 
 def _iso_timestamp(value: str) -> str:
@@ -232,161 +242,185 @@ class SessionTransfer:
             raise ConflictError("The import clashes with data already stored.") from exc
 
     async def _import(self, space: str, data: SessionExport, *, as_new: bool) -> str:
-        session_id = uuid.uuid4().hex if as_new else data.session.id
-        attachment_ids = {
-            a.id: (secrets.token_hex(8) if as_new else a.id) for a in data.attachments
-        }
+        # Everything that grows with the export (renaming references, decoding files) is done
+        # in a worker before the write lock is taken; inside it only bulk inserts run, so other
+        # writers wait milliseconds, and the session appears whole or not at all.
+        plan = await asyncio.to_thread(_ImportPlan.of, space, data, as_new)
         async with self._db.transaction() as conn:
             if not as_new:
                 await _refuse_existing(conn, data)
             await ensure_space_row(conn, space)
-            await _insert_session(conn, space, session_id, data.session, as_new=as_new)
-            memory_map = await _insert_memories(conn, space, session_id, data.memories)
-            renamed = attachment_ids if as_new else {}
-            await _insert_messages(
-                conn,
-                space,
-                session_id,
-                data.messages,
-                memory_map=memory_map,
-                renamed=renamed,
-                as_new=as_new,
-            )
-            await _insert_attachments(conn, space, session_id, data.attachments, attachment_ids)
+            await plan.insert(conn)
         log.info(
             "imported session %s into %s (%d messages, %d memories, %d attachments)",
-            session_id,
+            plan.session_id,
             space,
             len(data.messages),
             len(data.memories),
             len(data.attachments),
         )
-        return session_id
+        return plan.session_id
 
 
-async def _insert_session(
-    conn: aiosqlite.Connection,
-    space: str,
-    session_id: str,
-    info: ExportedSession,
-    *,
-    as_new: bool,
-) -> None:
-    """The session row in `space`; a copy (`as_new`) is detached from its Discord channel."""
-    await conn.execute(
-        "INSERT INTO sessions (id, space_id, title, model, source, discord_channel_id, "
-        "discord_guild_id, parent_channel_id, topic, closed_at, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            session_id,
-            space,
-            info.title,
-            info.model,
-            info.source,
-            None if as_new else info.discord_channel_id,
-            None if as_new else info.discord_guild_id,
-            None if as_new else info.parent_channel_id,
-            info.topic,
-            info.closed_at,
-            info.created_at,
-            info.updated_at,
-        ),
-    )
+def rename_attachments(content: str, renamed: dict[str, str]) -> str:
+    """`content` with every `attachment:<old id>` reference pointing at its new id, in one pass
+    (ids are matched whole, so one id that is a prefix of another is not touched)."""
+    if not renamed or ATTACHMENT_PREFIX not in content:
+        return content
+
+    def new_id(match: re.Match[str]) -> str:
+        old = match.group(1)
+        return ATTACHMENT_PREFIX + renamed.get(old, old)
+
+    return ATTACHMENT_REF.sub(new_id, content)
 
 
-async def _insert_memories(
-    conn: aiosqlite.Connection, space: str, session_id: str, memories: list[ExportedMemory]
-) -> dict[int, int]:
-    """Insert the summaries in id order, then link condensed ones; returns old id → new id."""
-    memory_map: dict[int, int] = {}
-    for memory in sorted(memories, key=lambda m: m.id):
-        cursor = await conn.execute(
-            "INSERT INTO memories (space_id, session_id, summary, level, created_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (space, session_id, memory.summary, memory.level, memory.created_at),
-        )
-        memory_map[memory.id] = cursor.lastrowid or 0
-    for memory in memories:
-        if memory.condensed_into is not None:
-            await conn.execute(
-                "UPDATE memories SET condensed_into = ? WHERE space_id = ? AND id = ?",
-                (memory_map[memory.condensed_into], space, memory_map[memory.id]),
-            )
-    return memory_map
+@dataclass(frozen=True)
+class _ImportPlan:
+    """The rows of one import, worked out before the write transaction; ids that depend on the
+    database (message and memory row ids) are assigned inside it."""
 
+    space: str
+    session_id: str
+    session: tuple[Any, ...]
+    memories: list[ExportedMemory]
+    messages: list[tuple[ExportedMessage, str]]
+    attachments: list[tuple[Any, ...]]
+    as_new: bool
 
-def _rename_attachments(content: str, renamed: dict[str, str]) -> str:
-    """`content` with every `attachment:<old>` reference pointing at the new id."""
-    for old, new in renamed.items():
-        content = content.replace(f"attachment:{old}", f"attachment:{new}")
-    return content
-
-
-async def _insert_messages(
-    conn: aiosqlite.Connection,
-    space: str,
-    session_id: str,
-    messages: list[ExportedMessage],
-    *,
-    memory_map: dict[int, int],
-    renamed: dict[str, str],
-    as_new: bool,
-) -> None:
-    """Insert the messages in id order with references renumbered, then link late replies."""
-    message_map: dict[int, int] = {}
-    for message in sorted(messages, key=lambda m: m.id):
-        cursor = await conn.execute(
-            "INSERT INTO messages (space_id, session_id, role, content, author_id, author_name, "
-            "discord_message_id, reply_to, archived_at, memory_id, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                space,
+    @classmethod
+    def of(cls, space: str, data: SessionExport, as_new: bool) -> _ImportPlan:
+        """Fresh ids (`as_new`), renamed references, decoded files; linear in the export."""
+        session_id = uuid.uuid4().hex if as_new else data.session.id
+        ids = {a.id: (secrets.token_hex(8) if as_new else a.id) for a in data.attachments}
+        renamed = ids if as_new else {}
+        info = data.session
+        return cls(
+            space=space,
+            session_id=session_id,
+            session=(
                 session_id,
-                message.role,
-                _rename_attachments(message.content, renamed),
-                message.author_id,
-                message.author_name,
-                None if as_new else message.discord_message_id,
-                None if message.reply_to is None else message_map.get(message.reply_to),
-                message.archived_at,
-                None if message.memory_id is None else memory_map[message.memory_id],
-                message.created_at,
+                space,
+                info.title,
+                info.model,
+                info.source,
+                None if as_new else info.discord_channel_id,
+                None if as_new else info.discord_guild_id,
+                None if as_new else info.parent_channel_id,
+                info.topic,
+                info.closed_at,
+                info.created_at,
+                info.updated_at,
             ),
+            memories=sorted(data.memories, key=lambda m: m.id),
+            messages=[
+                (message, rename_attachments(message.content, renamed))
+                for message in sorted(data.messages, key=lambda m: m.id)
+            ],
+            attachments=[
+                (
+                    ids[a.id],
+                    space,
+                    session_id,
+                    a.filename,
+                    a.content_type,
+                    a.size,
+                    a.data(),
+                    a.source_url,
+                    a.created_at,
+                )
+                for a in data.attachments
+            ],
+            as_new=as_new,
         )
-        message_map[message.id] = cursor.lastrowid or 0
-    for message in messages:
-        # A reply stored before its question (odd, but valid) is linked afterwards.
-        if message.reply_to is not None and message.reply_to > message.id:
-            await conn.execute(
-                "UPDATE messages SET reply_to = ? WHERE space_id = ? AND id = ?",
-                (message_map[message.reply_to], space, message_map[message.id]),
-            )
 
-
-async def _insert_attachments(
-    conn: aiosqlite.Connection,
-    space: str,
-    session_id: str,
-    attachments: list[ExportedAttachment],
-    attachment_ids: dict[str, str],
-) -> None:
-    """Insert the attached files under their (possibly fresh) ids."""
-    for attachment in attachments:
+    async def insert(self, conn: aiosqlite.Connection) -> None:
+        """Insert the session, its summaries, messages and files in bulk (inside the caller's
+        write transaction, which makes the row ids assigned here safe to predict)."""
         await conn.execute(
+            "INSERT INTO sessions (id, space_id, title, model, source, discord_channel_id, "
+            "discord_guild_id, parent_channel_id, topic, closed_at, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            self.session,
+        )
+        memory_map = await self._insert_memories(conn)
+        await self._insert_messages(conn, memory_map)
+        await conn.executemany(
             "INSERT INTO attachments (id, space_id, session_id, filename, content_type, size, "
             "data, source_url, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                attachment_ids[attachment.id],
-                space,
-                session_id,
-                attachment.filename,
-                attachment.content_type,
-                attachment.size,
-                attachment.data(),
-                attachment.source_url,
-                attachment.created_at,
-            ),
+            self.attachments,
         )
+
+    async def _insert_memories(self, conn: aiosqlite.Connection) -> dict[int, int]:
+        """Summaries in id order, then condensed links; returns old id → new id."""
+        first = await _next_id(conn, "memories")
+        memory_map = {memory.id: first + n for n, memory in enumerate(self.memories)}
+        await conn.executemany(
+            "INSERT INTO memories (id, space_id, session_id, summary, level, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    memory_map[m.id],
+                    self.space,
+                    self.session_id,
+                    m.summary,
+                    m.level,
+                    m.created_at,
+                )
+                for m in self.memories
+            ],
+        )
+        # Linked afterwards: a summary is usually condensed into a later one.
+        await conn.executemany(
+            "UPDATE memories SET condensed_into = ? WHERE space_id = ? AND id = ?",
+            [
+                (memory_map[m.condensed_into], self.space, memory_map[m.id])
+                for m in self.memories
+                if m.condensed_into is not None
+            ],
+        )
+        return memory_map
+
+    async def _insert_messages(
+        self, conn: aiosqlite.Connection, memory_map: dict[int, int]
+    ) -> None:
+        """Messages in id order with replies (even to later messages) and summaries renumbered."""
+        first = await _next_id(conn, "messages")
+        message_map = {message.id: first + n for n, (message, _) in enumerate(self.messages)}
+        await conn.executemany(
+            "INSERT INTO messages (id, space_id, session_id, role, content, author_id, "
+            "author_name, discord_message_id, reply_to, archived_at, memory_id, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    message_map[message.id],
+                    self.space,
+                    self.session_id,
+                    message.role,
+                    content,
+                    message.author_id,
+                    message.author_name,
+                    None if self.as_new else message.discord_message_id,
+                    None if message.reply_to is None else message_map[message.reply_to],
+                    message.archived_at,
+                    None if message.memory_id is None else memory_map[message.memory_id],
+                    message.created_at,
+                )
+                for message, content in self.messages
+            ],
+        )
+
+
+async def _next_id(conn: aiosqlite.Connection, table: Literal["messages", "memories"]) -> int:
+    """The first row id AUTOINCREMENT would hand out next in `table` (never a used one)."""
+    rows = list(
+        await conn.execute_fetchall(
+            f"SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), "
+            f"COALESCE((SELECT max(id) FROM {table}), 0))",
+            (table,),
+        )
+    )
+    return int(rows[0][0]) + 1
 
 
 async def _any_exists(conn: aiosqlite.Connection, sql: str, values: list[Any]) -> bool:

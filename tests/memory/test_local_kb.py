@@ -11,14 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from bot.chat.engine import TurnRequest
+from bot.chat.events import SessionEvent
 from bot.config import Settings
 from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway, RetryPolicy
-from bot.memory import local_kb
+from bot.memory import kb_files, local_kb
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.local_kb import EMBED_MAX_CHARS, LocalKnowledgeBase
+from bot.services import ServiceOptions, open_services
 from bot.store.db import Database
-from tests.fakes.llm_server import FakeLLMServer, HttpError
+from tests.fakes.llm_server import FakeLLMServer, HttpError, Text
 
 S = "local:local"
 VOCAB = ["ラーメン", "デプロイ", "猫", "沖縄", "asyncio", "会議"]
@@ -254,10 +257,12 @@ async def test_a_file_gone_between_scan_and_read_is_looked_at_again_when_it_retu
     text = "# 幽霊\n\n沖縄の怪談"
     ghost.write_text(text, encoding="utf-8")
     stamp = ghost.stat().st_mtime_ns
-    scan = local_kb.scan_dir
+    scan = kb_files.scan_dir
 
-    def scan_then_lose(root: Path) -> dict[str, tuple[int, int]]:
-        snapshot = scan(root)
+    def scan_then_lose(
+        root: Path, problems: dict[str, str] | None = None
+    ) -> dict[str, tuple[int, int]]:
+        snapshot = scan(root, problems)
         ghost.unlink(missing_ok=True)
         return snapshot
 
@@ -578,3 +583,105 @@ async def test_a_space_sees_shared_files_and_only_its_own_folders(
     }
     assert await seen("dm:5") == {"ramen.md"}
     assert await seen("local:local") == {"ramen.md"}
+
+
+def plant_bad_files(kb_dir: Path) -> list[str]:
+    """Files that each fail on their own: a name that is not UTF-8 (one in a folder named so),
+    an unreadable file (unless we are root, who reads anything), a directory named *.md, a
+    symlink loop named *.md. Returns the names that deserve a warning."""
+    root = os.fsencode(kb_dir)
+    fd = os.open(root + b"/caf\xe9.md", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, "# Café ラーメン\n\nラーメン".encode())
+    os.close(fd)
+    os.mkdir(root + b"/dossier\xff")
+    fd = os.open(root + b"/dossier\xff/inner.md", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, "# inner ラーメン".encode())
+    os.close(fd)
+    (kb_dir / "folder.md").mkdir()
+    (kb_dir / "loop.md").symlink_to(kb_dir / "loop.md")
+    warned = ["caf\\xe9.md", "dossier\\xff"]
+    if os.geteuid() != 0:
+        locked = kb_dir / "locked.md"
+        locked.write_text("# 鍵 ラーメン", "utf-8")
+        locked.chmod(0)
+        warned.append("locked.md")
+    return warned
+
+
+async def test_bad_files_cost_only_themselves_through_the_engine(
+    make_settings: Callable[..., Settings],
+    service_options: ServiceOptions,
+    llm: FakeLLMServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = make_settings(local_kb_min_score=0.0)
+    settings.kb_dir.mkdir(parents=True)
+    (settings.kb_dir / "ramen.md").write_text(FILES["ramen.md"], "utf-8")
+    (settings.kb_dir / "deploy.md").write_text(FILES["deploy.md"], "utf-8")
+    bad = plant_bad_files(settings.kb_dir)
+    llm.embedder = KeywordEmbedder().vector
+    caplog.set_level(logging.WARNING)
+    async with open_services(settings, service_options) as services:
+        for n in range(3):
+            llm.script(Text(f"answer {n}"))
+            events = [
+                event
+                async for event in services.engine.run_turn(
+                    TurnRequest(f"ラーメン屋のおすすめは？ {n}", None, space_id=S)
+                )
+            ]
+            assert any(isinstance(event, SessionEvent) for event in events)
+            services.local_kb.invalidate()  # as if RESCAN_SECONDS had passed: scan again
+        await services.tasks.drain()
+    chats = llm.chat_requests
+    assert len(chats) == 3
+    for request in chats:
+        sent = json.dumps(request.messages, ensure_ascii=False)
+        assert "東京のラーメン屋メモ" in sent, "the good files still reach the model"
+        assert "Café" not in sent and "鍵" not in sent and "inner" not in sent
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    about_files = [r.getMessage() for r in warnings if r.name.startswith("bot.memory")]
+    assert len(about_files) == len(bad), about_files
+    for name in bad:
+        assert sum(name in text for text in about_files) == 1, (name, about_files)
+    assert not [r for r in caplog.records if r.exc_info], "no tracebacks"
+
+
+async def test_an_unreadable_file_is_skipped_warned_once_and_not_reread(
+    kb: LocalKnowledgeBase,
+    kb_dir: Path,
+    db: Database,
+    clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    locked = kb_dir / "locked.md"
+    locked.write_text("# 鍵 ラーメン", "utf-8")
+    real_open = open
+    opened: list[str] = []
+
+    def refusing_open(file: Path, mode: str = "r") -> object:
+        opened.append(Path(file).name)
+        if Path(file).name == "locked.md":
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, mode)
+
+    # Root reads any file whatever its mode, so the refusal is the kernel's, played here.
+    monkeypatch.setattr(kb_files, "open", refusing_open, raising=False)
+    caplog.set_level(logging.WARNING)
+    for _ in range(3):
+        hits = await kb.search("ラーメン", S)
+        clock.now += 10
+    assert [h.path for h in hits] == ["ramen.md"]
+    assert opened.count("locked.md") == 1, "not read again while unchanged"
+    assert kb.sync_count == 1, "an unreadable file does not make every scan a sync"
+    warned = [r.getMessage() for r in caplog.records if "locked.md" in r.getMessage()]
+    assert len(warned) == 1 and "Permission denied" in warned[0]
+
+    edit(locked, "# 鍵 ラーメン 2")
+    await kb.search("ラーメン", S)
+    assert opened.count("locked.md") == 2, "read again once it changed"
+    monkeypatch.undo()
+    edit(locked, "# 鍵 ラーメン 3")
+    await kb.search("ラーメン", S)
+    assert "locked.md" in await rows(db), "readable again: back in the knowledge base"

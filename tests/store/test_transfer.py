@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
-from collections.abc import AsyncIterator
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -118,3 +124,117 @@ async def test_import_as_new_gets_fresh_ids_and_leaves_discord(db: Database) -> 
     late = next(m for m in copy.messages if m.content == "late answer")
     question = next(m for m in copy.messages if m.content.startswith("see"))
     assert late.reply_to == question.id
+
+
+def big_export(n: int) -> SessionExport:
+    """`n` messages, each naming one of `n` attachments (and a reply to the one before)."""
+    return SessionExport.model_validate(
+        {
+            "exported_at": T,
+            "session": {"id": f"big{n}", "created_at": T, "updated_at": T},
+            "messages": [
+                {
+                    "id": k + 1,
+                    "role": "user" if k % 2 == 0 else "assistant",
+                    "content": f"message {k} about attachment:file{k:05d}, see there",
+                    "reply_to": k if k else None,
+                    "created_at": T,
+                }
+                for k in range(n)
+            ],
+            "attachments": [
+                {"id": f"file{k:05d}", "filename": f"{k}.txt", "size": 2, "created_at": T,
+                 "data_base64": "aGk="}
+                for k in range(n)
+            ],
+        }
+    )  # fmt: skip
+
+
+class CallCounter:
+    """Counts Python and C function calls while active, in this thread and in threads started
+    after it was installed (the import's worker), as a measure of work immune to machine load."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.calls = 0
+
+    def __call__(self, frame: FrameType, event: str, arg: object) -> None:
+        if self.active and event in ("call", "c_call"):
+            self.calls += 1
+
+    @contextmanager
+    def installed(self) -> Iterator[CallCounter]:
+        """Profile this thread and new threads with the counter (inactive until `counting`)."""
+        sys.setprofile(self)
+        threading.setprofile(self)
+        try:
+            yield self
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)  # type: ignore[arg-type]
+
+    async def count(self, work: Awaitable[object]) -> int:
+        """How many calls `work` made."""
+        self.calls, self.active = 0, True
+        try:
+            await work
+        finally:
+            self.active = False
+        return self.calls
+
+
+async def test_import_as_new_grows_linearly(db: Database) -> None:
+    transfer = transfer_over(db)
+    small, double = big_export(500), big_export(1000)
+    with CallCounter().installed() as counter:
+        await counter.count(transfer.import_session(A, big_export(10), as_new=True))  # warm-up
+        ratio = await counter.count(
+            transfer.import_session(A, double, as_new=True)
+        ) / await counter.count(transfer.import_session(A, small, as_new=True))
+    # Linear work gives 2; renaming every id in every message gave about 4.
+    assert ratio < 3, f"twice the rows took {ratio:.1f}x the calls"
+
+
+async def test_a_large_import_does_not_hold_up_other_writers(db: Database) -> None:
+    transfer = transfer_over(db)
+    other = await SessionRepository(db).create(B, title="busy")
+    messages = MessageRepository(db)
+    export = big_export(3000)
+    waits: list[float] = []
+    importing = asyncio.create_task(transfer.import_session(A, export, as_new=True))
+    while not importing.done():
+        start = time.perf_counter()
+        await messages.add(B, other.id, "user", f"meanwhile {len(waits)}")
+        waits.append(time.perf_counter() - start)
+    copy_id = await importing
+    assert len(waits) >= 2, "the writer ran during the import"
+    assert max(waits) < 0.5, f"a write waited {max(waits):.2f} s"
+    copy = await transfer.export_session(A, copy_id)
+    assert len(copy.messages) == 3000 and len(copy.attachments) == 3000
+    new_ids = {a.id for a in copy.attachments}
+    assert all(m.content.split("attachment:")[1][:16] in new_ids for m in copy.messages)
+
+
+async def test_renaming_matches_whole_ids(db: Database) -> None:
+    """`attachment:a` renamed first must not turn `attachment:ab` into `<new a>b`."""
+    export = SessionExport.model_validate(
+        {
+            "exported_at": T,
+            "session": {"id": "pre", "created_at": T, "updated_at": T},
+            "messages": [
+                {"id": 1, "role": "user", "created_at": T,
+                 "content": "attachment:a, attachment:ab and attachment:abc (unknown)"},
+            ],
+            "attachments": [
+                {"id": i, "filename": "f", "size": 0, "created_at": T, "data_base64": ""}
+                for i in ("a", "ab")
+            ],
+        }
+    )  # fmt: skip
+    transfer = transfer_over(db)
+    copy = await transfer.export_session(A, await transfer.import_session(A, export, as_new=True))
+    ids = sorted(a.id for a in copy.attachments)
+    (message,) = copy.messages
+    refs = [part.split(" ")[0].rstrip(",") for part in message.content.split("attachment:")[1:]]
+    assert sorted(refs[:2]) == ids and refs[2] == "abc", message.content
