@@ -27,6 +27,7 @@ from admin_api.views import (
     notes,
     sessions,
     settings,
+    spaces,
     system,
     tools,
     topics,
@@ -37,7 +38,21 @@ log = logging.getLogger(__name__)
 
 STATIC_DIR = Path(__file__).parent / "static"
 PAGE_ROUTES = frozenset({"admin_page", "admin_static"})
-VIEWS = (meta, auth, notes, settings, logs, memory, models, system, tools, sessions, topics, chat)
+VIEWS = (
+    meta,
+    auth,
+    spaces,
+    notes,
+    settings,
+    logs,
+    memory,
+    models,
+    system,
+    tools,
+    sessions,
+    topics,
+    chat,
+)
 # The page runs only its own files: no inline script or style, no framing, no foreign fetches.
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
