@@ -28,6 +28,7 @@ from admin_api.views import (
     notes,
     sessions,
     settings,
+    spaces,
     system,
     tools,
     topics,
@@ -41,6 +42,7 @@ PAGE_ROUTES = frozenset({"admin_page", "admin_static"})
 VIEWS = (
     meta,
     auth,
+    spaces,
     notes,
     settings,
     logs,

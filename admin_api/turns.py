@@ -1,7 +1,8 @@
 """Starting a chat turn from the admin API (linking note pages first when asked).
 
-A new conversation goes to the local space (LOCAL_SPACE); an existing session, whatever its
-space (the admin API is operator level), continues in its own space.
+A new conversation goes to the space asked for, by default the local space (LOCAL_SPACE); an
+existing session, whatever its space (the admin API is operator level), continues in its own
+space, and naming another space for it is refused.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class ChatInput:
     session_id: str | None = None
     model: str | None = None
     note_page_ids: Sequence[int] | None = None
+    space_id: str | None = None
 
 
 class ChatTurns:
@@ -54,7 +56,13 @@ class ChatTurns:
         """
         session_id = chat.session_id
         existing = None if session_id is None else await self._sessions.get(ALL_SPACES, session_id)
-        space = existing.space_id if existing is not None else self._local_space()
+        space = chat.space_id or self._local_space()
+        if existing is not None:
+            if chat.space_id is not None and chat.space_id != existing.space_id:
+                raise ValidationError(
+                    f"Session {session_id!r} belongs to {existing.space_id}, not {chat.space_id}."
+                )
+            space = existing.space_id
         created = False
         if chat.note_page_ids is not None:
             wanted = set(chat.note_page_ids)

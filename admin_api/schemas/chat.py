@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from admin_api.schemas.common import Body, RowId, SessionId
+from admin_api.schemas.common import Body, RowId, SessionId, SpaceId
 from admin_api.schemas.models import ModelName
 from bot.chat.events import Event, to_wire
 
@@ -27,6 +27,7 @@ class ChatIn(Body):
     session_id: SessionId | None = None
     model: ModelName | None = None
     note_page_ids: Annotated[list[RowId], Field(max_length=100)] | None = None
+    space_id: SpaceId | None = None  # a new conversation's space (default: the local space)
 
 
 class _Traced(str):

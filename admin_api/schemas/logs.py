@@ -6,13 +6,14 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from admin_api.schemas.common import Limit, RowId, UtcDatetime
+from admin_api.schemas.common import Limit, RowId, SpaceId, UtcDatetime
 
 
 class LogFilterQuery(BaseModel):
     """Which API log rows to list or delete."""
 
     session_id: Annotated[str, Field(max_length=200)] | None = None
+    space: SpaceId | None = None
     model: Annotated[str, Field(max_length=200)] | None = None
     errors_only: bool = False
     since: UtcDatetime | None = None
@@ -37,6 +38,7 @@ class LogSummaryOut(BaseModel):
 
     id: int
     session_id: str | None
+    space_id: str | None
     model: str
     purpose: str
     error: str | None

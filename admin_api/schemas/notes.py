@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from admin_api.schemas.common import Body, RowId
+from admin_api.schemas.common import Body, RowId, SpaceId
 from bot.memory.notes import MAX_CONTENT_CHARS, MAX_SECTION_CHARS, MAX_TITLE_CHARS, NotePage
 
 NoteTitle = Annotated[str, Field(min_length=1, max_length=MAX_TITLE_CHARS)]
@@ -26,6 +26,7 @@ class NoteCreateIn(Body):
     title: NoteTitle
     content: NoteText = ""
     section: Section = ""
+    space_id: SpaceId | None = None  # default: the local space
 
 
 class NoteUpdateIn(Body):
@@ -41,6 +42,7 @@ class SectionRenameIn(Body):
 
     old: Section
     new: Section
+    space_id: SpaceId | None = None  # default: the local space
 
 
 class RenamedOut(BaseModel):

@@ -22,6 +22,7 @@ class BackfillOut(BaseModel):
 
 
 class WordPoolOut(BaseModel):
-    """The word pool, oldest first."""
+    """The most recently seen words of one space (`space_id`), or of every space (null)."""
 
+    space_id: str | None
     words: list[str]

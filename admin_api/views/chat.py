@@ -36,10 +36,12 @@ async def chat_stream(
     """Run a chat turn; answer as server-sent events.
 
     Streams session_id, tool, notes_updated, sources, chunk, done or error. A client that goes
-    away does not stop the turn: the engine finishes and stores it.
+    away does not stop the turn: the engine finishes and stores it. The turn runs in
+    `space_id` (default: the local space); an existing session continues in its own space, and
+    naming another one is a 422.
     """
     events = await admin.turns.start(
-        ChatInput(body.message, body.session_id, body.model, body.note_page_ids)
+        ChatInput(body.message, body.session_id, body.model, body.note_page_ids, body.space_id)
     )
     response = web.StreamResponse(headers=SSE_HEADERS)
     async with aclosing(events):

@@ -13,6 +13,7 @@ from bot.store.api_logs import ApiLog, ApiLogFilter
 def _filter(query: LogFilterQuery) -> ApiLogFilter:
     return ApiLogFilter(
         session_id=query.session_id,
+        space_id=query.space,
         model=query.model,
         errors_only=query.errors_only,
         since=stored_time(query.since),

@@ -1,11 +1,20 @@
 """Long-term memory: summaries (list, delete) and saved web knowledge (list, get, delete,
-regenerate)."""
+regenerate, move to another space). Listings take `?space=` (every space without it)."""
 
 from __future__ import annotations
 
 from admin_api.errors import ApiError, not_found
 from admin_api.routing import Route
-from admin_api.schemas.common import DeletedOut, Page, PageQuery, RowId, SessionId
+from admin_api.schemas.common import (
+    DeletedOut,
+    Page,
+    PageQuery,
+    RowId,
+    SessionId,
+    SpaceId,
+    scope_of,
+)
+from admin_api.schemas.spaces import MoveIn
 from bot.errors import NotFoundError
 from bot.memory.knowledge import RegenerateError
 from bot.services import Services
@@ -15,7 +24,10 @@ from bot.store.spaces import ALL_SPACES
 
 
 async def list_summaries(
-    services: Services, query: PageQuery, session_id: SessionId | None = None
+    services: Services,
+    query: PageQuery,
+    session_id: SessionId | None = None,
+    space: SpaceId | None = None,
 ) -> Page[Memory, int]:
     """List memory summaries.
 
@@ -23,12 +35,12 @@ async def list_summaries(
     """
     memories = services.repos.memories
     if session_id is not None:
-        session = await services.repos.sessions.get(ALL_SPACES, session_id)
+        session = await services.repos.sessions.get(scope_of(space), session_id)
         items = (
             [] if session is None else await memories.all_for_session(session.space_id, session_id)
         )
         return Page(items=items, next_cursor=None)
-    rows = await memories.list(ALL_SPACES, limit=query.limit, before_id=query.cursor)
+    rows = await memories.list(scope_of(space), limit=query.limit, before_id=query.cursor)
     return Page.of(rows, query.limit, rows[-1].id if rows else None)
 
 
@@ -39,9 +51,13 @@ async def delete_summary(services: Services, id: RowId) -> DeletedOut:
     return DeletedOut(deleted=1)
 
 
-async def list_knowledge(services: Services, query: PageQuery) -> Page[KnowledgeEntry, int]:
+async def list_knowledge(
+    services: Services, query: PageQuery, space: SpaceId | None = None
+) -> Page[KnowledgeEntry, int]:
     """List saved knowledge, newest first."""
-    entries = await services.knowledge.list(ALL_SPACES, limit=query.limit, before_id=query.cursor)
+    entries = await services.knowledge.list(
+        scope_of(space), limit=query.limit, before_id=query.cursor
+    )
     return Page.of(entries, query.limit, entries[-1].id if entries else None)
 
 
@@ -78,6 +94,15 @@ async def regenerate_knowledge(services: Services, id: RowId) -> KnowledgeEntry:
         raise ApiError(502, "sources_unreadable", str(exc)) from None
 
 
+async def move_knowledge(services: Services, id: RowId, body: MoveIn) -> KnowledgeEntry:
+    """Move a knowledge entry (and its Markdown file) to another space.
+
+    The file goes to the new space's web_search folder; its session link is dropped.
+    """
+    entry = await get_knowledge(services, id)
+    return await services.spaces.move_knowledge(entry.space_id, id, body.space_id)
+
+
 def routes() -> list[Route]:
     """Memory routes."""
     return [
@@ -87,4 +112,5 @@ def routes() -> list[Route]:
         Route("GET", "/api/memory/knowledge/{id}", get_knowledge),
         Route("DELETE", "/api/memory/knowledge/{id}", delete_knowledge),
         Route("POST", "/api/memory/knowledge/{id}/regenerate", regenerate_knowledge),
+        Route("POST", "/api/memory/knowledge/{id}/move", move_knowledge),
     ]

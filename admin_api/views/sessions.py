@@ -9,7 +9,7 @@ from pydantic import Field
 
 from admin_api.errors import not_found
 from admin_api.routing import Route, render
-from admin_api.schemas.common import DeletedOut, Limit, Page, SessionId
+from admin_api.schemas.common import DeletedOut, Limit, Page, SessionId, SpaceId, scope_of
 from admin_api.schemas.sessions import ImportOut, MessageListOut
 from bot.services import Services
 from bot.store.sessions import Session
@@ -20,13 +20,16 @@ Before = Annotated[str, Field(max_length=64)]
 
 
 async def list_sessions(
-    services: Services, limit: Limit = 50, before: Before | None = None
+    services: Services,
+    limit: Limit = 50,
+    before: Before | None = None,
+    space: SpaceId | None = None,
 ) -> Page[Session, str]:
-    """List sessions, most recently active first.
+    """List sessions, most recently active first (one space's with `space`).
 
     Pass `next_cursor` back as `before`.
     """
-    rows = await services.repos.sessions.list(ALL_SPACES, limit=limit, before=before)
+    rows = await services.repos.sessions.list(scope_of(space), limit=limit, before=before)
     return Page.of(rows, limit, rows[-1].updated_at if rows else None)
 
 
@@ -70,14 +73,15 @@ async def export_session(
 
 
 async def import_session(
-    services: Services, body: SessionExport, as_new: bool = False
+    services: Services, body: SessionExport, as_new: bool = False, space: SpaceId | None = None
 ) -> ImportOut:
     """Import an exported session.
 
     An existing id is a 409 unless `as_new=true` (which imports a copy under a fresh id).
-    It goes back into the space it was exported from, or the local space when it names none.
+    It goes into `space` when given, else back into the space it was exported from, else the
+    local space.
     """
-    named = body.session.space_id
+    named = space or body.session.space_id
     space = named if named and is_space_id(named) else services.settings().local_space_id
     return ImportOut(session_id=await services.transfer.import_session(space, body, as_new=as_new))
 

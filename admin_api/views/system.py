@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from admin_api.routing import Route
+from admin_api.schemas.common import SpaceId, scope_of
 from admin_api.schemas.system import BackfillIn, BackfillOut, WordPoolOut
 from bot.services import Services
-from bot.store.spaces import ALL_SPACES
 from bot.store.stats import Stats
 
 
@@ -14,9 +14,9 @@ async def backfill_tags(services: Services, body: BackfillIn) -> BackfillOut:
     return BackfillOut(tagged=await services.tagger.backfill(body.limit))
 
 
-async def word_pool(services: Services) -> WordPoolOut:
-    """The word pool the topic picker draws from."""
-    return WordPoolOut(words=await services.word_pool.snapshot(ALL_SPACES))
+async def word_pool(services: Services, space: SpaceId | None = None) -> WordPoolOut:
+    """The word pool the topic picker draws from (one space's with `space`, else every space's)."""
+    return WordPoolOut(space_id=space, words=await services.word_pool.snapshot(scope_of(space)))
 
 
 async def stats(services: Services) -> Stats:

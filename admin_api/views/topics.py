@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from admin_api.errors import ApiError, not_found
 from admin_api.routing import Route
+from admin_api.schemas.common import SpaceId, scope_of
 from admin_api.schemas.topics import ChannelId, TopicListOut, TopicStatusOut, TopicUpdateIn
 from bot.services import Services
-from bot.store.spaces import ALL_SPACES
 from bot.topics.service import PostResult, TopicService
 
 RECENT_POSTS = 10
@@ -24,9 +24,9 @@ async def _status(topics: TopicService, channel_id: int) -> TopicStatusOut:
     )
 
 
-async def list_topic_channels(services: Services) -> TopicListOut:
-    """Channels with topic settings."""
-    return TopicListOut(channels=await services.topics.repo.channels(ALL_SPACES))
+async def list_topic_channels(services: Services, space: SpaceId | None = None) -> TopicListOut:
+    """Channels with topic settings (one space's with `space`)."""
+    return TopicListOut(channels=await services.topics.repo.channels(scope_of(space)))
 
 
 async def get_topic_channel(services: Services, channel_id: ChannelId) -> TopicStatusOut:
@@ -39,7 +39,8 @@ async def update_topic_channel(
 ) -> TopicStatusOut:
     """Create or change a channel's topic schedule.
 
-    The topic service tells its listeners (the scheduler re-reads the schedules at once).
+    A new channel goes to its server's space (`guild_id`), else the local space. The topic
+    service tells its listeners (the scheduler re-reads the schedules at once).
     """
     try:
         await services.topics.configure(channel_id, body.changes())

@@ -110,6 +110,14 @@ class NotesService:
         """Every page of the space in position order."""
         return await self._repo.all(space)
 
+    async def list_pages_all_spaces(self) -> list[NotePage]:
+        """Every page of every space (operator view), by space, then position."""
+        return await self._repo.all_spaces()
+
+    async def space_of(self, page_id: int) -> str | None:
+        """The space of a page (operator lookup by id); None when there is no such page."""
+        return await self._repo.space_of(page_id)
+
     async def outline(self, space: str, preview_chars: int = 40) -> list[NoteOutline]:
         """Titles, sections and the first `preview_chars` characters of the space's pages."""
         now = self._clock()

@@ -121,3 +121,7 @@ class SpaceService:
     async def list(self) -> list[SpaceRecord]:
         """Every space (operator view), local ones first."""
         return await self.repo.list()
+
+    async def counts(self) -> dict[str, dict[str, int]]:
+        """Sessions, note pages and knowledge entries per space id (operator view)."""
+        return await self.repo.counts()

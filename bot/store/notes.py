@@ -123,6 +123,18 @@ class NoteRepository:
         )
         return [_page(row) for row in rows]
 
+    async def all_spaces(self) -> list[NotePage]:
+        """Every page of every space (operator view), by space, then position."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM note_pages ORDER BY space_id, position, id"
+        )
+        return [_page(row) for row in rows]
+
+    async def space_of(self, page_id: int) -> str | None:
+        """The space a page belongs to (operator lookup by id), None if there is no such page."""
+        row = await self._db.fetchone("SELECT space_id FROM note_pages WHERE id = ?", (page_id,))
+        return None if row is None else str(row["space_id"])
+
     async def get(self, space: str, page_id: int) -> NotePage | None:
         """One page of the space by id."""
         row = await self._db.fetchone(

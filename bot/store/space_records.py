@@ -65,6 +65,9 @@ _PURGED_TABLES: Final = (
     "api_logs",
 )
 
+# What the operator's space list counts.
+_COUNTED_TABLES: Final = ("sessions", "note_pages", "knowledge_entries")
+
 
 def _record(row: sqlite3.Row) -> SpaceRecord:
     return SpaceRecord(**{key: row[key] for key in row.keys()})  # noqa: SIM118
@@ -179,6 +182,17 @@ class SpaceRepository:
                 raise NotFoundError(f"No space {space_id!r}.")
         log.info("space %s purged: %s", space_id, counts)
         return PurgeCounts(counts)
+
+    async def counts(self) -> dict[str, dict[str, int]]:
+        """Sessions, note pages and knowledge entries per space (spaces with none are absent)."""
+        counts: dict[str, dict[str, int]] = {}
+        for table in _COUNTED_TABLES:
+            rows = await self._db.fetchall(
+                f"SELECT space_id, COUNT(*) AS n FROM {table} GROUP BY space_id"
+            )
+            for row in rows:
+                counts.setdefault(str(row["space_id"]), {})[table] = int(row["n"])
+        return counts
 
     async def list(self) -> list[SpaceRecord]:
         """Every space (operator view), local first, then by kind and id."""

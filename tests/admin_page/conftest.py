@@ -42,7 +42,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 TIMEOUT_MS = 10_000
-SCREENS = ("notes", "logs", "settings", "memory", "topics")
+SCREENS = ("notes", "logs", "settings", "memory", "topics", "spaces")
 
 
 @pytest.fixture

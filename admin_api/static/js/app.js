@@ -1,10 +1,11 @@
-// The page: login, navigation between screens, logout.
+// The page: login, navigation between screens, the space selector, logout.
 
 import {Api} from './api.js';
 import {LogsScreen} from './logs.js';
 import {MemoryScreen} from './memory.js';
 import {NotesScreen} from './notes.js';
 import {SettingsScreen} from './settings.js';
+import {SpaceChoice, SpacesScreen} from './spaces.js';
 import {Status} from './status.js';
 import {TopicsScreen} from './topics.js';
 
@@ -14,6 +15,7 @@ const SCREENS = {
   settings: SettingsScreen,
   memory: MemoryScreen,
   topics: TopicsScreen,
+  spaces: SpacesScreen,
 };
 const DEFAULT_SCREEN = 'notes';
 
@@ -25,10 +27,15 @@ class App {
     this.api = new Api({onUnauthorized: () => this.showLogin('Your login has ended; log in again.')});
     this.nav = doc.getElementById('nav');
     this.login = doc.getElementById('screen-login');
+    this.spaces = new SpaceChoice({api: this.api, status: this.status,
+      select: doc.getElementById('space-select')});
+    // Every screen shows the chosen space only: show it again when the choice changes.
+    this.spaces.onChange(() => this.route(false));
     this.screens = new Map();
     for (const [name, Screen] of Object.entries(SCREENS)) {
       const root = doc.getElementById(`screen-${name}`);
-      this.screens.set(name, {root, screen: new Screen({api: this.api, status: this.status, root})});
+      const screen = new Screen({api: this.api, status: this.status, root, spaces: this.spaces});
+      this.screens.set(name, {root, screen});
     }
     this.loggedIn = false;
   }
@@ -89,9 +96,10 @@ class App {
     if (done) this.showLogin('Logged out.');
   }
 
-  enter(moveFocus) {
+  async enter(moveFocus) {
     this.loggedIn = true;
     this.nav.hidden = false;
+    await this.spaces.load();
     this.route(moveFocus);
   }
 

@@ -30,9 +30,10 @@ function cost(row) {
 
 /** The logs screen. */
 export class LogsScreen {
-  constructor({api, status, root}) {
+  constructor({api, status, root, spaces}) {
     this.api = api;
     this.status = status;
+    this.spaces = spaces;
     this.filter = {};
     this.cursors = [null];
     this.index = 0;
@@ -85,12 +86,21 @@ export class LogsScreen {
   }
 
   async show() {
+    // The chosen space is part of the filter (listing and delete-matching alike).
+    const space = this.spaces.current || undefined;
+    if (space !== this.filter.space) {
+      this.filter = {...this.filter, space};
+      this.cursors = [null];
+      this.index = 0;
+      this.renderDeleteButton();
+    }
     await this.load();
   }
 
   readFilter() {
     const {session_id: session, model, errors_only: errors, since, until} = this.inputs;
     return {
+      space: this.spaces.current || undefined,
       session_id: session.value.trim() || undefined,
       model: model.value.trim() || undefined,
       errors_only: errors.checked ? 'true' : undefined,

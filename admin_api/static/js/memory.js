@@ -18,13 +18,15 @@ function source(item) {
 
 /** The memory & sessions screen. */
 export class MemoryScreen {
-  constructor({api, status, root}) {
+  constructor({api, status, root, spaces}) {
     this.api = api;
     this.status = status;
+    this.spaces = spaces;
     this.session = null;
     this.summaryCursor = null;
     this.knowledgeCursor = null;
-    this.sessions = new SessionsPanel({api, status, onSelect: (session) => this.select(session)});
+    this.sessions = new SessionsPanel({api, status, spaces,
+      onSelect: (session) => this.select(session)});
     this.scope = h('p', {class: 'scope', id: 'memory-scope'});
     this.showAll = h('button', {type: 'button', class: 'quiet', onclick: () => this.select(null)},
       'Show every session');
@@ -44,6 +46,10 @@ export class MemoryScreen {
   }
 
   async show() {
+    // A session of another space is no longer in view once the space changes.
+    if (this.session && this.spaces.current && this.session.space_id !== this.spaces.current) {
+      this.session = null;
+    }
     await Promise.all([this.sessions.show(), this.reload()]);
   }
 
@@ -56,7 +62,7 @@ export class MemoryScreen {
   async reload() {
     this.scope.textContent = this.session
       ? `Session: ${this.session.title || '(untitled)'} (${this.session.id})`
-      : 'All sessions';
+      : `All sessions of ${this.spaces.current ? this.spaces.label(this.spaces.current) : 'every space'}`;
     this.showAll.hidden = this.session === null;
     await Promise.all([this.loadSummaries(false), this.loadKnowledge(false)]);
   }
@@ -64,7 +70,7 @@ export class MemoryScreen {
   async loadSummaries(more) {
     const query = this.session
       ? {session_id: this.session.id}
-      : {limit: PAGE_SIZE, cursor: more ? this.summaryCursor : undefined};
+      : this.spaces.query({limit: PAGE_SIZE, cursor: more ? this.summaryCursor : undefined});
     const result = await this.status.guard(() => this.api.get('/api/memory/summaries', query));
     if (!result) return;
     this.summaryCursor = result.next_cursor;
@@ -85,7 +91,8 @@ export class MemoryScreen {
   }
 
   async knowledgePage(cursor, limit) {
-    return this.api.get('/api/memory/knowledge', {limit, cursor: cursor ?? undefined});
+    return this.api.get('/api/memory/knowledge',
+      this.spaces.query({limit, cursor: cursor ?? undefined}));
   }
 
   async loadKnowledge(more) {
@@ -111,12 +118,24 @@ export class MemoryScreen {
 
   knowledgeItem(item) {
     return h('li', {dataset: {id: String(item.id)}},
-      h('div', {class: 'meta'}, when(item.created_at), ' · query ', h('q', {}, item.query),
+      h('div', {class: 'meta'}, when(item.created_at), ' · ', this.spaces.label(item.space_id),
+        ' · query ', h('q', {}, item.query),
         item.session_id && !this.session ? [' · session ', h('code', {}, item.session_id)] : null),
       h('strong', {}, item.title),
       h('p', {class: 'text'}, item.summary),
       item.sources.length ? h('ul', {class: 'sources'}, item.sources.map(source)) : null,
-      confirmButton('Delete entry', 'Really delete?', () => this.deleteKnowledge(item.id)));
+      h('div', {class: 'actions'},
+        confirmButton('Delete entry', 'Really delete?', () => this.deleteKnowledge(item.id)),
+        this.spaces.moveControl(item.space_id, item.title, (to) => this.moveKnowledge(item, to))));
+  }
+
+  async moveKnowledge(item, to) {
+    const moved = await this.status.guard(() =>
+      this.api.post(`/api/memory/knowledge/${item.id}/move`, {space_id: to}));
+    if (!moved) return;
+    this.status.info(`Moved "${moved.title}" to ${this.spaces.label(to)}.`);
+    await this.spaces.load();
+    await this.loadKnowledge(false);
   }
 
   async deleteSummary(id) {

@@ -1,5 +1,6 @@
-// Shared notes: tabs grouped by section, editor with a safe Markdown preview,
-// drag-and-drop (and keyboard) reordering through POST /api/notes/reorder.
+// Shared notes: tabs grouped by space and section, editor with a safe Markdown preview,
+// drag-and-drop (and keyboard) reordering through POST /api/notes/reorder (within one space),
+// moving a page to another space.
 
 import {busy, confirmButton, field, fill, h} from './dom.js';
 import {renderMarkdown} from './markdown.js';
@@ -41,17 +42,18 @@ function groupBySection(pages) {
   const groups = [];
   for (const page of pages) {
     const last = groups[groups.length - 1];
-    if (last && last.section === page.section) last.pages.push(page);
-    else groups.push({section: page.section, pages: [page]});
+    if (last && last.section === page.section && last.space === page.space_id) last.pages.push(page);
+    else groups.push({section: page.section, space: page.space_id, pages: [page]});
   }
   return groups;
 }
 
 /** The notes screen. */
 export class NotesScreen {
-  constructor({api, status, root}) {
+  constructor({api, status, root, spaces}) {
     this.api = api;
     this.status = status;
+    this.spaces = spaces;
     this.pages = [];
     this.selectedId = null;
     this.drafts = new Map();
@@ -78,8 +80,18 @@ export class NotesScreen {
   }
 
   async reload() {
-    const result = await this.status.guard(() => this.api.get('/api/notes'));
+    const result = await this.status.guard(() => this.api.get('/api/notes', this.spaces.query()));
     if (result) this.setPages(result.pages);
+  }
+
+  /** The pages of one space, in order: order, sections and moves never cross spaces. */
+  spacePages(spaceId) {
+    return this.pages.filter((page) => page.space_id === spaceId);
+  }
+
+  /** Whether the list mixes spaces (then every section says whose it is). */
+  mixed() {
+    return new Set(this.pages.map((page) => page.space_id)).size > 1;
   }
 
   setPages(pages) {
@@ -108,13 +120,14 @@ export class NotesScreen {
     fill(this.tabs, groupBySection(this.pages).map((group) => this.sectionGroup(group)));
   }
 
-  sectionGroup({section, pages}) {
+  sectionGroup({section, space, pages}) {
     const name = section || 'No section';
-    const head = h('div', {class: 'note-section-head', dataset: {section}},
-      h('h3', {}, name),
+    const head = h('div', {class: 'note-section-head', dataset: {section, space}},
+      h('h3', {}, name,
+        this.mixed() ? h('span', {class: 'space-name'}, this.spaces.label(space)) : null),
       section ? h('button', {type: 'button', class: 'quiet small',
-        'aria-label': `Rename section ${name}`, onclick: () => this.renameForm(head, section)}, 'Rename') : null);
-    this.dropZone(head, () => this.dropAtSectionEnd(section));
+        'aria-label': `Rename section ${name}`, onclick: () => this.renameForm(head, section, space)}, 'Rename') : null);
+    this.dropZone(head, () => this.dropAtSectionEnd(section, space), () => this.dragSpace() === space);
     const row = h('div', {class: 'note-tab-row', role: 'group', 'aria-label': `Section ${name}`},
       pages.map((page) => this.tab(page)));
     return h('div', {class: 'note-section', dataset: {section}}, head, row);
@@ -143,8 +156,13 @@ export class NotesScreen {
       this.dragId = null;
       tab.classList.remove('dragging');
     });
-    this.dropZone(tab, () => this.dropOn(page.id), () => this.dragId !== page.id);
+    this.dropZone(tab, () => this.dropOn(page.id),
+      () => this.dragId !== page.id && this.dragSpace() === page.space_id);
     return tab;
+  }
+
+  dragSpace() {
+    return this.page(this.dragId)?.space_id ?? null;
   }
 
   dropZone(el, onDrop, accepts = () => true) {
@@ -166,19 +184,21 @@ export class NotesScreen {
     const dragId = this.dragId;
     const target = this.page(targetId);
     if (dragId === null || !target) return;
-    const order = orderAfterDrop(this.pages.map((p) => p.id), dragId, targetId);
-    await this.reorder(dragId, target.section, order);
+    const ids = this.spacePages(target.space_id).map((p) => p.id);
+    await this.reorder(dragId, target.section, orderAfterDrop(ids, dragId, targetId));
   }
 
-  async dropAtSectionEnd(section) {
+  async dropAtSectionEnd(section, space) {
     const dragId = this.dragId;
     if (dragId === null) return;
-    await this.reorder(dragId, section, orderAtSectionEnd(this.pages, dragId, section));
+    await this.reorder(dragId, section, orderAtSectionEnd(this.spacePages(space), dragId, section));
   }
 
   async move(delta) {
-    const move = stepMove(this.pages, this.selectedId, delta);
-    if (move) await this.reorder(this.selectedId, move.section, move.order);
+    const page = this.page(this.selectedId);
+    if (!page) return;
+    const move = stepMove(this.spacePages(page.space_id), page.id, delta);
+    if (move) await this.reorder(page.id, move.section, move.order);
   }
 
   async reorder(pageId, section, order) {
@@ -189,8 +209,7 @@ export class NotesScreen {
       this.status.info('New order saved.');
     } catch (error) {
       this.status.error(error);
-      const result = await this.status.guard(() => this.api.get('/api/notes'));
-      if (result) this.setPages(result.pages);
+      await this.reload();
     }
   }
 
@@ -206,7 +225,7 @@ export class NotesScreen {
     }
   }
 
-  renameForm(head, section) {
+  renameForm(head, section, space) {
     const input = h('input', {type: 'text', value: section, maxlength: '100', required: true,
       'aria-label': `New name for section ${section}`});
     const cancel = () => this.renderTabs();
@@ -219,7 +238,7 @@ export class NotesScreen {
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
       const result = await this.status.guard(() =>
-        this.api.post('/api/notes/sections/rename', {old: section, new: input.value}));
+        this.api.post('/api/notes/sections/rename', {old: section, new: input.value, space_id: space}));
       if (result) {
         this.status.info(`Section renamed on ${result.renamed} page(s).`);
         for (const draft of this.drafts.values()) {
@@ -247,7 +266,8 @@ export class NotesScreen {
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
       const created = await busy(submit, () => this.status.guard(() =>
-        this.api.post('/api/notes', {title: title.value, content: '', section: section.value})));
+        this.api.post('/api/notes', {title: title.value, content: '', section: section.value,
+          space_id: this.spaces.current || undefined})));
       if (!created) return;
       title.value = '';
       this.status.info(`Created page "${created.title}".`);
@@ -297,7 +317,8 @@ export class NotesScreen {
       h('div', {class: 'actions'}, save,
         h('button', {type: 'button', class: 'quiet', onclick: () => this.revert()}, 'Revert'),
         left, right,
-        confirmButton('Delete page', 'Really delete?', () => this.remove(page.id))));
+        confirmButton('Delete page', 'Really delete?', () => this.remove(page.id)),
+        this.spaces.moveControl(page.space_id, page.title, (to) => this.moveToSpace(page, to))));
     preview.setAttribute('aria-labelledby', 'preview-label');
     this.form = {title, section, content, preview, left, right, sectionBefore: draft.section};
     const changed = () => {
@@ -322,9 +343,22 @@ export class NotesScreen {
 
   updateMoveButtons() {
     if (!this.form) return;
-    const index = this.pages.findIndex((page) => page.id === this.selectedId);
+    const page = this.page(this.selectedId);
+    const pages = page ? this.spacePages(page.space_id) : [];
+    const index = pages.findIndex((item) => item.id === this.selectedId);
     this.form.left.disabled = index <= 0;
-    this.form.right.disabled = index < 0 || index >= this.pages.length - 1;
+    this.form.right.disabled = index < 0 || index >= pages.length - 1;
+  }
+
+  async moveToSpace(page, to) {
+    const moved = await this.status.guard(() =>
+      this.api.post(`/api/notes/${page.id}/move`, {space_id: to}));
+    if (!moved) return;
+    this.drafts.delete(page.id);
+    this.status.info(`Moved "${moved.title}" to ${this.spaces.label(to)}.`);
+    await this.spaces.load();
+    await this.reload();
+    this.renderEditor();
   }
 
   revert() {

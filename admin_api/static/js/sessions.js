@@ -6,9 +6,10 @@ const PAGE_SIZE = 50;
 
 /** The sessions panel; `onSelect(session)` shows a session's memory. */
 export class SessionsPanel {
-  constructor({api, status, onSelect}) {
+  constructor({api, status, spaces, onSelect}) {
     this.api = api;
     this.status = status;
+    this.spaces = spaces;
     this.onSelect = onSelect;
     this.sessions = [];
     this.nextCursor = null;
@@ -18,7 +19,7 @@ export class SessionsPanel {
       h('h3', {}, 'Sessions'),
       h('div', {class: 'table-wrap'},
         this.table = h('table', {id: 'session-table', class: 'stack'},
-          h('thead', {}, h('tr', {}, ['Title', 'Id', 'Source', 'Model', 'Last active', 'Actions']
+          h('thead', {}, h('tr', {}, ['Title', 'Space', 'Id', 'Source', 'Model', 'Last active', 'Actions']
             .map((name) => h('th', {scope: 'col'}, name)))),
           this.rows)),
       h('div', {class: 'pager'}, this.more),
@@ -30,7 +31,7 @@ export class SessionsPanel {
   }
 
   async load(more) {
-    const query = {limit: PAGE_SIZE, before: more ? this.nextCursor : undefined};
+    const query = this.spaces.query({limit: PAGE_SIZE, before: more ? this.nextCursor : undefined});
     const result = await this.status.guard(() => this.api.get('/api/sessions', query));
     if (!result) return;
     this.sessions = more ? [...this.sessions, ...result.items] : result.items;
@@ -38,7 +39,7 @@ export class SessionsPanel {
     this.more.hidden = this.nextCursor === null;
     fill(this.rows, this.sessions.length
       ? this.sessions.map((session) => this.row(session))
-      : h('tr', {}, h('td', {colspan: '6', class: 'empty'}, 'No sessions yet.')));
+      : h('tr', {}, h('td', {colspan: '7', class: 'empty'}, 'No sessions yet.')));
     labelCells(this.table);
   }
 
@@ -46,6 +47,7 @@ export class SessionsPanel {
     const id = encodeURIComponent(session.id);
     return h('tr', {dataset: {id: session.id}},
       h('td', {}, clip(session.title || '(untitled)', 60), session.closed_at ? h('span', {class: 'badge'}, 'closed') : null),
+      h('td', {}, this.spaces.label(session.space_id)),
       h('td', {class: 'mono', title: session.id}, clip(session.id, 10)),
       h('td', {}, session.source),
       h('td', {}, session.model ?? 'default'),
@@ -87,7 +89,8 @@ export class SessionsPanel {
           return;
         }
         const result = await this.status.guard(() =>
-          this.api.post('/api/sessions/import', text, {as_new: asNew.checked ? 'true' : undefined}));
+          this.api.post('/api/sessions/import', text,
+            this.spaces.query({as_new: asNew.checked ? 'true' : undefined})));
         if (!result) return;
         form.reset();
         this.status.info(`Imported as session ${result.session_id}.`);

@@ -20,9 +20,10 @@ function hhmm(value) {
 
 /** The topics screen. */
 export class TopicsScreen {
-  constructor({api, status, root}) {
+  constructor({api, status, root, spaces}) {
     this.api = api;
     this.status = status;
+    this.spaces = spaces;
     this.channels = [];
     this.current = null;
     this.rows = h('tbody');
@@ -62,7 +63,7 @@ export class TopicsScreen {
   }
 
   async load() {
-    const result = await this.status.guard(() => this.api.get('/api/topics'));
+    const result = await this.status.guard(() => this.api.get('/api/topics', this.spaces.query()));
     if (!result) return;
     this.channels = result.channels;
     fill(this.rows, this.channels.length

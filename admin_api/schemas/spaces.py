@@ -1,0 +1,42 @@
+"""Spaces: the operator's list with counts, purge results and move requests."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from admin_api.schemas.common import Body, SpaceId
+
+
+class SpaceOut(BaseModel):
+    """A space: its kind, display name (a server's name), what it holds and when the bot left."""
+
+    id: str
+    kind: str
+    name: str
+    discord_id: int | None
+    sessions: int
+    notes: int
+    knowledge: int
+    left_at: str | None
+    default_model: str | None
+
+
+class SpaceListOut(BaseModel):
+    """Every space, local ones first."""
+
+    spaces: list[SpaceOut]
+
+
+class PurgeOut(BaseModel):
+    """What purging a space removed: rows per table and knowledge files."""
+
+    space_id: str
+    rows: dict[str, int]
+    total_rows: int
+    files: int
+
+
+class MoveIn(Body):
+    """The space a record moves to."""
+
+    space_id: SpaceId

@@ -1,0 +1,142 @@
+// Spaces: the selector that scopes every screen, and the spaces screen (counts, purge).
+
+import {busy, fill, h, labelCells, when} from './dom.js';
+
+/** A space as people know it: the server's name with its id, or the id alone. */
+export function spaceLabel(space) {
+  return space.name ? `${space.name} (${space.id})` : space.id;
+}
+
+/** The chosen space ('' is every space) and the list behind the selector. */
+export class SpaceChoice {
+  constructor({api, status, select}) {
+    this.api = api;
+    this.status = status;
+    this.select = select;
+    this.spaces = [];
+    this.listeners = [];
+    select.addEventListener('change', () => {
+      for (const listener of this.listeners) listener(this.current);
+    });
+  }
+
+  /** The selected space id, '' for every space. */
+  get current() {
+    return this.select.value;
+  }
+
+  /** Call `listener(spaceId)` whenever the selection changes. */
+  onChange(listener) {
+    this.listeners.push(listener);
+  }
+
+  /** `extra` plus `space` when one space is chosen. */
+  query(extra = {}) {
+    return this.current ? {...extra, space: this.current} : {...extra};
+  }
+
+  /** The label of a space id (its server name when known). */
+  label(id) {
+    const space = this.spaces.find((item) => item.id === id);
+    return space ? spaceLabel(space) : id;
+  }
+
+  /** Every known space but `id`. */
+  others(id) {
+    return this.spaces.filter((space) => space.id !== id);
+  }
+
+  /** Read the spaces again and rebuild the options, keeping the choice while it exists. */
+  async load() {
+    const result = await this.status.guard(() => this.api.get('/api/spaces'));
+    if (!result) return;
+    this.spaces = result.spaces;
+    const chosen = this.current;
+    fill(this.select, h('option', {value: ''}, 'All spaces'),
+      this.spaces.map((space) => h('option', {value: space.id}, spaceLabel(space))));
+    const kept = this.spaces.some((space) => space.id === chosen) ? chosen : '';
+    this.select.value = kept;
+    if (kept !== chosen) for (const listener of this.listeners) listener(kept);
+  }
+
+  /** A select of the other spaces and a button that calls `move(targetId)`. */
+  moveControl(fromId, what, move) {
+    const targets = this.others(fromId);
+    if (!targets.length) return null;
+    const target = h('select', {'aria-label': `Space to move ${what} to`},
+      targets.map((space) => h('option', {value: space.id}, spaceLabel(space))));
+    const button = h('button', {type: 'button'}, 'Move to space');
+    button.addEventListener('click', () => busy(button, () => move(target.value)));
+    return h('span', {class: 'move-space'}, target, button);
+  }
+}
+
+/** The spaces screen: every space with what it holds; delete one space's data. */
+export class SpacesScreen {
+  constructor({api, status, root, spaces}) {
+    this.api = api;
+    this.status = status;
+    this.spaces = spaces;
+    this.rows = h('tbody');
+    this.confirm = h('div', {id: 'space-confirm'});
+    root.append(
+      h('p', {class: 'hint'},
+        'A space is one Discord server, one user\'s direct messages, or a local chat. ',
+        'Deleting a space\'s data removes its sessions, notes, knowledge (and files), tags, ',
+        'word pool and topic settings; other spaces keep theirs.'),
+      h('div', {class: 'table-wrap'},
+        this.table = h('table', {id: 'space-table', class: 'stack'},
+          h('thead', {}, h('tr', {}, ['Name', 'Id', 'Kind', 'Sessions', 'Notes', 'Knowledge', 'Left',
+            'Actions'].map((name) => h('th', {scope: 'col'}, name)))),
+          this.rows)),
+      this.confirm);
+  }
+
+  async show() {
+    fill(this.confirm);
+    await this.spaces.load();
+    const list = this.spaces.spaces;
+    fill(this.rows, list.length
+      ? list.map((space) => this.row(space))
+      : h('tr', {}, h('td', {colspan: '8', class: 'empty'}, 'No spaces yet.')));
+    labelCells(this.table);
+  }
+
+  row(space) {
+    return h('tr', {dataset: {id: space.id}},
+      h('td', {}, space.name || '—'),
+      h('td', {class: 'mono'}, space.id),
+      h('td', {}, space.kind),
+      h('td', {class: 'num'}, String(space.sessions)),
+      h('td', {class: 'num'}, String(space.notes)),
+      h('td', {class: 'num'}, String(space.knowledge)),
+      h('td', {}, space.left_at ? when(space.left_at) : '—'),
+      h('td', {class: 'actions'},
+        h('button', {type: 'button', class: 'danger', onclick: () => this.ask(space)},
+          'Delete this space\'s data…')));
+  }
+
+  ask(space) {
+    const name = spaceLabel(space);
+    const titleId = 'space-confirm-title';
+    const yes = h('button', {type: 'button', class: 'danger'}, `Delete all data of ${name}`);
+    const no = h('button', {type: 'button', class: 'quiet', onclick: () => fill(this.confirm)}, 'Cancel');
+    yes.addEventListener('click', () => busy(yes, () => this.purge(space)));
+    fill(this.confirm, h('div', {class: 'card confirm', role: 'alertdialog', 'aria-labelledby': titleId},
+      h('h3', {id: titleId}, `Delete every record of ${name}?`),
+      h('p', {}, `${space.sessions} session(s), ${space.notes} note page(s) and ${space.knowledge} `,
+        'knowledge entries (with their files), plus tags, word pool and topic settings. ',
+        'This cannot be undone.'),
+      h('div', {class: 'actions'}, yes, no)));
+    no.focus();
+  }
+
+  async purge(space) {
+    const result = await this.status.guard(() =>
+      this.api.del(`/api/spaces/${encodeURIComponent(space.id)}`));
+    if (!result) return;
+    this.status.info(`Deleted the data of ${spaceLabel(space)}: ${result.total_rows} row(s), ` +
+      `${result.files} file(s).`);
+    await this.show();
+  }
+}

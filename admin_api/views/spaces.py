@@ -1,0 +1,54 @@
+"""Spaces (one per Discord server, DM user or local chat): list with counts, purge one."""
+
+from __future__ import annotations
+
+from admin_api.errors import not_found
+from admin_api.routing import Route
+from admin_api.schemas.common import SpaceId
+from admin_api.schemas.spaces import PurgeOut, SpaceListOut, SpaceOut
+from bot.errors import NotFoundError
+from bot.services import Services
+
+
+async def list_spaces(services: Services) -> SpaceListOut:
+    """Every space with its name, kind, counts and when the bot left it (local first)."""
+    counts = await services.spaces.counts()
+    spaces = []
+    for record in await services.spaces.list():
+        held = counts.get(record.id, {})
+        spaces.append(
+            SpaceOut(
+                id=record.id,
+                kind=record.kind,
+                name=record.name,
+                discord_id=record.discord_id,
+                sessions=held.get("sessions", 0),
+                notes=held.get("note_pages", 0),
+                knowledge=held.get("knowledge_entries", 0),
+                left_at=record.left_at,
+                default_model=record.default_model,
+            )
+        )
+    return SpaceListOut(spaces=spaces)
+
+
+async def delete_space(services: Services, id: SpaceId) -> PurgeOut:
+    """Purge a space: every row and knowledge file of it, nothing of any other space.
+
+    Returns the rows removed per table and the number of files. 404 when nothing is stored.
+    """
+    try:
+        report = await services.spaces.purge_space(id)
+    except NotFoundError:
+        raise not_found(f"Space {id!r}") from None
+    return PurgeOut(
+        space_id=report.space_id, rows=report.rows, total_rows=report.total_rows, files=report.files
+    )
+
+
+def routes() -> list[Route]:
+    """Space routes."""
+    return [
+        Route("GET", "/api/spaces", list_spaces),
+        Route("DELETE", "/api/spaces/{id}", delete_space),
+    ]
