@@ -8,12 +8,11 @@ mark. With SPACE_RETENTION_DAYS set, a space left longer ago than that is purged
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import timedelta
 
 import discord
-from discord.ext import commands
+from discord.ext import commands, tasks
 
 from bot.bot import BotDeps
 from bot.exts._common import deps_of
@@ -31,27 +30,23 @@ class Spaces(commands.Cog):
     def __init__(self, bot: commands.Bot, deps: BotDeps) -> None:
         self.bot = bot
         self.deps = deps
-        self._stop = asyncio.Event()
 
     async def cog_load(self) -> None:
         """Start the periodic purge of spaces left too long ago."""
-        self.deps.services.tasks.spawn(self._purge_loop(), name="space-retention")
+        self.purge_loop.start()
 
     async def cog_unload(self) -> None:
         """Stop the periodic purge."""
-        self._stop.set()
+        self.purge_loop.cancel()
 
-    async def _purge_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                await self.purge_expired()
-            except Exception:
-                log.exception("purging left servers' spaces failed")
-            try:
-                async with asyncio.timeout(PURGE_INTERVAL):
-                    await self._stop.wait()
-            except TimeoutError:
-                continue
+    # Not through BackgroundTasks: a job that never ends would keep its drain() waiting.
+    @tasks.loop(seconds=PURGE_INTERVAL)
+    async def purge_loop(self) -> None:
+        """Run the retention purge (first at start-up); a failure waits for the next round."""
+        try:
+            await self.purge_expired()
+        except Exception:
+            log.exception("purging left servers' spaces failed")
 
     async def purge_expired(self) -> list[PurgeReport]:
         """Purge the spaces of servers left more than SPACE_RETENTION_DAYS ago (unset: none)."""
