@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Literal
 
 import discord
@@ -46,6 +47,7 @@ DEFAULT_EXTENSIONS = (
     "bot.exts.reset",
     "bot.exts.topics",
     "bot.exts.tools",
+    "bot.exts.spaces",
 )
 SHUTDOWN_GRACE = 10.0
 
@@ -94,6 +96,8 @@ class BotDeps:
 
     services: Services
     clock: Callable[[], float] = time.monotonic
+    # Wall-clock time (aware, UTC) for dates that are stored, e.g. when the bot left a server.
+    now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     turns: InFlight = field(default_factory=InFlight)
 
 

@@ -73,6 +73,8 @@ class Settings(BaseSettings):
     discord_allowed_role_ids: IdList = Field(default_factory=list)
     discord_denied_role_ids: IdList = Field(default_factory=list)
     discord_admin_role_ids: IdList = Field(default_factory=list)
+    owner_user_ids: IdList = Field(default_factory=list)
+    space_retention_days: float | None = Field(default=None, ge=0)
     user_cooldown_seconds: float = 3.0
     user_max_concurrent_turns: int = Field(default=2, ge=1)
     stream_edit_interval: float = 1.2
@@ -140,6 +142,7 @@ class Settings(BaseSettings):
         "discord_allowed_role_ids",
         "discord_denied_role_ids",
         "discord_admin_role_ids",
+        "owner_user_ids",
         mode="before",
     )
     @classmethod
@@ -159,6 +162,14 @@ class Settings(BaseSettings):
     def _upper_level(cls, value: Any) -> Any:
         """Accept log level names in any case."""
         return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("space_retention_days", mode="before")
+    @classmethod
+    def _empty_is_keep(cls, value: Any) -> Any:
+        """An empty SPACE_RETENTION_DAYS means: keep a left server's space."""
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
 
     @field_validator("admin_allowed_hosts", mode="before")
     @classmethod

@@ -1,4 +1,8 @@
-"""The admin check for commands that change settings (used inside the handlers)."""
+"""The admin check for commands that change settings (used inside the handlers).
+
+Server admins act on their own server's space only (every command works on the space it runs
+in); the bot's owners pass the check everywhere.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ async def require_admin(bot: commands.Bot, deps: BotDeps, interaction: discord.I
         role_ids=role_ids,
         admin_role_ids=admin_roles,
     )
-    # The application owner may administer anywhere, DMs included (asked only when needed).
-    if not allowed and not await bot.is_owner(user):
+    owners = deps.services.settings().owner_user_ids
+    # The bot's owners (OWNER_USER_IDS or the application owner) may administer anywhere, DMs
+    # included; the application owner is asked for only when needed (a REST call).
+    if not allowed and user.id not in owners and not await bot.is_owner(user):
         raise UserFacingError(ui_for(deps).admin_only)

@@ -1,9 +1,11 @@
-"""/model show|set: the model of this thread (or, outside a conversation, the default).
+"""/model show|set: the model of this thread, or (outside a conversation) of this server.
 
 `/model set` is an admin command: checked in the handler before anything changes. In a
 conversation thread/DM it pins the thread's session to a preset (`default` removes the pin);
-anywhere else it changes the default model (the runtime setting llm_model) for every thread
-without a pin. Only values from the model presets are accepted.
+anywhere else it sets the default model of this server's space (`default` clears it: the
+global setting llm_model applies again), leaving every other server alone. Only values from
+the model presets are accepted. A thread's model is its pin, else its server's default, else
+the global default (as the engine chooses).
 """
 
 from __future__ import annotations
@@ -36,15 +38,33 @@ class Model(commands.GroupCog, group_name="model", group_description="The chat m
             space_here(interaction), interaction.channel_id
         )
 
+    async def _space_default(self, space: str) -> str | None:
+        record = await self.deps.services.spaces.get(space)
+        return record.default_model if record is not None else None
+
     @app_commands.command(name="show", description="Show the model this thread uses")
     async def show(self, interaction: discord.Interaction) -> None:
-        """The thread's model and the default."""
+        """The model that applies here and where it comes from (thread, server, global)."""
 
         async def work() -> Reply:
+            ui = ui_for(self.deps)
             default = self.deps.services.settings().llm_model
+            space_default = await self._space_default(space_here(interaction))
             session = await self._session(interaction)
-            model = session.model if session is not None and session.model else default
-            return Reply(ui_for(self.deps).model_show.format(model=model, default=default))
+            if session is not None and session.model:
+                model, source = session.model, ui.model_source_thread
+            elif space_default:
+                model, source = space_default, ui.model_source_space
+            else:
+                model, source = default, ui.model_source_global
+            return Reply(
+                ui.model_show.format(
+                    model=model,
+                    source=source,
+                    space_default=space_default or ui.model_none,
+                    default=default,
+                )
+            )
 
         await answer(interaction, work())
 
@@ -58,10 +78,16 @@ class Model(commands.GroupCog, group_name="model", group_description="The chat m
             ui = ui_for(self.deps)
             wanted = value.strip()
             services = self.deps.services
+            space = space_here(interaction)
             session = await self._session(interaction)
-            if wanted == DEFAULT_CHOICE and session is not None:
-                await services.conversations.pin_model(session, None)
-                return Reply(ui.model_set_thread.format(model=services.settings().llm_model))
+            if wanted == DEFAULT_CHOICE:
+                fallback = services.settings().llm_model
+                if session is not None:
+                    await services.conversations.pin_model(session, None)
+                    model = await self._space_default(space) or fallback
+                    return Reply(ui.model_set_thread.format(model=model))
+                await services.spaces.set_default_model(space, None)
+                return Reply(ui.model_space_cleared.format(model=fallback))
             presets = await services.repos.presets.list()
             if not presets:
                 raise UserFacingError(ui.model_no_presets)
@@ -70,8 +96,8 @@ class Model(commands.GroupCog, group_name="model", group_description="The chat m
             if session is not None:
                 await services.conversations.pin_model(session, wanted)
                 return Reply(ui.model_set_thread.format(model=wanted))
-            await services.settings.update({"llm_model": wanted})
-            return Reply(ui.model_set_global.format(model=wanted))
+            await services.spaces.set_default_model(space, wanted)
+            return Reply(ui.model_set_space.format(model=wanted))
 
         await answer(interaction, work())
 

@@ -54,8 +54,13 @@ class UiText:
     memory_header: str
     memory_forgotten: str
     model_show: str
+    model_source_thread: str
+    model_source_space: str
+    model_source_global: str
+    model_none: str
     model_set_thread: str
-    model_set_global: str
+    model_set_space: str
+    model_space_cleared: str
     model_unknown: str
     model_no_presets: str
     export_done: str

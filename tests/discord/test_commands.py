@@ -149,12 +149,22 @@ async def test_model_set_is_refused_for_non_admins_before_any_change(world: Worl
             "**ollama/other-model**" in shown.content and "**ollama/test-model**" in shown.content
         )
 
-        # Outside a conversation, an admin changes the default model.
+        # Outside a conversation, an admin changes this server's default model (not the global).
         ix = await w.server.inject_interaction(
             "model set", {"value": "ollama/other-model"}, user=admin
         )
-        assert "default model" in (await w.server.wait_for_reply(ix)).content
-        assert w.services.settings().llm_model == "ollama/other-model"
+        assert "default model of this server" in (await w.server.wait_for_reply(ix)).content
+        assert w.services.settings().llm_model == "ollama/test-model"
+        record = await w.services.spaces.get(w.space)
+        assert record is not None and record.default_model == "ollama/other-model"
+        ix = await w.server.inject_interaction("model show")
+        shown = (await w.server.wait_for_reply(ix)).content
+        assert "**ollama/other-model** (this server's default)" in shown
+
+        ix = await w.server.inject_interaction("model set", {"value": "default"}, user=admin)
+        assert "global default model again" in (await w.server.wait_for_reply(ix)).content
+        record = await w.services.spaces.get(w.space)
+        assert record is not None and record.default_model is None
 
 
 async def test_memory_reset_and_export(world: WorldFactory) -> None:

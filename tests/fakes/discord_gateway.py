@@ -277,7 +277,9 @@ class Gateway:
         ready: JSON = {
             "v": 10,
             "user": {**state.bot_user.to_json(), "verified": True, "mfa_enabled": False},
-            "guilds": [{"id": str(state.guild_id), "unavailable": True}],
+            "guilds": [
+                {"id": str(g.id), "unavailable": True} for g in state.guilds.values() if g.joined
+            ],
             "session_id": session.session_id,
             "session_type": "normal",
             "resume_gateway_url": f"{self.base_ws_url}/resume-gateway",
@@ -293,7 +295,9 @@ class Gateway:
         if "shard" in data:
             ready["shard"] = data["shard"]
         session.enqueue("READY", ready)
-        session.enqueue("GUILD_CREATE", state.guild_create_json())
+        for guild in state.guilds.values():
+            if guild.joined:
+                session.enqueue("GUILD_CREATE", state.guild_create_json(guild.id))
 
     async def _resume(self, conn: GatewayConnection, data: Any) -> None:
         if not isinstance(data, dict) or data.get("token") != self.token:
@@ -319,21 +323,22 @@ class Gateway:
         state = self.state
         if not isinstance(data, dict):
             return
+        guild = state.guild(int(data.get("guild_id", state.guild_id)))
         user_ids = {int(u) for u in data.get("user_ids") or []}
         query = str(data.get("query") or "").lower()
         limit = int(data.get("limit") or 0)
         keep: Callable[[int], bool] = (
             (lambda uid: uid in user_ids)
             if user_ids
-            else (lambda uid: state.members[uid].user.username.lower().startswith(query))
+            else (lambda uid: guild.members[uid].user.username.lower().startswith(query))
         )
-        members = [state.member_json(uid) for uid in state.members if keep(uid)]
+        members = [state.member_json(uid, guild_id=guild.id) for uid in guild.members if keep(uid)]
         if limit:
             members = members[:limit]
         if not session.intents & GUILD_MEMBERS and not user_ids and not query:
             members = []
         chunk: JSON = {
-            "guild_id": str(data.get("guild_id", state.guild_id)),
+            "guild_id": str(guild.id),
             "members": members,
             "chunk_index": 0,
             "chunk_count": 1,

@@ -78,9 +78,10 @@ class InteractionApi:
         gid = request.match_info.get("gid")
         if gid is None:
             return self.state.global_commands
-        if snowflake(gid) != self.state.guild_id:
+        guild = self.state.guilds.get(snowflake(gid))
+        if guild is None or not guild.joined:
             raise DiscordError(403, 50001, "Missing Access")
-        return self.state.guild_commands.setdefault(self.state.guild_id, [])
+        return self.state.guild_commands.setdefault(guild.id, [])
 
     async def get_commands(self, request: web.Request) -> web.StreamResponse:
         """GET the registered global or guild commands."""
@@ -348,20 +349,22 @@ class OptionBuilder:
             ch = value if isinstance(value, FakeChannel) else state.channels[int(value)]
             entry = {
                 **state.channel_json(ch),
-                "permissions": str(state.permissions_of(state.bot_user.id)),
+                "permissions": str(state.permissions_of(state.bot_user.id, ch.guild_id)),
             }
             res.setdefault("channels", {})[str(ch.id)] = entry
             return str(ch.id)
         user = value if isinstance(value, FakeUser) else state.find_user(int(value))
         if kind in (USER, MENTIONABLE) and user is not None:
             res.setdefault("users", {})[str(user.id)] = user.to_json()
-            if user.id in state.members:
-                member = state.member_json(user.id, with_user=False)
-                member["permissions"] = str(state.permissions_of(user.id))
+            gid = self.channel.guild_id
+            if gid is not None and user.id in state.guild(gid).members:
+                member = state.member_json(user.id, with_user=False, guild_id=gid)
+                member["permissions"] = str(state.permissions_of(user.id, gid))
                 res.setdefault("members", {})[str(user.id)] = member
             return str(user.id)
-        if kind in (ROLE, MENTIONABLE) and int(value) in state.roles:
-            res.setdefault("roles", {})[str(int(value))] = state.roles[int(value)].to_json()
+        roles = state.guild(self.channel.guild_id).roles
+        if kind in (ROLE, MENTIONABLE) and int(value) in roles:
+            res.setdefault("roles", {})[str(int(value))] = roles[int(value)].to_json()
             return str(int(value))
         raise ValueError(f"cannot make an option of type {kind} from {value!r}")
 

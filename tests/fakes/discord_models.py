@@ -200,6 +200,20 @@ class FakeMember:
 
 
 @dataclass
+class FakeGuild:
+    """A guild: its roles (the @everyone role has the guild's id), members and owner."""
+
+    id: int
+    name: str
+    admin_role: FakeRole
+    bot_role: FakeRole
+    roles: dict[int, FakeRole] = field(default_factory=dict)
+    members: dict[int, FakeMember] = field(default_factory=dict)
+    owner_id: int = 0
+    joined: bool = True
+
+
+@dataclass
 class FakeChannel:
     """A text channel, thread or DM channel."""
 

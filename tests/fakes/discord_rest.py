@@ -326,11 +326,12 @@ class RestApi:
     async def get_member(self, request: web.Request) -> web.StreamResponse:
         """GET /guilds/{gid}/members/{uid}."""
         uid = snowflake(request.match_info["uid"])
-        if snowflake(request.match_info["gid"]) != self.state.guild_id:
+        guild = self.state.guilds.get(snowflake(request.match_info["gid"]))
+        if guild is None or not guild.joined:
             raise unknown("Guild", 10004)
-        if uid not in self.state.members:
+        if uid not in guild.members:
             raise unknown("Member", 10007)
-        return json_response(self.state.member_json(uid))
+        return json_response(self.state.member_json(uid, guild_id=guild.id))
 
     async def history(self, request: web.Request) -> web.StreamResponse:
         """GET /channels/{id}/messages: newest first, with limit/before/after/around."""

@@ -11,8 +11,11 @@ Usage (tests/fakes/discord_harness.py runs a client against it)::
 The world: `guild_id`; text channels `channel_id` ("general") and `other_channel_id`
 ("random"); users `user` (plain member), `admin_user` (Admin role, administrator; guild
 owner) and `bot_user` (application id == bot user id); `dm_channel(user)` opens a DM;
-`add_user()` adds members. Read state directly: `calls` (every REST call in order, as
-`RestCall`, with status and response headers), `calls_to(method, regex)`,
+`add_user()` adds members. More guilds: `add_guild(name)` (before the client connects, or
+announced with GUILD_CREATE), each with its own roles, owner, members (`add_member`) and
+channels (`add_channel`); `remove_guild` (GUILD_DELETE: the bot was removed),
+`rejoin_guild` and `rename_guild` (GUILD_UPDATE). Read state directly: `calls` (every REST
+call in order, as `RestCall`, with status and response headers), `calls_to(method, regex)`,
 `messages_in(channel_id)` (visible messages after edits; `FakeMessage.versions` keeps every
 content, `pings()` tells who was notified), `message(id)`, `threads`, `interactions`
 (`FakeInteraction.texts()`), `commands(guild_id)`, `sessions` / `resumes` (gateway).
@@ -59,6 +62,7 @@ from tests.fakes.discord_models import (
     REPLY,
     FakeAttachment,
     FakeChannel,
+    FakeGuild,
     FakeInteraction,
     FakeMessage,
     FakeUser,
@@ -200,14 +204,66 @@ class FakeDiscord:
         """The bot's own user."""
         return self.state.bot_user
 
-    def add_user(self, username: str, *, admin: bool = False) -> FakeUser:
+    def add_user(
+        self, username: str, *, admin: bool = False, guild_id: int | None = None
+    ) -> FakeUser:
         """Add a guild member (GUILD_MEMBER_ADD goes to sessions with the members intent)."""
         user = FakeUser(self.state.ids.next(), username)
-        roles = [self.state.admin_role.id] if admin else []
-        self.state.add_member(user, roles)
-        data = {**self.state.member_json(user.id), "guild_id": str(self.guild_id)}
-        self.gateway.dispatch("GUILD_MEMBER_ADD", data, intent=GUILD_MEMBERS)
+        self.add_member(user, admin=admin, guild_id=guild_id)
         return user
+
+    def add_member(
+        self, user: FakeUser, *, admin: bool = False, guild_id: int | None = None
+    ) -> None:
+        """Make an existing user a member of a guild (the first by default)."""
+        guild = self.state.guild(guild_id)
+        self.state.add_member(user, [guild.admin_role.id] if admin else [], guild_id=guild.id)
+        data = {**self.state.member_json(user.id, guild_id=guild.id), "guild_id": str(guild.id)}
+        self.gateway.dispatch("GUILD_MEMBER_ADD", data, intent=GUILD_MEMBERS)
+
+    def add_guild(self, name: str, *, owner: FakeUser | None = None) -> FakeGuild:
+        """Another guild the bot is in, with a "general" channel and `owner` (a new admin user
+        by default) as its owner; announced with GUILD_CREATE to connected sessions."""
+        state = self.state
+        guild = state.add_guild(name)
+        owner = owner or FakeUser(state.ids.next(), f"{name.lower().replace(' ', '-')}-admin")
+        state.add_member(owner, [guild.admin_role.id], guild_id=guild.id)
+        guild.owner_id = owner.id
+        state.add_channel("general", guild_id=guild.id)
+        if self.gateway.sessions:
+            self.gateway.dispatch("GUILD_CREATE", state.guild_create_json(guild.id))
+        return guild
+
+    def add_channel(self, name: str, *, guild_id: int | None = None) -> FakeChannel:
+        """Another text channel (CHANNEL_CREATE)."""
+        channel = self.state.add_channel(name, guild_id=guild_id)
+        self.gateway.dispatch("CHANNEL_CREATE", self.state.channel_json(channel))
+        return channel
+
+    def guild_channels(self, guild_id: int) -> list[FakeChannel]:
+        """The text channels of a guild, in creation order."""
+        return [
+            c for c in self.state.channels.values() if c.guild_id == guild_id and not c.is_thread
+        ]
+
+    def remove_guild(self, guild_id: int) -> None:
+        """The bot is removed from (kicked out of) a guild: GUILD_DELETE without `unavailable`."""
+        self.state.guild(guild_id).joined = False
+        self.gateway.dispatch("GUILD_DELETE", {"id": str(guild_id)})
+
+    def rejoin_guild(self, guild_id: int) -> None:
+        """The bot is invited back: GUILD_CREATE."""
+        self.state.guild(guild_id).joined = True
+        self.gateway.dispatch("GUILD_CREATE", self.state.guild_create_json(guild_id))
+
+    def rename_guild(self, guild_id: int, name: str) -> None:
+        """The guild is renamed: GUILD_UPDATE."""
+        guild = self.state.guild(guild_id)
+        guild.name = name
+        data = self.state.guild_create_json(guild_id)
+        for key in ("members", "channels", "threads", "voice_states", "presences"):
+            data.pop(key, None)
+        self.gateway.dispatch("GUILD_UPDATE", data)
 
     def dm_channel(self, user: FakeUser) -> FakeChannel:
         """The DM channel between the bot and `user`."""
@@ -405,7 +461,10 @@ class FakeDiscord:
         channel = self.state.channels.get(channel_id or self.state.channel_id)
         if channel is None:
             raise ValueError(f"unknown channel {channel_id}")
-        if channel.guild_id is not None and author.id not in self.state.members:
+        if (
+            channel.guild_id is not None
+            and author.id not in self.state.guild(channel.guild_id).members
+        ):
             raise ValueError(f"{author.username} is not a member of the guild")
         recipient = channel.recipient
         if recipient is not None and author.id not in (recipient.id, self.state.bot_user.id):
@@ -465,16 +524,16 @@ class FakeDiscord:
             "channel_id": str(channel.id),
             "channel": {
                 **state.channel_json(channel),
-                "permissions": str(state.permissions_of(user.id)),
+                "permissions": str(state.permissions_of(user.id, guild_id)),
             },
             "locale": locale,
-            "app_permissions": str(state.permissions_of(state.bot_user.id)),
+            "app_permissions": str(state.permissions_of(state.bot_user.id, guild_id)),
             "entitlements": [],
             "attachment_size_limit": self.rest.upload_limit,
         }
         if guild_id is not None:
-            member = state.member_json(user.id)
-            member["permissions"] = str(state.permissions_of(user.id))
+            member = state.member_json(user.id, guild_id=guild_id)
+            member["permissions"] = str(state.permissions_of(user.id, guild_id))
             payload.update(
                 guild_id=str(guild_id),
                 guild_locale="en-US",
@@ -503,6 +562,7 @@ __all__ = [
     "FakeAttachment",
     "FakeChannel",
     "FakeDiscord",
+    "FakeGuild",
     "FakeInteraction",
     "FakeMessage",
     "FakeUser",

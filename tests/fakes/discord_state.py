@@ -1,4 +1,4 @@
-"""The loopback Discord's world (one guild, its channels, members, messages, commands,
+"""The loopback Discord's world (guilds, their channels, members, messages, commands,
 interactions) and its rendering as the JSON payloads Discord sends (checked against
 discord.py 2.7.1's parsers).
 """
@@ -21,6 +21,7 @@ from tests.fakes.discord_models import (
     ROLE_MENTION,
     FakeAttachment,
     FakeChannel,
+    FakeGuild,
     FakeInteraction,
     FakeMember,
     FakeMessage,
@@ -31,7 +32,11 @@ from tests.fakes.discord_models import (
 
 
 class DiscordState:
-    """The fake's world: one guild with two text channels, a normal user, an admin, the bot."""
+    """The fake's world: a first guild with two text channels, a normal user, an admin, the
+    bot; more guilds (`add_guild`) each with their own roles, members and channels.
+
+    `guild_id`, `roles`, `members`, `admin_role` and `bot_role` are the first guild's.
+    """
 
     def __init__(self) -> None:
         self.ids = Snowflakes()
@@ -39,28 +44,20 @@ class DiscordState:
         bot_id = self.ids.next()
         self.application_id = bot_id
         self.bot_user = FakeUser(bot_id, "PlayChatBot", bot=True)
-        self.guild_id = self.ids.next()
-        self.guild_name = "PlayChat Test Guild"
-        self.admin_role = FakeRole(self.ids.next(), "Admin", ADMINISTRATOR, position=2)
-        self.bot_role = FakeRole(
-            self.ids.next(),
-            "PlayChatBot",
-            EVERYONE_PERMISSIONS | MANAGE_MESSAGES | MANAGE_THREADS,
-            position=1,
-            managed=True,
-        )
-        everyone = FakeRole(self.guild_id, "@everyone", EVERYONE_PERMISSIONS)
-        self.roles: dict[int, FakeRole] = {
-            r.id: r for r in (everyone, self.bot_role, self.admin_role)
-        }
+        self.guilds: dict[int, FakeGuild] = {}
+        self.channels: dict[int, FakeChannel] = {}
+        first = self.add_guild("PlayChat Test Guild")
+        self.guild_id = first.id
+        self.guild_name = first.name
+        self.admin_role = first.admin_role
+        self.bot_role = first.bot_role
+        self.roles: dict[int, FakeRole] = first.roles
+        self.members: dict[int, FakeMember] = first.members
         self.user = FakeUser(self.ids.next(), "alice")
         self.admin_user = FakeUser(self.ids.next(), "admin")
-        self.members: dict[int, FakeMember] = {}
-        self.add_member(self.bot_user, [self.bot_role.id])
         self.add_member(self.user, [])
         self.add_member(self.admin_user, [self.admin_role.id])
-        self.owner_id = self.admin_user.id
-        self.channels: dict[int, FakeChannel] = {}
+        first.owner_id = self.admin_user.id
         self.channel_id = self.add_channel("general", position=0).id
         self.other_channel_id = self.add_channel("random", position=1).id
         self.messages: dict[int, FakeMessage] = {}
@@ -70,17 +67,49 @@ class DiscordState:
         self.guild_commands: dict[int, list[JSON]] = {}
         self.interactions: dict[int, FakeInteraction] = {}
 
+    @property
+    def owner_id(self) -> int:
+        """The first guild's owner."""
+        return self.guilds[self.guild_id].owner_id
+
+    def add_guild(self, name: str) -> FakeGuild:
+        """A new guild the bot is in: @everyone, Admin and the bot's role; the bot a member."""
+        guild_id = self.ids.next()
+        admin_role = FakeRole(self.ids.next(), "Admin", ADMINISTRATOR, position=2)
+        bot_role = FakeRole(
+            self.ids.next(),
+            "PlayChatBot",
+            EVERYONE_PERMISSIONS | MANAGE_MESSAGES | MANAGE_THREADS,
+            position=1,
+            managed=True,
+        )
+        everyone = FakeRole(guild_id, "@everyone", EVERYONE_PERMISSIONS)
+        guild = FakeGuild(guild_id, name, admin_role, bot_role)
+        guild.roles.update({r.id: r for r in (everyone, bot_role, admin_role)})
+        self.guilds[guild_id] = guild
+        self.add_member(self.bot_user, [bot_role.id], guild_id=guild_id)
+        return guild
+
+    def guild(self, guild_id: int | None = None) -> FakeGuild:
+        """A guild by id (the first guild by default)."""
+        return self.guilds[self.guild_id if guild_id is None else guild_id]
+
     # -- world building
 
-    def add_member(self, user: FakeUser, role_ids: Iterable[int]) -> FakeMember:
-        """Make `user` a guild member with the given roles."""
+    def add_member(
+        self, user: FakeUser, role_ids: Iterable[int], *, guild_id: int | None = None
+    ) -> FakeMember:
+        """Make `user` a member of the guild (the first by default) with the given roles."""
         member = FakeMember(user, list(role_ids))
-        self.members[user.id] = member
+        self.guild(guild_id).members[user.id] = member
         return member
 
-    def add_channel(self, name: str, *, position: int = 0) -> FakeChannel:
-        """Add a guild text channel."""
-        channel = FakeChannel(self.ids.next(), GUILD_TEXT, name, self.guild_id, position=position)
+    def add_channel(
+        self, name: str, *, position: int = 0, guild_id: int | None = None
+    ) -> FakeChannel:
+        """Add a text channel to the guild (the first by default)."""
+        gid = self.guild(guild_id).id
+        channel = FakeChannel(self.ids.next(), GUILD_TEXT, name, gid, position=position)
         self.channels[channel.id] = channel
         return channel
 
@@ -95,23 +124,25 @@ class DiscordState:
 
     def find_user(self, user_id: int) -> FakeUser | None:
         """A known user by id (guild members and DM recipients)."""
-        member = self.members.get(user_id)
-        if member is not None:
-            return member.user
+        for guild in self.guilds.values():
+            member = guild.members.get(user_id)
+            if member is not None:
+                return member.user
         for channel in self.channels.values():
             if channel.recipient is not None and channel.recipient.id == user_id:
                 return channel.recipient
         return None
 
-    def permissions_of(self, user_id: int) -> int:
+    def permissions_of(self, user_id: int, guild_id: int | None = None) -> int:
         """Guild permissions of a member (administrator means all, as Discord sends it)."""
-        member = self.members.get(user_id)
+        guild = self.guild(guild_id)
+        member = guild.members.get(user_id)
         if member is None:
             return 0
-        perms = self.roles[self.guild_id].permissions
+        perms = guild.roles[guild.id].permissions
         for role_id in member.role_ids:
-            perms |= self.roles[role_id].permissions
-        if perms & ADMINISTRATOR or user_id == self.owner_id:
+            perms |= guild.roles[role_id].permissions
+        if perms & ADMINISTRATOR or user_id == guild.owner_id:
             return ALL_PERMISSIONS
         return perms
 
@@ -146,9 +177,11 @@ class DiscordState:
 
     # -- JSON
 
-    def member_json(self, user_id: int, *, with_user: bool = True) -> JSON:
+    def member_json(
+        self, user_id: int, *, with_user: bool = True, guild_id: int | None = None
+    ) -> JSON:
         """The guild member object."""
-        member = self.members[user_id]
+        member = self.guild(guild_id).members[user_id]
         out: JSON = {
             "nick": None,
             "avatar": None,
@@ -210,22 +243,24 @@ class DiscordState:
             )
         return out
 
-    def guild_create_json(self) -> JSON:
-        """GUILD_CREATE for the guild (channels, active threads, roles, members)."""
-        guild_channels = [c for c in self.channels.values() if c.guild_id == self.guild_id]
+    def guild_create_json(self, guild_id: int | None = None) -> JSON:
+        """GUILD_CREATE for a guild (channels, active threads, roles, members)."""
+        guild = self.guild(guild_id)
+        gid = guild.id
+        guild_channels = [c for c in self.channels.values() if c.guild_id == gid]
         return {
-            "id": str(self.guild_id),
-            "name": self.guild_name,
+            "id": str(gid),
+            "name": guild.name,
             "icon": None,
             "splash": None,
             "discovery_splash": None,
-            "owner_id": str(self.owner_id),
+            "owner_id": str(guild.owner_id),
             "afk_channel_id": None,
             "afk_timeout": 300,
             "verification_level": 0,
             "default_message_notifications": 1,
             "explicit_content_filter": 0,
-            "roles": [r.to_json() for r in self.roles.values()],
+            "roles": [r.to_json() for r in guild.roles.values()],
             "emojis": [],
             "stickers": [],
             "features": [],
@@ -241,12 +276,12 @@ class DiscordState:
             "preferred_locale": "en-US",
             "public_updates_channel_id": None,
             "nsfw_level": 0,
-            "joined_at": self.members[self.bot_user.id].joined_at,
+            "joined_at": guild.members[self.bot_user.id].joined_at,
             "large": False,
             "unavailable": False,
-            "member_count": len(self.members),
+            "member_count": len(guild.members),
             "voice_states": [],
-            "members": [self.member_json(uid) for uid in self.members],
+            "members": [self.member_json(uid, guild_id=gid) for uid in guild.members],
             "channels": [self.channel_json(c) for c in guild_channels if not c.is_thread],
             "threads": [
                 self.channel_json(c) for c in guild_channels if c.is_thread and not c.archived
@@ -265,8 +300,9 @@ class DiscordState:
             if user is None:
                 continue
             entry = user.to_json()
-            if message.guild_id is not None and user_id in self.members:
-                entry["member"] = self.member_json(user_id, with_user=False)
+            gid = message.guild_id
+            if gid is not None and user_id in self.guild(gid).members:
+                entry["member"] = self.member_json(user_id, with_user=False, guild_id=gid)
             mentions.append(entry)
         out: JSON = {
             "id": str(message.id),
@@ -288,8 +324,11 @@ class DiscordState:
         }
         if message.guild_id is not None:
             out["guild_id"] = str(message.guild_id)
-            if message.author.id in self.members and message.webhook_id is None:
-                out["member"] = self.member_json(message.author.id, with_user=False)
+            members = self.guild(message.guild_id).members
+            if message.author.id in members and message.webhook_id is None:
+                out["member"] = self.member_json(
+                    message.author.id, with_user=False, guild_id=message.guild_id
+                )
         if message.nonce is not None:
             out["nonce"] = message.nonce
         if message.webhook_id is not None:
@@ -301,7 +340,7 @@ class DiscordState:
                 "id": str(ix.id),
                 "type": ix.type,
                 "user": ix.user.to_json(),
-                "authorizing_integration_owners": {"0": str(self.guild_id)},
+                "authorizing_integration_owners": {"0": str(ix.guild_id or self.guild_id)},
                 "name": ix.name,
                 "command_type": 1,
             }
