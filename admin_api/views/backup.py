@@ -43,6 +43,9 @@ async def download_backup(
             }
         )
         file = await asyncio.to_thread(copy.open, "rb")
+        # The open handle keeps the data readable; the scratch name is gone before any byte
+        # is sent, so nothing is left behind even if the client goes away mid-download.
+        await asyncio.to_thread(copy.unlink, missing_ok=True)
         try:
             response.content_length = os.fstat(file.fileno()).st_size
             await response.prepare(request)

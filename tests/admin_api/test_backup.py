@@ -7,6 +7,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+from bot.store.spaces import local_space
 from tests.admin_api.conftest import TOKEN, Admin
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -15,8 +16,8 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 async def test_backup_download_is_a_consistent_copy_and_needs_authentication(
     admin: Admin, tmp_path: Path
 ) -> None:
-    session = await admin.services.repos.sessions.create(title="in the backup")
-    await admin.services.repos.messages.add(session.id, "user", "hello")
+    session = await admin.services.repos.sessions.create(local_space(), title="in the backup")
+    await admin.services.repos.messages.add(local_space(), session.id, "user", "hello")
 
     anonymous = await admin.get("/api/backup", token=None)
     assert anonymous.status == 401

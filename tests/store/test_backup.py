@@ -19,11 +19,14 @@ from bot.errors import DatabaseVersionError
 from bot.store.backup import BackupError, backup_database, backup_to, snapshot_path
 from bot.store.db import Database
 from bot.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from bot.store.spaces import local_space
 from tests.conftest import FAST_RETRY, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Hang, Text
 
 REPO = Path(__file__).resolve().parents[2]
 Dump = dict[str, list[tuple[Any, ...]]]
+
+SPACE = local_space()
 
 
 def dump(path: Path) -> Dump:
@@ -90,7 +93,10 @@ async def test_python_m_bot_backup_while_a_reply_streams_copies_what_was_committ
     options = ServiceOptions(retry=FAST_RETRY, builtin_tools=False, warm_start=False)
     llm.script(Text("An earlier answer."), Hang(after_chunks=2, text="half of a long answer"))
     async with open_services(settings, options) as services:
-        first = [e async for e in services.engine.run_turn(TurnRequest("earlier question"))]
+        first = [
+            e
+            async for e in services.engine.run_turn(TurnRequest("earlier question", space_id=SPACE))
+        ]
         assert isinstance(first[0], SessionEvent)
         session_id = first[0].session_id
         await services.tasks.drain()  # tags and words of the first turn are written
@@ -98,7 +104,9 @@ async def test_python_m_bot_backup_while_a_reply_streams_copies_what_was_committ
         events: list[Event] = []
 
         async def turn() -> None:
-            async for event in services.engine.run_turn(TurnRequest("go on", session_id)):
+            async for event in services.engine.run_turn(
+                TurnRequest("go on", session_id, space_id=SPACE)
+            ):
                 events.append(event)
                 if isinstance(event, ChunkEvent):
                     streaming.set()
@@ -124,7 +132,7 @@ async def test_python_m_bot_backup_while_a_reply_streams_copies_what_was_committ
     assert integrity(copy) == "ok"
     assert dump(copy) == before
     messages = before["messages"]
-    assert [m[3] for m in messages] == ["earlier question", "An earlier answer.", "go on"]
+    assert [m[4] for m in messages] == ["earlier question", "An earlier answer.", "go on"]
     # The streamed call was logged when it ended, after the copy was made.
     assert len(dump(settings.db_path)["api_logs"]) == len(before["api_logs"]) + 1
     assert not list(copy.parent.glob("*-wal")), "the copy stands alone"
@@ -132,7 +140,10 @@ async def test_python_m_bot_backup_while_a_reply_streams_copies_what_was_committ
 
 async def test_backup_under_continuous_writes_is_a_consistent_prefix(tmp_path: Path) -> None:
     db = await Database.open(tmp_path / "live.db")
-    await db.execute("INSERT INTO sessions (id, created_at, updated_at) VALUES ('s', 'now', 'now')")
+    await db.execute(
+        "INSERT INTO sessions (id, space_id, created_at, updated_at) VALUES ('s', ?, 'now', 'now')",
+        (SPACE,),
+    )
     stop = asyncio.Event()
 
     async def writer() -> int:
@@ -142,9 +153,9 @@ async def test_backup_under_continuous_writes_is_a_consistent_prefix(tmp_path: P
                 # Two rows per transaction: a torn copy would show an odd count.
                 for _ in range(2):
                     await conn.execute(
-                        "INSERT INTO messages (session_id, role, content, created_at) "
-                        "VALUES ('s', 'user', ?, 'now')",
-                        ("x" * 2000,),
+                        "INSERT INTO messages (space_id, session_id, role, content, created_at) "
+                        "VALUES (?, 's', 'user', ?, 'now')",
+                        (SPACE, "x" * 2000),
                     )
             written += 2
             await asyncio.sleep(0)
@@ -241,10 +252,10 @@ async def test_a_restored_backup_is_what_the_bot_starts_on(
     settings = make_settings()
     options = ServiceOptions(retry=FAST_RETRY, builtin_tools=False)
     async with open_services(settings, options) as services:
-        kept = await services.repos.sessions.create(title="before the backup")
-        await services.repos.messages.add(kept.id, "user", "remember me")
+        kept = await services.repos.sessions.create(SPACE, title="before the backup")
+        await services.repos.messages.add(SPACE, kept.id, "user", "remember me")
         copy = await backup_to(settings.db_path, tmp_path / "backup.db")
-        lost = await services.repos.sessions.create(title="after the backup")
+        lost = await services.repos.sessions.create(SPACE, title="after the backup")
 
     # Restore as the README says: bot stopped, stale -wal/-shm removed, the copy put in place.
     for leftover in (Path(f"{settings.db_path}-wal"), Path(f"{settings.db_path}-shm")):
