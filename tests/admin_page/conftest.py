@@ -89,6 +89,9 @@ class Ui:
         await self.page.get_by_label("Admin password").fill(PASSWORD)
         await self.page.get_by_role("button", name="Log in").click()
         await expect(self.page.locator("#nav")).to_be_visible()
+        # The first screen and the space selector load after login; wait for every request so
+        # a test that then moves the clock (login expiry) does not race them.
+        await self.page.wait_for_load_state("networkidle")
 
     async def go(self, screen: str) -> None:
         """Open a screen from the navigation bar and wait until its data arrived."""
