@@ -35,7 +35,7 @@ from bot.tools.paging import (
 from bot.tools.pdf import NOT_A_PDF, NotPdfError, PdfCursor, ensure_pages, read_pdf_page
 from bot.tools.safe_http import FetchError, SafeFetcher
 from bot.tools.scrape import PAGE_LIMIT, extract_text
-from bot.tools.web_search import MAX_RESULTS_CAP, WebSearch
+from bot.tools.web_search import MAX_RESULTS_CAP, SearchUnavailable, WebSearch, unavailable_error
 
 log = logging.getLogger(__name__)
 
@@ -267,9 +267,12 @@ class SearchAndFetch:
             if file_type not in ALLOWED_FILE_TYPES:
                 raise ToolError(prompts["fetch_invalid_type"])
             wanted = limit if max_results is None or max_results <= 0 else min(max_results, limit)
-            results = await self._search.search(
-                search_query(query, file_type), min(MAX_RESULTS_CAP, max(10, wanted * 3))
-            )
+            try:
+                results = await self._search.search(
+                    search_query(query, file_type), min(MAX_RESULTS_CAP, max(10, wanted * 3))
+                )
+            except SearchUnavailable as exc:
+                raise unavailable_error(exc, settings.language) from exc
             candidates = fit_candidates(pick_candidates(results, file_type, wanted), file_type)
             if not candidates:
                 return prompts.format("fetch_no_candidates", file_type=file_type, query=query)

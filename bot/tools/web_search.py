@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config import Settings
+from bot.errors import ToolError
+from bot.prompts import prompts_for
 from bot.tools.core import ToolDisplay, short_text
 from bot.tools.result import Source, ToolResult
 
@@ -73,6 +75,15 @@ def normalize_results(raw: Any, max_results: int) -> list[SearchResult]:
     return results
 
 
+class SearchUnavailable(Exception):
+    """The search could not be made (offline, timed out, rate-limited, shut down)."""
+
+
+def _no_results(exc: Exception) -> bool:
+    # ddgs reports an empty result set as an exception.
+    return "no results found" in str(exc).lower()
+
+
 @dataclass
 class _Cached:
     results: list[SearchResult]
@@ -113,7 +124,11 @@ class WebSearch:
         return self._clock() < self._blocked_until
 
     async def search(self, query: str, max_results: int) -> list[SearchResult]:
-        """Up to `max_results` results for `query`; [] on empty query or any failure."""
+        """Up to `max_results` results for `query` ([] when there are none).
+
+        Raises SearchUnavailable when the search cannot be made, so that an outage is never
+        mistaken for "nothing found".
+        """
         query = " ".join(query.split())
         if not query:
             return []
@@ -125,27 +140,10 @@ class WebSearch:
             self._cache.move_to_end(key)
             return [dict(item) for item in cached.results]
         if now < self._blocked_until:
-            log.info("web search skipped: rate-limit cooldown for %.0fs", self._blocked_until - now)
-            return []
-        loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(self._timeout):
-                raw = await loop.run_in_executor(
-                    self._executor, self._search_fn, query, max_results
-                )
-        except TimeoutError:
-            log.warning("web search timed out after %.0fs", self._timeout)
-            return []
-        except Exception as exc:
-            if is_rate_limit(exc):
-                self._cooldown = min(
-                    self._cooldown_max, max(self._cooldown_initial, self._cooldown * 2)
-                )
-                self._blocked_until = self._clock() + self._cooldown
-                log.warning("web search rate-limited; pausing searches for %.0fs", self._cooldown)
-            else:
-                log.warning("web search failed: %s: %s", type(exc).__name__, exc)
-            return []
+            wait = self._blocked_until - now
+            log.info("web search skipped: rate-limit cooldown for %.0fs", wait)
+            raise SearchUnavailable(f"searches are paused for {wait:.0f} s after a rate limit")
+        raw = await self._run(query, max_results)
         self._cooldown = 0.0
         results = normalize_results(raw, max_results)
         if results:
@@ -154,6 +152,30 @@ class WebSearch:
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return results
+
+    async def _run(self, query: str, max_results: int) -> Any:
+        """The search function's raw answer; its failures become SearchUnavailable."""
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await loop.run_in_executor(
+                    self._executor, self._search_fn, query, max_results
+                )
+        except TimeoutError:
+            log.warning("web search timed out after %.0fs", self._timeout)
+            raise SearchUnavailable(f"no answer within {self._timeout:g} s") from None
+        except Exception as exc:
+            if _no_results(exc):
+                return []
+            if is_rate_limit(exc):
+                self._cooldown = min(
+                    self._cooldown_max, max(self._cooldown_initial, self._cooldown * 2)
+                )
+                self._blocked_until = self._clock() + self._cooldown
+                log.warning("web search rate-limited; pausing searches for %.0fs", self._cooldown)
+                raise SearchUnavailable("the search engine is rate-limiting searches") from exc
+            log.warning("web search failed: %s: %s", type(exc).__name__, exc)
+            raise SearchUnavailable(f"the search failed ({type(exc).__name__})") from exc
 
     def close(self) -> None:
         """Stop the worker threads (a running search finishes in the background)."""
@@ -171,16 +193,25 @@ class WebSearchTool:
         """Search the web (DuckDuckGo) and return result titles, URLs and snippets.
 
         Use it to find pages; read one with scrape_url, a PDF with pdf_to_text. An empty
-        result list means nothing was found or the search is unavailable right now.
+        result list means nothing was found; an error means the search is unavailable now.
 
         Args:
             query: What to search for. An empty query returns an empty list.
             max_results: How many results to return; 0, negative or omitted uses the
                 configured default (5).
         """
+        settings = self._settings()
         if max_results is None or max_results <= 0:
-            max_results = self._settings().web_search_max_results
-        return await self._search.search(query, max_results)
+            max_results = settings.web_search_max_results
+        try:
+            return await self._search.search(query, max_results)
+        except SearchUnavailable as exc:
+            raise unavailable_error(exc, settings.language) from exc
+
+
+def unavailable_error(exc: SearchUnavailable, language: str) -> ToolError:
+    """What the model is told when the web cannot be searched now."""
+    return ToolError(prompts_for(language).format("web_search_unavailable", reason=str(exc)))
 
 
 def describe_web_search(args: dict[str, Any]) -> str:

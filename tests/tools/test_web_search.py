@@ -17,7 +17,15 @@ from bot.tools.doc_cache import DocumentCache
 from bot.tools.isolate import IsolatedRunner
 from bot.tools.registry import Source, ToolRegistry, default_registry
 from bot.tools.safe_http import FetchPolicy, SafeFetcher
-from bot.tools.web_search import WebSearch, WebSearchTool, is_rate_limit, normalize_results
+from bot.tools.web_search import (
+    DISPLAY,
+    SearchUnavailable,
+    WebSearch,
+    WebSearchTool,
+    is_rate_limit,
+    normalize_results,
+    web_search_sources,
+)
 
 
 class Clock:
@@ -135,20 +143,36 @@ async def test_identical_queries_are_cached_for_a_while(clock: Clock) -> None:
         searcher.close()
 
 
-async def test_failures_return_empty_and_are_logged(
+async def test_no_results_is_empty_and_a_failure_is_unavailable_and_logged(
     clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    search_fn = Scripted(DDGSException("No results found."), ValueError("boom"), RESULTS)
+    search_fn = Scripted(
+        DDGSException("No results found."), ValueError("boom"), DDGSException("offline"), RESULTS
+    )
     searcher = make(search_fn, clock)
     caplog.set_level(logging.WARNING, "bot.tools.web_search")
     try:
-        assert await searcher.search("q", 5) == []
-        assert await searcher.search("q", 5) == []
+        assert await searcher.search("q", 5) == []  # ddgs's way of saying "nothing found"
+        with pytest.raises(SearchUnavailable, match="ValueError"):
+            await searcher.search("q", 5)
+        with pytest.raises(SearchUnavailable, match="DDGSException"):
+            await searcher.search("q", 5)
         assert len(await searcher.search("q", 5)) == 4  # failures are not cached, nor cooling
     finally:
         searcher.close()
-    assert "web search failed: DDGSException" in caplog.text
     assert "web search failed: ValueError" in caplog.text
+    assert "web search failed: DDGSException" in caplog.text
+
+
+async def test_an_offline_search_is_a_failed_tool_call_the_model_can_act_on(clock: Clock) -> None:
+    settings = Settings(_env_file=None, language="en")  # type: ignore[call-arg]
+    tool = WebSearchTool(make(Scripted(DDGSException("offline")), clock), lambda: settings)
+    registry = ToolRegistry()
+    registry.register(tool.web_search, display=DISPLAY, sources=web_search_sources)
+    result = await registry.execute("web_search", {"query": "playchat"})
+    assert result.failed and result.sources == ()
+    assert result.text.startswith("Web search is unavailable right now (the search failed")
+    assert "answer from what you know" in result.text
 
 
 async def test_rate_limit_backs_off_with_a_growing_cooldown(clock: Clock) -> None:
@@ -161,18 +185,23 @@ async def test_rate_limit_backs_off_with_a_growing_cooldown(clock: Clock) -> Non
     )
     searcher = make(search_fn, clock, cooldown_initial=30, cooldown_max=100)
     try:
-        assert await searcher.search("a", 5) == []
+        with pytest.raises(SearchUnavailable, match="rate-limiting"):
+            await searcher.search("a", 5)
         assert searcher.cooling_down
-        assert await searcher.search("b", 5) == []  # not even tried
+        with pytest.raises(SearchUnavailable, match="paused for 30 s"):
+            await searcher.search("b", 5)  # not even tried
         assert len(search_fn.calls) == 1
         clock.now += 31
-        assert await searcher.search("c", 5) == []  # rate-limited again: 60 s now
+        with pytest.raises(SearchUnavailable):
+            await searcher.search("c", 5)  # rate-limited again: 60 s now
         clock.now += 31
-        assert await searcher.search("d", 5) == []
+        with pytest.raises(SearchUnavailable, match="paused"):
+            await searcher.search("d", 5)
         assert len(search_fn.calls) == 2
         clock.now += 30
         assert len(await searcher.search("e", 5)) == 4  # success resets the cooldown
-        assert await searcher.search("f", 5) == []  # 429 in words: 30 s again
+        with pytest.raises(SearchUnavailable):
+            await searcher.search("f", 5)  # 429 in words: 30 s again
         clock.now += 31
         assert len(await searcher.search("g", 5)) == 4
         assert len(search_fn.calls) == 5
@@ -196,7 +225,8 @@ async def test_a_hanging_search_is_cut_at_the_deadline(clock: Clock) -> None:
     searcher = WebSearch(search_fn=hanging, timeout=0.2, clock=clock)
     started = time.monotonic()
     try:
-        assert await searcher.search("q", 5) == []
+        with pytest.raises(SearchUnavailable, match=r"no answer within 0\.2 s"):
+            await searcher.search("q", 5)
         assert time.monotonic() - started < 5
     finally:
         release.set()
@@ -214,7 +244,8 @@ async def test_real_ddgs_through_an_unreachable_loopback_proxy(
     searcher = WebSearch(backend="duckduckgo", timeout=5)
     started = time.monotonic()
     try:
-        assert await searcher.search("python asyncio", 3) == []
+        with pytest.raises(SearchUnavailable):
+            await searcher.search("python asyncio", 3)
     finally:
         searcher.close()
     assert time.monotonic() - started < 5
@@ -227,8 +258,8 @@ async def test_default_registry_works_standalone(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("DDGS_PROXY", f"http://127.0.0.1:{port}")
     registry = default_registry()
     assert registry.names() == ["web_search", "scrape_url", "pdf_to_text", "search_and_fetch"]
-    empty = await registry.execute("web_search", {"query": "python"})
-    assert (empty.text, empty.failed, empty.sources) == ("[]", False, ())
+    offline = await registry.execute("web_search", {"query": "python"})
+    assert offline.failed and offline.sources == ()
     # Its own fetcher uses the strict policy: loopback is refused before any connection.
     result = await registry.execute("scrape_url", {"url": f"http://127.0.0.1:{port}/"})
     assert result.failed and result.text.startswith("Blocked URL: ")
@@ -237,10 +268,11 @@ async def test_default_registry_works_standalone(monkeypatch: pytest.MonkeyPatch
     assert tool.label({"query": "tokyo weather"}) == 'web_search "tokyo weather"'
 
 
-async def test_search_after_close_returns_empty(clock: Clock) -> None:
+async def test_search_after_close_is_unavailable(clock: Clock) -> None:
     searcher = WebSearch(search_fn=Scripted(RESULTS), clock=clock)
     searcher.close()
-    assert await searcher.search("q", 5) == []
+    with pytest.raises(SearchUnavailable):
+        await searcher.search("q", 5)
 
 
 async def test_search_hits_are_the_sources_of_a_call(clock: Clock) -> None:
