@@ -2,49 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import sqlite3
-import sys
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
+from tests.bot_process import bot_env, run_python_m_bot
 from tests.fakes.llm_server import FakeLLMServer, Raw, Text, ToolCalls
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DISCORD_", "LLM_", "ADMIN_", "DB_"))
-    }
-    env.update(PYTHONPATH=str(REPO), DB_PATH=str(tmp_path / "chat.db"), LANGUAGE="en")
-    env.update(extra)
-    return env
+    return bot_env(tmp_path / "chat.db", **extra)
 
 
-async def _run(
-    args: list[str], env: dict[str, str], cwd: Path, stdin: bytes = b""
-) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        *args,
-        cwd=cwd,
-        env=env,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(stdin), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+_run = run_python_m_bot
 
 
 async def test_bot_without_token_explains_how_to_start(tmp_path: Path) -> None:

@@ -4,16 +4,14 @@ process with the sentence that says what to fix, a non-zero exit code and no tra
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from bot.prompts.ui_text import ui_text
+from tests.bot_process import bot_env
 from tests.fakes.discord_server import FakeDiscord
-
-REPO = Path(__file__).resolve().parents[2]
 
 # The real entry point, with discord.py pointed at the loopback server first.
 ENTRY = """
@@ -28,15 +26,8 @@ sys.exit(main([]))
 
 
 async def _python_m_bot(server: FakeDiscord, tmp_path: Path, token: str) -> tuple[int, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DISCORD_", "LLM_", "ADMIN_", "DB_"))
-    }
-    env.update(
-        PYTHONPATH=str(REPO),
-        DB_PATH=str(tmp_path / "p.db"),
-        LANGUAGE="en",
+    env = bot_env(
+        tmp_path / "p.db",
         DISCORD_TOKEN=token,
         ADMIN_ENABLED="false",
         LLM_API_BASE="http://127.0.0.1:9",

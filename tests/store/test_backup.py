@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import sqlite3
-import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -20,10 +18,10 @@ from bot.store.backup import BackupError, backup_database, backup_to, snapshot_p
 from bot.store.db import Database
 from bot.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from bot.store.spaces import local_space
+from tests.bot_process import bot_env, run_python_m_bot
 from tests.conftest import FAST_RETRY, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Hang, Text
 
-REPO = Path(__file__).resolve().parents[2]
 Dump = dict[str, list[tuple[Any, ...]]]
 
 SPACE = local_space()
@@ -53,35 +51,6 @@ def integrity(path: Path) -> str:
 def user_version(path: Path) -> int:
     with closing(sqlite3.connect(path)) as conn:
         return int(conn.execute("PRAGMA user_version").fetchone()[0])
-
-
-def env_for(db_path: Path, **extra: str) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DISCORD_", "LLM_", "ADMIN_", "DB_"))
-    }
-    env.update(PYTHONPATH=str(REPO), DB_PATH=str(db_path), LANGUAGE="en", **extra)
-    return env
-
-
-async def python_m_bot(
-    args: list[str], env: dict[str, str], cwd: Path, stdin: bytes = b""
-) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        *args,
-        cwd=cwd,
-        env=env,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(stdin), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 async def test_python_m_bot_backup_while_a_reply_streams_copies_what_was_committed(
@@ -116,8 +85,8 @@ async def test_python_m_bot_backup_while_a_reply_streams_copies_what_was_committ
 
         before = dump(settings.db_path)
         (tmp_path / "backups").mkdir()
-        code, out, err = await python_m_bot(
-            ["backup", str(tmp_path / "backups")], env_for(settings.db_path), tmp_path
+        code, out, err = await run_python_m_bot(
+            ["backup", str(tmp_path / "backups")], bot_env(settings.db_path), tmp_path
         )
         after = dump(settings.db_path)
         assert code == 0, err
@@ -263,8 +232,8 @@ async def test_a_restored_backup_is_what_the_bot_starts_on(
     shutil.copyfile(copy, settings.db_path)
 
     llm.script(Text("Back again."))
-    env = env_for(settings.db_path, LLM_API_BASE=llm.url, LLM_MODEL="ollama/test-model")
-    code, out, err = await python_m_bot(["chat"], env, tmp_path, b"hello\n")
+    env = bot_env(settings.db_path, LLM_API_BASE=llm.url, LLM_MODEL="ollama/test-model")
+    code, out, err = await run_python_m_bot(["chat"], env, tmp_path, b"hello\n")
     assert code == 0, err
     assert out.strip() == "Back again."
 
