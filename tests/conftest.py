@@ -20,6 +20,7 @@ from bot.llm.gateway import RetryPolicy
 from bot.services import ServiceOptions, Services, open_services
 from bot.utils.log_setup import CHATTY_LOGGERS, NOISY_LOGGERS
 from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.web_server import FakeWebServer
 
 FAST_RETRY = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.01)
 # The local space of the terminal and admin chat under the default LOCAL_SPACE setting.
@@ -108,3 +109,10 @@ async def services(
     """Opened services over the fake LLM with the parametrised backend."""
     async with open_services(make_settings(backend), service_options) as opened:
         yield opened
+
+
+@pytest.fixture
+async def web() -> AsyncIterator[FakeWebServer]:
+    """The loopback web server (tests/tools has its own, module-scoped one)."""
+    async with FakeWebServer() as server:
+        yield server

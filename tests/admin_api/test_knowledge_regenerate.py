@@ -3,8 +3,6 @@ reading the sources again from the loopback web server; model presets seeded at 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from bot.services import ServiceOptions, open_services
@@ -24,12 +22,6 @@ def service_options() -> ServiceOptions:
         fetch_policy=FetchPolicy.allowing("127.0.0.1/32"),
         search_fn=lambda query, n: [],
     )
-
-
-@pytest.fixture
-async def web() -> AsyncIterator[FakeWebServer]:
-    async with FakeWebServer() as server:
-        yield server
 
 
 async def saved(admin: Admin, web: FakeWebServer) -> KnowledgeEntry:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-
-import pytest
 
 from bot.chat.engine import TurnRequest
 from bot.chat.events import ChunkEvent, DoneEvent, Event, ToolEvent
@@ -17,12 +14,6 @@ from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
 from tests.fakes.web_server import FakeWebServer
 
 BUILTINS = {"web_search", "scrape_url", "pdf_to_text", "search_and_fetch"}
-
-
-@pytest.fixture
-async def web() -> AsyncIterator[FakeWebServer]:
-    async with FakeWebServer(host="127.0.0.1", port=0) as server:
-        yield server
 
 
 async def turn(services: Services, text: str, session_id: str | None = None) -> list[Event]:

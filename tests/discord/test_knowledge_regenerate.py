@@ -3,8 +3,6 @@ the entry's sources again from the loopback web server; /model set with the seed
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from bot.services import ServiceOptions
@@ -24,12 +22,6 @@ def service_options() -> ServiceOptions:
         fetch_policy=FetchPolicy.allowing("127.0.0.1/32"),
         search_fn=lambda query, n: [],
     )
-
-
-@pytest.fixture
-async def web() -> AsyncIterator[FakeWebServer]:
-    async with FakeWebServer() as server:
-        yield server
 
 
 async def saved(w: World, web: FakeWebServer) -> KnowledgeEntry:

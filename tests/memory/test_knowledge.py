@@ -417,12 +417,6 @@ async def test_saved_search_reaches_layer_3_through_the_local_kb(
 
 
 @pytest.fixture
-async def web() -> AsyncIterator[FakeWebServer]:
-    async with FakeWebServer() as server:
-        yield server
-
-
-@pytest.fixture
 def web_options() -> ServiceOptions:
     """Services with the built-in web tools, allowed to reach the loopback web server."""
     return ServiceOptions(
