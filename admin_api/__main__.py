@@ -8,7 +8,7 @@ import signal
 import sys
 
 from admin_api.app import serve
-from admin_api.config import UnsafeBindError, admin_config, check_settings
+from admin_api.config import UnsafeBindError, admin_config, check_settings, start_warnings
 from bot.config import Settings, load_settings
 from bot.errors import StartupError
 from bot.services import open_services
@@ -25,9 +25,17 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> int:
         loop.add_signal_handler(signum, stop.set)
     try:
         async with open_services(settings) as services:
-            async with await serve(services, config=admin_config(settings)) as server:
-                print(f"PlayChat admin API on {server.url}", file=sys.stderr)
-                await stop.wait()
+            for warning in start_warnings(settings):
+                log.warning("%s", warning)
+            readiness = services.readiness
+            await readiness.check()
+            readiness.start(services.tasks, lambda: services.settings().readiness_interval)
+            try:
+                async with await serve(services, config=admin_config(settings)) as server:
+                    print(f"PlayChat admin API on {server.url}", file=sys.stderr)
+                    await stop.wait()
+            finally:
+                readiness.stop()
             await services.tasks.drain()
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):

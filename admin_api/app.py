@@ -26,6 +26,7 @@ from admin_api.views import (
     meta,
     models,
     notes,
+    readiness,
     sessions,
     settings,
     spaces,
@@ -54,6 +55,7 @@ VIEWS = (
     topics,
     chat,
     backup,
+    readiness,
 )
 # The page runs only its own files: no inline script or style, no framing, no foreign fetches.
 CONTENT_SECURITY_POLICY = (

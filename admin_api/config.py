@@ -85,6 +85,37 @@ def check_settings(settings: Settings) -> None:
         check_bind(settings.admin_host, password_set=bool(settings.secret("admin_password")))
 
 
+_EVERY_INTERFACE = frozenset({"", "0.0.0.0", "::", "[::]"})  # noqa: S104 - names, not a bind
+
+
+def start_warnings(settings: Settings) -> list[str]:
+    """One sentence per risky admin API set-up: locked (nobody can log in) or exposed."""
+    if not settings.admin_enabled:
+        return []
+    where = f"{settings.admin_host}:{settings.admin_port}"
+    warnings = []
+    if not settings.secret("admin_password") and not settings.secret("admin_token"):
+        warnings.append(
+            f"The admin API on {where} is locked: neither ADMIN_PASSWORD nor ADMIN_TOKEN is "
+            "set, so nobody can log in; set ADMIN_PASSWORD (browser login) or ADMIN_TOKEN "
+            "(scripts, 16+ characters) in .env and restart."
+        )
+    host = settings.admin_host.strip().lower()
+    if host in _EVERY_INTERFACE:
+        warnings.append(
+            f"The admin API listens on every network interface ({where}): any machine that can "
+            "reach this port gets the login page, over plain HTTP unless a proxy adds HTTPS; "
+            "set ADMIN_HOST to one address (127.0.0.1 behind a reverse proxy on this machine)."
+        )
+    elif not is_loopback_host(host) and not settings.admin_trusted_proxies:
+        warnings.append(
+            f"The admin API listens on {where}, beyond this machine, with no reverse proxy "
+            "configured: the password travels over plain HTTP; put an HTTPS proxy in front "
+            "(and list it in ADMIN_TRUSTED_PROXIES) or set ADMIN_HOST=127.0.0.1."
+        )
+    return warnings
+
+
 @dataclass(frozen=True)
 class AdminConfig:
     """Everything the admin API needs to know besides the services it manages."""

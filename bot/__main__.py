@@ -67,14 +67,23 @@ async def run_chat(settings: Settings, space: str | None = None) -> int:
 async def serve_all(services: Services, *, stop: asyncio.Event | None = None) -> int:
     """Topic scheduler, admin API and Discord client in this loop until SIGINT/SIGTERM."""
     from admin_api import serve
-    from admin_api.config import admin_config
+    from admin_api.config import admin_config, start_warnings
     from bot.bot import run_discord
+    from bot.ops.probes import scheduler_probe
     from bot.topics.scheduler import TopicScheduler
 
     settings = services.settings()
     scheduler = TopicScheduler(services.topics)
     await scheduler.start()
+    readiness = services.readiness
+    readiness.register("scheduler", scheduler_probe(scheduler))
     try:
+        for warning in start_warnings(settings):
+            log.warning("%s", warning)
+        # Before Discord connects, so the first presence and the log already say what is down;
+        # the probes run together, each bounded by a few seconds.
+        await readiness.check()
+        readiness.start(services.tasks, lambda: services.settings().readiness_interval)
         async with AsyncExitStack() as stack:
             if settings.admin_enabled:
                 config = admin_config(settings)
@@ -86,6 +95,8 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
                 log.info("admin API on %s", server.url)
             return await run_discord(services, stop=stop)
     finally:
+        readiness.stop()
+        readiness.unregister("scheduler")
         scheduler.shutdown()
 
 

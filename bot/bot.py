@@ -19,6 +19,8 @@ from discord.ext import commands
 
 from bot.config import Settings
 from bot.exts._access import AccessPolicy, Requester
+from bot.ops.probes import discord_check
+from bot.ops.readiness import Check, ComponentStatus
 from bot.prompts.ui_text import ui_text
 from bot.services import Services
 
@@ -165,6 +167,46 @@ class PlayChatBot(commands.Bot):
         self._extension_names = tuple(extensions)
         self._guild_ids = tuple(settings.discord_guild_ids)
         self._announced = False
+        self._presence: tuple[str, str | None] | None = None
+        readiness = deps.services.readiness
+        readiness.register("discord", self._discord_readiness)
+        readiness.add_listener(self._on_readiness)
+
+    async def _discord_readiness(self) -> Check:
+        """The connection as this client sees it, for the readiness report."""
+        connected = self.is_ready() and not self.is_closed() and self.ws is not None
+        return discord_check(
+            connected=connected,
+            ever=self._announced,
+            servers=len(self.guilds),
+            latency=self.latency if connected else None,
+        )
+
+    async def _on_readiness(self, new: ComponentStatus, old: ComponentStatus) -> None:
+        if new.name == "model":
+            await self.show_readiness()
+
+    def presence(self) -> tuple[discord.Status, str | None]:
+        """Idle with a short notice while the model is down; online otherwise."""
+        model = self.deps.services.readiness.status("model")
+        if model.state == "down":
+            notice = ui_text(self.deps.services.settings().language).presence_model_down
+            return discord.Status.idle, notice
+        return discord.Status.online, None
+
+    async def show_readiness(self) -> None:
+        """Show the model's readiness in the bot's presence (once per change, when connected)."""
+        status, text = self.presence()
+        key = (str(status), text)
+        if key == self._presence or not self.is_ready() or self.is_closed():
+            return
+        activity = discord.CustomActivity(name=text) if text else None
+        try:
+            await self.change_presence(status=status, activity=activity)
+        except (discord.DiscordException, ConnectionError) as exc:
+            log.debug("could not update the presence: %s", exc)
+            return
+        self._presence = key
 
     async def setup_hook(self) -> None:
         """Load the extensions, then register the slash commands with Discord."""
@@ -192,19 +234,36 @@ class PlayChatBot(commands.Bot):
             log.info("synced %d slash commands to guild %d", len(synced), guild_id)
 
     async def on_ready(self) -> None:
-        """Log who we are and the invite URL (once)."""
-        if self._announced or self.user is None:
+        """Log who we are and the invite URL (once); show the readiness in the presence."""
+        if self.user is None:
             return
-        self._announced = True
-        app_id = self.application_id or self.user.id
-        log.info("logged in as %s (id %d) in %d guilds", self.user, self.user.id, len(self.guilds))
-        log.info("invite PlayChat to a server with: %s", invite_url(app_id))
+        if not self._announced:
+            self._announced = True
+            app_id = self.application_id or self.user.id
+            log.info(
+                "logged in as %s (id %d) in %d guilds", self.user, self.user.id, len(self.guilds)
+            )
+            log.info("invite PlayChat to a server with: %s", invite_url(app_id))
+        await self.deps.services.readiness.check(["discord"])
+        self._presence = None  # a new gateway session starts with the default presence
+        await self.show_readiness()
+
+    async def on_resumed(self) -> None:
+        """Back on the gateway: Discord is ready again."""
+        await self.deps.services.readiness.check(["discord"])
+
+    async def on_disconnect(self) -> None:
+        """Off the gateway (discord.py reconnects by itself)."""
+        await self.deps.services.readiness.check(["discord"])
 
     async def shutdown(self, grace: float = SHUTDOWN_GRACE) -> None:
         """Refuse new turns, give running ones `grace` seconds, then close the connection."""
         self.deps.turns.closing = True
         if self.deps.turns.count and not await self.deps.turns.wait_idle(grace):
             log.warning("closing with %d turns still running", self.deps.turns.count)
+        readiness = self.deps.services.readiness
+        readiness.remove_listener(self._on_readiness)
+        readiness.unregister("discord")
         await self.close()
 
 

@@ -130,6 +130,13 @@ class Settings(BaseSettings):
     admin_max_connections: int = Field(default=100, ge=1)
     admin_trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
+    readiness_interval: float = Field(
+        default=60.0,
+        ge=10,
+        le=3600,
+        description="Seconds between readiness checks (model, embeddings, MCP, scheduler).",
+    )
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     debug: bool = False
 

@@ -24,6 +24,8 @@ from bot.memory.notes import NotesService
 from bot.memory.spaces import SpaceService
 from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool
+from bot.ops.probes import MODEL_KEYS, build_readiness
+from bot.ops.readiness import Readiness
 from bot.store.admin_sessions import AdminSessionRepository
 from bot.store.api_logs import ApiLogRepository
 from bot.store.app_settings import AppSettingsRepository
@@ -142,6 +144,7 @@ class Services:
     transfer: SessionTransfer
     conversations: ConversationSessions
     attachment_intake: AttachmentIntake
+    readiness: Readiness
 
 
 @dataclass
@@ -323,6 +326,18 @@ def _add_engine_hooks(
     engine.add_turn_hook(remember_words_and_tags)
 
 
+def _open_readiness(core: _Core, mcp: McpTools) -> Readiness:
+    """Readiness of the model, embeddings, database and MCP; re-checked when the model changes."""
+    readiness = build_readiness(core.runtime, core.db, core.gateway, mcp)
+
+    def model_changed(_settings: Settings, keys: frozenset[str]) -> None:
+        if keys & MODEL_KEYS:
+            core.tasks.spawn(readiness.check(["model", "embeddings"]), name="readiness-model")
+
+    core.runtime.subscribe(model_changed)
+    return readiness
+
+
 async def _warm_start(core: _Core, memory: _Memory) -> None:
     """Tag what is not tagged yet (background). The word pool is persisted: nothing to do."""
     core.tasks.spawn(memory.tagger.backfill(), name="tag-backfill")
@@ -375,4 +390,5 @@ async def open_services(
             ),
             conversations=ConversationSessions(repos.sessions, repos.messages, repos.topics),
             attachment_intake=AttachmentIntake(repos.attachments, core.runtime),
+            readiness=_open_readiness(core, mcp),
         )

@@ -26,7 +26,7 @@ from bot.chat.tokens import message_tokens
 from bot.chat.tool_budget import ToolBudget, resume_footer, split_footer, trim_tool_result
 from bot.chat.turn_fit import ToolText, fit_tool_texts
 from bot.config import Settings
-from bot.errors import UserFacingError
+from bot.errors import LLMUnavailableError, UserFacingError
 from bot.llm.gateway import LLMGateway
 from bot.llm.litellm_backend import arguments_text
 from bot.llm.types import Message, ToolCall
@@ -238,7 +238,7 @@ class ChatEngine:
             async with bound:
                 await self._rounds(state, request, emit)
         except UserFacingError as exc:
-            emit(ErrorEvent(str(exc)))
+            emit(ErrorEvent(str(exc), model_down=isinstance(exc, LLMUnavailableError)))
             return
         except TimeoutError:
             if not bound.expired():

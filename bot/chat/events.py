@@ -60,9 +60,13 @@ class DoneEvent:
 
 @dataclass(frozen=True)
 class ErrorEvent:
-    """The turn failed; `message` is safe to show to the user."""
+    """The turn failed; `message` is safe to show to the user.
+
+    `model_down`: the model could not be reached; Discord shows members its own short notice.
+    """
 
     message: str
+    model_down: bool = False
 
 
 Event = (

@@ -38,6 +38,8 @@ class UiText:
     access_denied: str
     admin_only: str
     generic_error: str
+    model_unavailable: str
+    presence_model_down: str
     thread_fallback: str
     note_saved: str
     note_created: str

@@ -109,9 +109,11 @@ class ReplyRenderer:
                 self._completed = True
                 header = self._ui.sources
                 self._draft.finish(sources=render_sources(self._sources, header))
-            case ErrorEvent(message=message):
+            case ErrorEvent(message=message, model_down=model_down):
                 self._failed = True
-                self._draft.finish(error=self._ui.error_prefix + message)
+                # The owner's detail (address, setting) is in the log and the readiness page.
+                shown = self._ui.model_unavailable if model_down else message
+                self._draft.finish(error=self._ui.error_prefix + shown)
             case _:
                 return
         self._changed.set()

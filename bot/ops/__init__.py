@@ -1,0 +1,1 @@
+"""Operating the bot: readiness of its parts (model, Discord, database, MCP, scheduler)."""

@@ -1,0 +1,406 @@
+"""The probes readiness runs: the model and embedding model, the database, MCP, the scheduler.
+
+Model probes speak HTTP to the configured server directly (Ollama `/api/tags` and `/api/show`,
+an OpenAI-compatible server's `/models`), so a check costs no model call and no token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import aiohttp
+
+from bot.config import Settings, is_ollama_model, strip_ollama_prefix
+from bot.ops.readiness import PROBE_TIMEOUT, Check, Part, Probe, Readiness, State
+
+if TYPE_CHECKING:
+    from bot.llm.gateway import LLMGateway
+    from bot.store.db import Database
+    from bot.tools.mcp.status import McpTools
+    from bot.topics.scheduler import TopicScheduler
+
+log = logging.getLogger(__name__)
+
+OLLAMA_DEFAULT_BASE = "http://localhost:11434"
+Kind = Literal["ollama", "openai", "hosted"]
+# Settings whose change means the model or the embedding model must be checked again.
+MODEL_KEYS = frozenset({"llm_model", "llm_api_base", "llm_api_key", "embed_model"})
+
+
+@dataclass(frozen=True)
+class ModelTarget:
+    """Where a model is served and under which name the server knows it."""
+
+    kind: Kind
+    base: str
+    name: str
+    configured: str
+    key: str
+    setting: str  # the variable that names the model: LLM_MODEL or EMBED_MODEL
+
+
+def chat_target(settings: Settings) -> ModelTarget:
+    """The chat model (LLM_MODEL) and its server."""
+    model = settings.llm_model
+    key = settings.secret("llm_api_key")
+    if is_ollama_model(model):
+        base = settings.llm_api_base or OLLAMA_DEFAULT_BASE
+        return ModelTarget("ollama", base, strip_ollama_prefix(model), model, key, "LLM_MODEL")
+    base = settings.llm_api_base
+    kind: Kind = "hosted" if not base or base.rstrip("/") == OLLAMA_DEFAULT_BASE else "openai"
+    return ModelTarget(kind, base, _provider_name(model), model, key, "LLM_MODEL")
+
+
+def embed_target(settings: Settings, model: str) -> ModelTarget:
+    """The embedding model `model` and its server (the chat server when of the same kind)."""
+    chat = chat_target(settings)
+    if is_ollama_model(model):
+        base = chat.base if chat.kind == "ollama" else OLLAMA_DEFAULT_BASE
+        key = chat.key if chat.kind == "ollama" else ""
+        return ModelTarget("ollama", base, strip_ollama_prefix(model), model, key, "EMBED_MODEL")
+    if chat.kind == "openai":
+        name = _provider_name(model)
+        return ModelTarget("openai", chat.base, name, model, chat.key, "EMBED_MODEL")
+    return ModelTarget("hosted", "", _provider_name(model), model, "", "EMBED_MODEL")
+
+
+def _provider_name(model: str) -> str:
+    """`openai/gpt-4o-mini` as the server knows it: `gpt-4o-mini`."""
+    return model.split("/", 1)[1] if "/" in model else model
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a connection failed, in a few words ("connection refused")."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        code = exc.os_error.errno
+        if code == errno.ECONNREFUSED:
+            return "connection refused"
+        if isinstance(exc, aiohttp.ClientConnectorDNSError) or code is None:
+            return "the host name was not found" if code is None else os.strerror(code).lower()
+        return os.strerror(code).lower()
+    return type(exc).__name__
+
+
+class _Unreachable(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ModelProbe:
+    """Checks a model on its server: reachable, the model present, tool support."""
+
+    def __init__(self, timeout: float = PROBE_TIMEOUT) -> None:
+        self.timeout = timeout
+
+    async def check(self, target: ModelTarget, *, implicit: bool = False) -> Check:
+        """The state of `target`; `implicit` (a default nobody chose) is "disabled" if missing."""
+        if target.kind == "hosted":
+            return Check(
+                "unknown",
+                f"{target.configured} is a hosted provider's model, which PlayChat does not "
+                f"probe; the first answer shows whether {target.setting} and LLM_API_KEY work.",
+            )
+        headers = {"Authorization": f"Bearer {target.key}"} if target.key else {}
+        try:
+            async with (
+                asyncio.timeout(self.timeout),
+                aiohttp.ClientSession(headers=headers, trust_env=False) as http,
+            ):
+                if target.kind == "ollama":
+                    return await self._ollama(http, target, implicit=implicit)
+                return await self._openai(http, target)
+        except TimeoutError:
+            return Check(
+                "down",
+                f"The model server at {target.base} did not answer within {self.timeout:g} s; "
+                "check that it runs there, or set LLM_API_BASE.",
+                error="timed out",
+            )
+        except _Unreachable as exc:
+            fix = "start Ollama" if target.kind == "ollama" else "start it"
+            return Check(
+                "down",
+                f"The model server at {target.base} is not reachable ({exc.reason}); "
+                f"{fix} or set LLM_API_BASE.",
+                error=exc.reason,
+            )
+
+    @staticmethod
+    async def _get(
+        http: aiohttp.ClientSession, method: str, url: str, body: Any = None
+    ) -> tuple[int, Any]:
+        try:
+            async with http.request(method, url, json=body) as response:
+                try:
+                    data = await response.json(content_type=None)
+                except ValueError:
+                    data = None
+                return response.status, data
+        except aiohttp.ClientConnectionError as exc:
+            raise _Unreachable(_reason(exc)) from exc
+
+    async def _ollama(
+        self, http: aiohttp.ClientSession, target: ModelTarget, *, implicit: bool
+    ) -> Check:
+        base = target.base.rstrip("/")
+        status, data = await self._get(http, "GET", f"{base}/api/tags")
+        models = data.get("models") if isinstance(data, dict) else None
+        if status != 200 or not isinstance(models, list):
+            return Check(
+                "down",
+                f"The server at {target.base} does not answer like Ollama (HTTP {status} on "
+                "/api/tags); set LLM_API_BASE to the Ollama server's address.",
+                error=f"HTTP {status} on /api/tags",
+            )
+        names = {str(m.get("model") or m.get("name")) for m in models if isinstance(m, dict)}
+        name = target.name
+        if name not in names and f"{name}:latest" not in names:
+            if implicit:
+                return Check(
+                    "disabled",
+                    f"No embedding model: {name} (the default) is not on the Ollama server at "
+                    f"{target.base}, so the local knowledge base ranks by keywords; run "
+                    f"`ollama pull {name}` or set EMBED_MODEL to use embeddings.",
+                )
+            return Check(
+                "down",
+                f"Model {name} is not on the Ollama server at {target.base}; run "
+                f"`ollama pull {name}` or set {target.setting}.",
+                error=f"{name} not found",
+                facts={"models": len(names)},
+            )
+        if target.setting != "LLM_MODEL":
+            detail = f"Model {name} is on the Ollama server at {target.base}."
+            return Check("ok", detail, facts={"tools": None})
+        return await self._ollama_tools(http, target, len(names))
+
+    async def _ollama_tools(
+        self, http: aiohttp.ClientSession, target: ModelTarget, count: int
+    ) -> Check:
+        base, name = target.base.rstrip("/"), target.name
+        status, data = await self._get(http, "POST", f"{base}/api/show", {"model": name})
+        capabilities = data.get("capabilities") if isinstance(data, dict) else None
+        if status == 200 and isinstance(capabilities, list) and "tools" not in capabilities:
+            return Check(
+                "degraded",
+                f"Model {name} on the Ollama server at {target.base} does not support tool calls, "
+                "so web search, notes and the other tools cannot be used; choose a model with "
+                "tool support in LLM_MODEL.",
+                error="no tools capability",
+                facts={"models": count, "tools": False},
+            )
+        tools = True if isinstance(capabilities, list) else None
+        return Check(
+            "ok",
+            f"Model {name} is on the Ollama server at {target.base}.",
+            facts={"models": count, "tools": tools},
+        )
+
+    async def _openai(self, http: aiohttp.ClientSession, target: ModelTarget) -> Check:
+        base = target.base.rstrip("/")
+        status, data = await self._get(http, "GET", f"{base}/models")
+        if status in (401, 403):
+            return Check(
+                "down",
+                f"The model server at {target.base} rejected the API key (HTTP {status}); "
+                "set LLM_API_KEY.",
+                error=f"HTTP {status}",
+            )
+        listed = data.get("data") if isinstance(data, dict) else None
+        if status != 200 or not isinstance(listed, list):
+            return Check(
+                "unknown",
+                f"The model server at {target.base} answers but does not list its models "
+                f"(HTTP {status} on /models); the first answer shows whether "
+                f"{target.setting} works.",
+            )
+        ids = [str(m.get("id")) for m in listed if isinstance(m, dict)]
+        if ids and target.name not in ids:
+            shown = ", ".join(ids[:5])
+            return Check(
+                "down",
+                f"Model {target.name} is not offered by the server at {target.base}; set "
+                f"{target.setting} to one it lists ({shown}).",
+                error=f"{target.name} not found",
+                facts={"models": len(ids)},
+            )
+        return Check(
+            "ok",
+            f"Model {target.name} is offered by the server at {target.base}.",
+            facts={"models": len(ids), "tools": None},
+        )
+
+
+def database_probe(db: Database) -> Probe:
+    """A cheap query on the database."""
+
+    async def probe() -> Check:
+        try:
+            await db.scalar("SELECT count(*) FROM sqlite_master")
+        except Exception as exc:
+            return Check(
+                "down",
+                f"The database at {db.path} does not answer ({exc}); check the disk and the "
+                "file's permissions, then restart PlayChat.",
+                error=str(exc)[:300],
+            )
+        return Check("ok", f"The database at {db.path} answers.")
+
+    return probe
+
+
+_MCP_STATES: dict[str, State] = {
+    "connected": "ok",
+    "connecting": "unknown",
+    "down": "down",
+    "disabled": "disabled",
+}
+
+
+def mcp_probe(settings: Callable[[], Settings], mcp: McpTools) -> Probe:
+    """What the MCP manager knows of each configured server."""
+
+    async def probe() -> Check:
+        if settings().mcp_config is None:
+            return Check("disabled", "No MCP servers are configured (MCP_CONFIG is not set).")
+        if mcp.config_error:
+            return Check(
+                "down",
+                f"MCP is off: {mcp.config_error}; fix the file MCP_CONFIG names.",
+                error=mcp.config_error,
+            )
+        servers = mcp.status()
+        parts = tuple(
+            Part(
+                s.name,
+                _MCP_STATES.get(s.state, "unknown"),
+                f"{s.transport} {s.target}: {s.state}, {len(s.tools)} tools",
+                s.error,
+            )
+            for s in servers
+        )
+        live = sum(part.state == "ok" for part in parts)
+        broken = [part for part in parts if part.state == "down"]
+        detail = f"{live} of {len(parts)} MCP servers connected."
+        if broken:
+            names = ", ".join(f"{p.name} ({p.last_error or 'down'})" for p in broken)
+            detail += f" Down: {names}; check the server and MCP_CONFIG."
+        state: State = "ok"
+        if broken:
+            state = "down" if not live else "degraded"
+        elif not parts:
+            state = "disabled"
+        error = broken[0].last_error if broken else None
+        return Check(state, detail, error=error, parts=parts, facts={"servers": len(parts)})
+
+    return probe
+
+
+def scheduler_probe(scheduler: TopicScheduler) -> Probe:
+    """Whether the topic scheduler runs, its job count and its next run."""
+
+    async def probe() -> Check:
+        inner = scheduler.scheduler
+        if not inner.running:
+            return Check(
+                "down",
+                "The topic scheduler is not running, so idle chats and scheduled topics do not "
+                "post; restart PlayChat (the log says why it stopped).",
+                error="not running",
+            )
+        jobs = inner.get_jobs()
+        times: list[datetime] = [j.next_run_time for j in jobs if j.next_run_time is not None]
+        upcoming = min(times) if times else None
+        detail = (
+            f"The topic scheduler runs {len(jobs)} jobs; the next at {upcoming.isoformat()}."
+            if upcoming is not None
+            else "The topic scheduler runs; no topic job is due (no channel has topics on)."
+        )
+        return Check(
+            "ok",
+            detail,
+            facts={
+                "jobs": len(jobs),
+                "next_run": upcoming.isoformat() if upcoming is not None else None,
+            },
+        )
+
+    return probe
+
+
+def discord_check(*, connected: bool, ever: bool, servers: int, latency: float | None) -> Check:
+    """The Discord connection as the client sees it (fed from bot/bot.py)."""
+    if connected:
+        # discord.py reports nan before the first heartbeat is acknowledged.
+        ms = None if latency is None or math.isnan(latency) else round(latency * 1000)
+        shown = f"; gateway latency {ms} ms" if ms is not None else ""
+        return Check(
+            "ok",
+            f"Connected to Discord, in {servers} servers{shown}.",
+            facts={"servers": servers, "latency_ms": ms},
+        )
+    if not ever:
+        return Check("unknown", "Connecting to Discord…")
+    return Check(
+        "down",
+        "The bot is not connected to Discord (the client is reconnecting); check this "
+        "machine's network and https://discordstatus.com.",
+        error="disconnected",
+    )
+
+
+class ModelProbes:
+    """The model and embedding probes over the settings in effect."""
+
+    def __init__(
+        self, settings: Callable[[], Settings], gateway: LLMGateway, timeout: float
+    ) -> None:
+        self._settings = settings
+        self._gateway = gateway
+        self._probe = ModelProbe(timeout)
+
+    async def model(self) -> Check:
+        """LLM_MODEL on its server."""
+        return await self._probe.check(chat_target(self._settings()))
+
+    async def embeddings(self) -> Check:
+        """EMBED_MODEL (or Ollama's default) on its server; disabled when there is none."""
+        settings = self._settings()
+        model = self._gateway.embed_model()
+        if model is None:
+            return Check(
+                "disabled",
+                "No embedding model (EMBED_MODEL is not set); the local knowledge base ranks "
+                "by keywords.",
+            )
+        target = embed_target(settings, model)
+        return await self._probe.check(target, implicit=not settings.embed_model)
+
+
+def build_readiness(
+    settings: Callable[[], Settings],
+    db: Database,
+    gateway: LLMGateway,
+    mcp: McpTools,
+    *,
+    timeout: float = PROBE_TIMEOUT,
+) -> Readiness:
+    """Readiness with the probes every process can run (Discord and the scheduler are added
+    by `python -m bot`, which runs them)."""
+    # The probes bound themselves; the margin lets them say why instead of a bare timeout.
+    readiness = Readiness(timeout=timeout + 0.5)
+    models = ModelProbes(settings, gateway, timeout)
+    readiness.register("model", models.model)
+    readiness.register("embeddings", models.embeddings)
+    readiness.register("database", database_probe(db))
+    readiness.register("mcp", mcp_probe(settings, mcp))
+    return readiness
