@@ -167,17 +167,19 @@ class PlayChatBot(commands.Bot):
         self._extension_names = tuple(extensions)
         self._guild_ids = tuple(settings.discord_guild_ids)
         self._announced = False
-        self._presence: tuple[str, str | None] | None = None
+        # What Discord shows after IDENTIFY: online, no activity.
+        self._presence: tuple[str, str | None] = (str(discord.Status.online), None)
         readiness = deps.services.readiness
         readiness.register("discord", self._discord_readiness)
         readiness.add_listener(self._on_readiness)
 
     async def _discord_readiness(self) -> Check:
         """The connection as this client sees it, for the readiness report."""
+        # A gateway reconnect (routine) is not reported; the periodic check sees a long one.
         connected = self.is_ready() and not self.is_closed() and self.ws is not None
         return discord_check(
             connected=connected,
-            ever=self._announced,
+            ever=self._announced and not self.is_closed(),
             servers=len(self.guilds),
             latency=self.latency if connected else None,
         )
@@ -245,15 +247,11 @@ class PlayChatBot(commands.Bot):
             )
             log.info("invite PlayChat to a server with: %s", invite_url(app_id))
         await self.deps.services.readiness.check(["discord"])
-        self._presence = None  # a new gateway session starts with the default presence
+        self._presence = (str(discord.Status.online), None)  # a new session's default
         await self.show_readiness()
 
     async def on_resumed(self) -> None:
         """Back on the gateway: Discord is ready again."""
-        await self.deps.services.readiness.check(["discord"])
-
-    async def on_disconnect(self) -> None:
-        """Off the gateway (discord.py reconnects by itself)."""
         await self.deps.services.readiness.check(["discord"])
 
     async def shutdown(self, grace: float = SHUTDOWN_GRACE) -> None:

@@ -124,6 +124,7 @@ class ModelProbe:
                 f"The model server at {target.base} did not answer within {self.timeout:g} s; "
                 "check that it runs there, or set LLM_API_BASE.",
                 error="timed out",
+                facts={"reachable": False},
             )
         except _Unreachable as exc:
             fix = "start Ollama" if target.kind == "ollama" else "start it"
@@ -132,6 +133,7 @@ class ModelProbe:
                 f"The model server at {target.base} is not reachable ({exc.reason}); "
                 f"{fix} or set LLM_API_BASE.",
                 error=exc.reason,
+                facts={"reachable": False},
             )
 
     @staticmethod
@@ -383,7 +385,16 @@ class ModelProbes:
                 "by keywords.",
             )
         target = embed_target(settings, model)
-        return await self._probe.check(target, implicit=not settings.embed_model)
+        found = await self._probe.check(target, implicit=not settings.embed_model)
+        if found.facts.get("reachable") is False and target.base == chat_target(settings).base:
+            # The model's own check already says so; one warning per cause is enough.
+            return Check(
+                "unknown",
+                f"The embedding model {target.name} is on the model server at {target.base}, "
+                "which is not reachable (see the model).",
+                error=found.error,
+            )
+        return found
 
 
 def build_readiness(
