@@ -259,10 +259,14 @@ class PlayChatBot(commands.Bot):
         self.deps.turns.closing = True
         if self.deps.turns.count and not await self.deps.turns.wait_idle(grace):
             log.warning("closing with %d turns still running", self.deps.turns.count)
+        await self.close()
+
+    async def close(self) -> None:
+        """Leave the readiness report (a later client may take its place), then disconnect."""
         readiness = self.deps.services.readiness
         readiness.remove_listener(self._on_readiness)
-        readiness.unregister("discord")
-        await self.close()
+        readiness.unregister("discord", self._discord_readiness)
+        await super().close()
 
 
 async def run_until_stopped(bot: PlayChatBot, token: str, stop: asyncio.Event) -> RunOutcome:

@@ -101,8 +101,10 @@ class Readiness:
         self._probes[name] = probe
         self._status.setdefault(name, ComponentStatus(name, "unknown", NOT_VISIBLE))
 
-    def unregister(self, name: str) -> None:
-        """Stop checking `name`; it reads "unknown" again."""
+    def unregister(self, name: str, probe: Probe | None = None) -> None:
+        """Stop checking `name` (only if its probe is `probe`, when given); it reads "unknown"."""
+        if probe is not None and self._probes.get(name) != probe:
+            return
         self._probes.pop(name, None)
         if name in self._status:
             self._status[name] = ComponentStatus(name, "unknown", NOT_VISIBLE)
