@@ -14,6 +14,7 @@ from bot.chat.engine import ChatEngine
 from bot.chat.hooks import TurnResult
 from bot.chat.sessions import ConversationSessions
 from bot.chat.summarize import Summarizer
+from bot.chat.tool_log import RecordToolCallHook
 from bot.config import RuntimeSettings, Settings
 from bot.llm.gateway import BackendFactory, LLMGateway, RetryPolicy, default_backend_factory
 from bot.memory.japanese import JapaneseAnalyzer
@@ -37,6 +38,7 @@ from bot.store.space_records import SpaceRepository
 from bot.store.stats import StatsRepository
 from bot.store.tags import TagRepository
 from bot.store.token_factors import TokenFactorRepository
+from bot.store.tool_calls import ToolCallRepository
 from bot.store.topics import TopicRepository
 from bot.store.transfer import SessionTransfer
 from bot.store.word_pool import WordPoolRepository
@@ -75,6 +77,7 @@ class Repositories:
     admin_sessions: AdminSessionRepository
     word_pool: WordPoolRepository
     token_factors: TokenFactorRepository
+    tool_calls: ToolCallRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
@@ -94,6 +97,7 @@ class Repositories:
             admin_sessions=AdminSessionRepository(db),
             word_pool=WordPoolRepository(db),
             token_factors=TokenFactorRepository(db),
+            tool_calls=ToolCallRepository(db),
         )
 
 
@@ -299,9 +303,14 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
 
 
 def _add_engine_hooks(
-    engine: ChatEngine, memory: _Memory, summarizer: Summarizer, topics: TopicService
+    engine: ChatEngine,
+    memory: _Memory,
+    summarizer: Summarizer,
+    topics: TopicService,
+    repos: Repositories,
 ) -> None:
-    """What runs around tool calls and after each turn: knowledge, notes, summaries, tags,
+    """What runs around tool calls and after each turn: the tool call log, knowledge, notes,
+    summaries, tags,
     and the word pool of the channel a conversation hangs off (where topics are enabled)."""
 
     async def summarize_after_turn(result: TurnResult) -> None:
@@ -317,6 +326,7 @@ def _add_engine_hooks(
                 result.space_id, message.id, message.content, session_id=result.session_id
             )
 
+    engine.add_tool_hook(RecordToolCallHook(repos.tool_calls))
     engine.add_tool_hook(SaveKnowledgeHook(memory.knowledge))
     engine.add_tool_hook(NotesUpdatedHook())
     engine.add_turn_hook(summarize_after_turn)
@@ -344,7 +354,7 @@ async def open_services(
         register_knowledge_tools(core.registry, memory.knowledge)
         mcp = await _start_mcp(stack, core, opts)
         context, summarizer, engine = _build_engine(core, memory)
-        _add_engine_hooks(engine, memory, summarizer, topics)
+        _add_engine_hooks(engine, memory, summarizer, topics, core.repos)
         # Closed first: background work (summaries, tags) still needs the gateway and tools.
         stack.push_async_callback(core.tasks.close)
         if opts.warm_start:
