@@ -18,14 +18,17 @@ from admin_api.security import Authenticator, LoginThrottle, iso
 from admin_api.state import ADMIN, SERVICES, AdminState
 from admin_api.turns import ChatTurns
 from admin_api.views import (
+    activity,
     auth,
     backup,
     chat,
+    conversations,
     logs,
     memory,
     meta,
     models,
     notes,
+    search,
     sessions,
     settings,
     spaces,
@@ -54,6 +57,9 @@ VIEWS = (
     topics,
     chat,
     backup,
+    activity,
+    conversations,
+    search,
 )
 # The page runs only its own files: no inline script or style, no framing, no foreign fetches.
 CONTENT_SECURITY_POLICY = (

@@ -25,14 +25,17 @@ from bot.memory.notes import NotesService
 from bot.memory.spaces import SpaceService
 from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool
+from bot.store.activity import ActivityRepository
 from bot.store.admin_sessions import AdminSessionRepository
 from bot.store.api_logs import ApiLogRepository
 from bot.store.app_settings import AppSettingsRepository
 from bot.store.attachments import AttachmentRepository
+from bot.store.conversations import ConversationRepository
 from bot.store.db import Database
 from bot.store.memories import Memory, MemoryRepository
 from bot.store.messages import MessageRepository
 from bot.store.model_presets import ModelPresetRepository
+from bot.store.search import SearchRepository
 from bot.store.sessions import SessionRepository
 from bot.store.space_records import SpaceRepository
 from bot.store.stats import StatsRepository
@@ -78,10 +81,14 @@ class Repositories:
     word_pool: WordPoolRepository
     token_factors: TokenFactorRepository
     tool_calls: ToolCallRepository
+    activity: ActivityRepository
+    search: SearchRepository
+    conversation_reads: ConversationRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
         """Repositories sharing `db`."""
+        tool_calls = ToolCallRepository(db)
         return cls(
             spaces=SpaceRepository(db),
             sessions=SessionRepository(db),
@@ -97,7 +104,10 @@ class Repositories:
             admin_sessions=AdminSessionRepository(db),
             word_pool=WordPoolRepository(db),
             token_factors=TokenFactorRepository(db),
-            tool_calls=ToolCallRepository(db),
+            tool_calls=tool_calls,
+            activity=ActivityRepository(db),
+            search=SearchRepository(db),
+            conversation_reads=ConversationRepository(db, tool_calls),
         )
 
 
