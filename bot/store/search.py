@@ -65,7 +65,11 @@ class Snippet:
 @dataclass(frozen=True)
 class SearchHit:
     """One result. Messages link to the transcript (`session_id` + `message_id`); notes and
-    knowledge by `id` (knowledge also names the session it came from, when known)."""
+    knowledge by `id` (knowledge also names the session it came from, when known).
+
+    `title` is a note's or knowledge entry's title, `role` and `author` a message's; `rank` is
+    FTS5's bm25 score (lower is better; 0 for LIKE hits); `created_at` is a note's last edit.
+    """
 
     kind: SearchKind
     id: int
