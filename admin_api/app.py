@@ -18,15 +18,18 @@ from admin_api.security import Authenticator, LoginThrottle, iso
 from admin_api.state import ADMIN, SERVICES, AdminState
 from admin_api.turns import ChatTurns
 from admin_api.views import (
+    activity,
     auth,
     backup,
     chat,
+    conversations,
     logs,
     memory,
     meta,
     models,
     notes,
     readiness,
+    search,
     sessions,
     settings,
     spaces,
@@ -56,6 +59,9 @@ VIEWS = (
     chat,
     backup,
     readiness,
+    activity,
+    conversations,
+    search,
 )
 # The page runs only its own files: no inline script or style, no framing, no foreign fetches.
 CONTENT_SECURITY_POLICY = (

@@ -14,6 +14,7 @@ from bot.chat.engine import ChatEngine
 from bot.chat.hooks import TurnResult
 from bot.chat.sessions import ConversationSessions
 from bot.chat.summarize import Summarizer
+from bot.chat.tool_log import RecordToolCallHook
 from bot.config import RuntimeSettings, Settings
 from bot.llm.gateway import BackendFactory, LLMGateway, RetryPolicy, default_backend_factory
 from bot.memory.japanese import JapaneseAnalyzer
@@ -26,19 +27,23 @@ from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool
 from bot.ops.probes import MODEL_KEYS, build_readiness
 from bot.ops.readiness import Readiness
+from bot.store.activity import ActivityRepository
 from bot.store.admin_sessions import AdminSessionRepository
 from bot.store.api_logs import ApiLogRepository
 from bot.store.app_settings import AppSettingsRepository
 from bot.store.attachments import AttachmentRepository
+from bot.store.conversations import ConversationRepository
 from bot.store.db import Database
 from bot.store.memories import Memory, MemoryRepository
 from bot.store.messages import MessageRepository
 from bot.store.model_presets import ModelPresetRepository
+from bot.store.search import SearchRepository
 from bot.store.sessions import SessionRepository
 from bot.store.space_records import SpaceRepository
 from bot.store.stats import StatsRepository
 from bot.store.tags import TagRepository
 from bot.store.token_factors import TokenFactorRepository
+from bot.store.tool_calls import ToolCallRepository
 from bot.store.topics import TopicRepository
 from bot.store.transfer import SessionTransfer
 from bot.store.word_pool import WordPoolRepository
@@ -77,10 +82,15 @@ class Repositories:
     admin_sessions: AdminSessionRepository
     word_pool: WordPoolRepository
     token_factors: TokenFactorRepository
+    tool_calls: ToolCallRepository
+    activity: ActivityRepository
+    search: SearchRepository
+    conversation_reads: ConversationRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
         """Repositories sharing `db`."""
+        tool_calls = ToolCallRepository(db)
         return cls(
             spaces=SpaceRepository(db),
             sessions=SessionRepository(db),
@@ -96,6 +106,10 @@ class Repositories:
             admin_sessions=AdminSessionRepository(db),
             word_pool=WordPoolRepository(db),
             token_factors=TokenFactorRepository(db),
+            tool_calls=tool_calls,
+            activity=ActivityRepository(db),
+            search=SearchRepository(db),
+            conversation_reads=ConversationRepository(db, tool_calls),
         )
 
 
@@ -302,9 +316,14 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
 
 
 def _add_engine_hooks(
-    engine: ChatEngine, memory: _Memory, summarizer: Summarizer, topics: TopicService
+    engine: ChatEngine,
+    memory: _Memory,
+    summarizer: Summarizer,
+    topics: TopicService,
+    repos: Repositories,
 ) -> None:
-    """What runs around tool calls and after each turn: knowledge, notes, summaries, tags,
+    """What runs around tool calls and after each turn: the tool call log, knowledge, notes,
+    summaries, tags,
     and the word pool of the channel a conversation hangs off (where topics are enabled)."""
 
     async def summarize_after_turn(result: TurnResult) -> None:
@@ -320,6 +339,7 @@ def _add_engine_hooks(
                 result.space_id, message.id, message.content, session_id=result.session_id
             )
 
+    engine.add_tool_hook(RecordToolCallHook(repos.tool_calls))
     engine.add_tool_hook(SaveKnowledgeHook(memory.knowledge))
     engine.add_tool_hook(NotesUpdatedHook())
     engine.add_turn_hook(summarize_after_turn)
@@ -359,7 +379,7 @@ async def open_services(
         register_knowledge_tools(core.registry, memory.knowledge)
         mcp = await _start_mcp(stack, core, opts)
         context, summarizer, engine = _build_engine(core, memory)
-        _add_engine_hooks(engine, memory, summarizer, topics)
+        _add_engine_hooks(engine, memory, summarizer, topics, core.repos)
         # Closed first: background work (summaries, tags) still needs the gateway and tools.
         stack.push_async_callback(core.tasks.close)
         if opts.warm_start:

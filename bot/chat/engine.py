@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
@@ -388,7 +389,9 @@ class ChatEngine:
             arguments = _arguments(call)
             running = self._running_event(call_id, call.name, arguments)
             emit(running)
+            started = time.monotonic()
             raw = await self._execute(call.name, arguments, state)
+            duration_ms = round((time.monotonic() - started) * 1000)
             result = trim_tool_result(raw, settings.max_tool_result_chars)
             item, tails = self._tool_text(
                 call, arguments, result, round_number, prompts=prompts, cap=state.budget.max_chars
@@ -405,6 +408,8 @@ class ChatEngine:
                 arguments,
                 raw,
                 request.text,
+                message_id=state.user_message.id,
+                duration_ms=duration_ms,
             )
             await self._run_hooks(outcome, emit)
             turn.steps.append(_ToolStep(call, item))

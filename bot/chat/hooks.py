@@ -15,7 +15,11 @@ Emit = Callable[[Event], None]
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """A finished tool call, for hooks such as knowledge saving."""
+    """A finished tool call, for hooks such as knowledge saving and the tool call log.
+
+    `message_id` is the user message whose turn made the call; `duration_ms` how long the
+    tool ran.
+    """
 
     space_id: str
     session_id: str
@@ -24,6 +28,8 @@ class ToolOutcome:
     arguments: dict[str, Any]
     result: ToolResult
     user_text: str
+    message_id: int | None = None
+    duration_ms: int | None = None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 import aiosqlite
 
 from bot.errors import DatabaseVersionError
+from bot.store.migration_cockpit import migrate_cockpit
 from bot.store.migration_spaces import MigrationContext, migrate_to_spaces
 
 log = logging.getLogger(__name__)
@@ -226,6 +227,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     """,
     # 3: spaces — `space_id` on every community row, the `spaces` table, the word pool.
     migrate_to_spaces,
+    # 4: the admin cockpit — tool_calls, full-text indexes (FTS5 trigram), activity indexes.
+    migrate_cockpit,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

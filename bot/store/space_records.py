@@ -62,6 +62,7 @@ _PURGED_TABLES: Final = (
     "topic_channels",
     "topic_posts",
     "word_pool",
+    "tool_calls",
     "api_logs",
 )
 

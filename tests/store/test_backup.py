@@ -9,6 +9,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 import pytest
 
 from bot.chat.engine import TurnRequest
@@ -16,7 +17,7 @@ from bot.chat.events import ChunkEvent, Event, SessionEvent
 from bot.errors import DatabaseVersionError
 from bot.store.backup import BackupError, backup_database, backup_to, snapshot_path
 from bot.store.db import Database
-from bot.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from bot.store.migrations import SCHEMA_VERSION, migrate
 from bot.store.spaces import local_space
 from tests.bot_process import bot_env, run_python_m_bot
 from tests.conftest import FAST_RETRY, SettingsFactory
@@ -28,17 +29,20 @@ SPACE = local_space()
 
 
 def dump(path: Path) -> Dump:
-    """Every row of every table, in rowid order, read through a plain connection."""
+    """Every row of every table, in rowid order (key order for tables without a rowid, such
+    as the full-text index's shadow tables), read through a plain connection."""
     with closing(sqlite3.connect(path)) as conn:
         tables = [
-            row[0]
+            (row[0], "WITHOUT ROWID" in (row[1] or "").upper())
             for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name"
             )
         ]
         return {
-            table: conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid').fetchall()
-            for table in tables
+            table: conn.execute(
+                f'SELECT * FROM "{table}" ORDER BY {"1, 2" if without_rowid else "rowid"}'
+            ).fetchall()
+            for table, without_rowid in tables
             if not table.startswith("sqlite_stat")
         }
 
@@ -169,23 +173,22 @@ def test_backup_refuses_to_overwrite_and_names_a_missing_database(tmp_path: Path
     assert not (tmp_path / "copy2.db").exists()
 
 
-def _database_at(path: Path, version: int) -> None:
+async def _database_at(path: Path, version: int) -> None:
     """A database migrated only up to `version`, as an older PlayChat left it, with a row."""
-    with closing(sqlite3.connect(path)) as conn:
-        for script in MIGRATIONS[:version]:
-            conn.executescript(script)
-        conn.execute(f"PRAGMA user_version = {version}")
-        conn.execute(
-            "INSERT INTO sessions (id, title, created_at, updated_at) "
-            "VALUES ('old', 'kept', 'now', 'now')"
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    try:
+        await migrate(conn, target=version)
+        await conn.execute(
+            "INSERT INTO app_settings (key, value, updated_at) VALUES ('old', 'kept', 'now')"
         )
-        conn.commit()
+    finally:
+        await conn.close()
 
 
 @pytest.mark.skipif(SCHEMA_VERSION < 2, reason="needs a migration after the first")
 async def test_an_upgrade_snapshots_the_database_first(tmp_path: Path) -> None:
     path = tmp_path / "p.db"
-    _database_at(path, SCHEMA_VERSION - 1)
+    await _database_at(path, SCHEMA_VERSION - 1)
     before = dump(path)
     db = await Database.open(path)
     assert await db.scalar("PRAGMA user_version") == SCHEMA_VERSION

@@ -27,6 +27,7 @@ COMMUNITY_TABLES = (
     "topic_channels",
     "topic_posts",
     "word_pool",
+    "tool_calls",
 )
 # Schema definitions, not queries.
 SCHEMA_MODULES = frozenset({"migrations.py", "migration_spaces.py"})

@@ -1,0 +1,143 @@
+"""Conversations: a space's channels, a channel's threads, a session's transcript.
+
+Discord ids (channels, threads, messages) are decimal strings here: they exceed the integers
+JavaScript's JSON.parse keeps exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from admin_api.schemas.common import Limit, Page, RowId, SpaceId
+from bot.store.sessions import Session
+
+ChannelParam = Annotated[str, Field(pattern=r"^[0-9]{1,20}$", examples=["123456789012345678"])]
+Before = Annotated[str, Field(max_length=64)]
+
+
+class ChannelsQuery(BaseModel):
+    """A space's channels, most recently active first; pass `next_cursor` back as `before`."""
+
+    space: SpaceId
+    limit: Limit = 50
+    before: Before | None = None
+
+
+class ChannelOut(BaseModel):
+    """A channel and its conversations.
+
+    `channel_id` null groups the sessions outside Discord (terminal, admin chat, imports);
+    ask for its threads with `channel=0`. `name` is the channel's name when the bot knows it
+    (else null).
+    """
+
+    channel_id: str | None
+    name: str | None = None
+    threads: int
+    open_threads: int
+    last_activity: str
+
+
+class ThreadsQuery(BaseModel):
+    """Conversations of a space, most recently active first; pass `next_cursor` as `before`.
+
+    `channel`: one channel's (a Discord thread lists under its parent channel; `0` lists the
+    sessions outside Discord); without it, every conversation of the space.
+    """
+
+    space: SpaceId
+    channel: ChannelParam | None = None
+    limit: Limit = 50
+    before: Before | None = None
+
+
+class ThreadOut(BaseModel):
+    """A conversation (session): where it is, when it was active, how many messages it has."""
+
+    session_id: str
+    title: str
+    source: str
+    model: str | None
+    topic: str | None
+    discord_channel_id: str | None
+    parent_channel_id: str | None
+    messages: int
+    archived_messages: int
+    created_at: str
+    updated_at: str
+    closed_at: str | None
+
+
+class TranscriptQuery(BaseModel):
+    """A page of a transcript, oldest first; pass `next_cursor` back as `cursor`."""
+
+    limit: Annotated[int, Field(ge=1, le=500)] = 100
+    cursor: RowId | None = None
+
+
+class SourceOut(BaseModel):
+    """A web source a tool call returned."""
+
+    title: str
+    url: str
+
+
+class ToolCallOut(BaseModel):
+    """A tool call of the turn: its (bounded) arguments as JSON text, whether it worked, a
+    short error when not, the sources it returned and how long it ran."""
+
+    id: int
+    call_id: str
+    tool: str
+    arguments: str
+    ok: bool
+    error: str | None
+    sources: list[SourceOut]
+    duration_ms: int | None
+    created_at: str
+
+
+class TranscriptMessageOut(BaseModel):
+    """A message. `archived` ones were summarised (by summary `memory_id`) and left the
+    context; an answer carries the tool calls of its turn (a question whose turn produced no
+    answer carries them itself)."""
+
+    id: int
+    role: str
+    content: str
+    author_id: str | None
+    author_name: str | None
+    discord_message_id: str | None
+    reply_to: int | None
+    created_at: str
+    archived: bool
+    archived_at: str | None
+    memory_id: int | None
+    tool_calls: list[ToolCallOut]
+
+
+class SummaryOut(BaseModel):
+    """A summary (memory) and the messages it covers (ids first..last, `messages` of them).
+
+    Level 0 summarises messages; level ≥ 1 condenses older summaries (`condensed_into` names
+    the summary that replaced this one).
+    """
+
+    id: int
+    level: int
+    summary: str
+    created_at: str
+    condensed_into: int | None
+    first_message_id: int | None
+    last_message_id: int | None
+    messages: int
+
+
+class TranscriptOut(Page[TranscriptMessageOut, int]):
+    """A page of a session's transcript in conversation order (every answer after its
+    question), the session, and the summaries covering any message of the page."""
+
+    session: Session
+    summaries: list[SummaryOut]
