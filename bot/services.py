@@ -15,7 +15,13 @@ from bot.chat.hooks import TurnResult
 from bot.chat.sessions import ConversationSessions
 from bot.chat.summarize import Summarizer
 from bot.config import RuntimeSettings, Settings
-from bot.llm.gateway import BackendFactory, LLMGateway, RetryPolicy, default_backend_factory
+from bot.llm.gateway import (
+    BackendFactory,
+    Endpoint,
+    LLMGateway,
+    RetryPolicy,
+    default_backend_factory,
+)
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
 from bot.memory.layers import default_layers
@@ -178,12 +184,20 @@ async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOpt
     await runtime.load()
     await repos.presets.seed(runtime().llm_model)
     tasks = BackgroundTasks()
+
+    async def connection_of(model: str) -> Endpoint | None:
+        preset = await repos.presets.by_value(model)
+        if preset is None or (preset.api_base is None and preset.api_key is None):
+            return None
+        return Endpoint(preset.api_base, preset.api_key)
+
     gateway = LLMGateway(
         runtime,
         repos.api_logs,
         retry=opts.retry,
         backend_factory=opts.backend_factory,
         token_factors=repos.token_factors,
+        endpoints=connection_of,
     )
     stack.push_async_callback(gateway.close)
     await gateway.load_token_factors()

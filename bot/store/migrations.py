@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 import aiosqlite
 
 from bot.errors import DatabaseVersionError
+from bot.store.migration_connections import MIGRATION as CONNECTIONS_AND_DIRECTORY
 from bot.store.migration_spaces import MigrationContext, migrate_to_spaces
 
 log = logging.getLogger(__name__)
@@ -226,6 +227,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     """,
     # 3: spaces — `space_id` on every community row, the `spaces` table, the word pool.
     migrate_to_spaces,
+    # 4: model presets as connections (address, key); the directory of Discord channel names.
+    CONNECTIONS_AND_DIRECTORY,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
