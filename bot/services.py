@@ -55,6 +55,7 @@ from bot.tools.safe_http import FetchPolicy
 from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker
 from bot.topics.service import TopicService
+from bot.utils.live_log import LiveLog
 from bot.utils.tasks import BackgroundTasks
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ class Services:
     transfer: SessionTransfer
     conversations: ConversationSessions
     attachment_intake: AttachmentIntake
+    live_log: LiveLog
 
 
 @dataclass
@@ -342,6 +344,16 @@ async def _warm_start(core: _Core, memory: _Memory) -> None:
     core.tasks.spawn(memory.tagger.backfill(), name="tag-backfill")
 
 
+def _open_live_log(stack: AsyncExitStack, core: _Core) -> LiveLog:
+    """The application log as a live feed (secrets masked), attached while services are open."""
+    runtime, gateway = core.runtime, core.gateway
+    live_log = LiveLog(lambda: [*runtime().secret_values(), *gateway.connection_keys()])
+    root = logging.getLogger()
+    root.addHandler(live_log)
+    stack.callback(root.removeHandler, live_log)
+    return live_log
+
+
 @asynccontextmanager
 async def open_services(
     settings: Settings, options: ServiceOptions | None = None
@@ -389,4 +401,5 @@ async def open_services(
             ),
             conversations=ConversationSessions(repos.sessions, repos.messages, repos.topics),
             attachment_intake=AttachmentIntake(repos.attachments, core.runtime),
+            live_log=_open_live_log(stack, core),
         )

@@ -113,6 +113,10 @@ class LLMGateway:
             self._endpoint_keys.add(endpoint.api_key)
         return self._backend(model, for_embedding=for_embedding, endpoint=endpoint)
 
+    def connection_keys(self) -> list[str]:
+        """The keys of the connections used so far (to mask them in any text shown)."""
+        return sorted(self._endpoint_keys)
+
     def _backend(
         self, model: str, *, for_embedding: bool = False, endpoint: Endpoint | None = None
     ) -> ChatBackend:
