@@ -21,6 +21,7 @@ from admin_api.views import (
     auth,
     backup,
     chat,
+    directory,
     live_log,
     logs,
     memory,
@@ -54,6 +55,7 @@ VIEWS = (
     tools,
     sessions,
     topics,
+    directory,
     chat,
     backup,
 )

@@ -35,6 +35,7 @@ from bot.store.api_logs import ApiLogRepository
 from bot.store.app_settings import AppSettingsRepository
 from bot.store.attachments import AttachmentRepository
 from bot.store.db import Database
+from bot.store.directory import DirectoryRepository
 from bot.store.memories import Memory, MemoryRepository
 from bot.store.messages import MessageRepository
 from bot.store.model_presets import ModelPresetRepository
@@ -82,6 +83,7 @@ class Repositories:
     admin_sessions: AdminSessionRepository
     word_pool: WordPoolRepository
     token_factors: TokenFactorRepository
+    directory: DirectoryRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
@@ -101,6 +103,7 @@ class Repositories:
             admin_sessions=AdminSessionRepository(db),
             word_pool=WordPoolRepository(db),
             token_factors=TokenFactorRepository(db),
+            directory=DirectoryRepository(db),
         )
 
 
