@@ -130,6 +130,11 @@ async def test_preset(services: Services, id: RowId) -> PresetTestOut:
     preset = await services.repos.presets.get(id)
     if preset is None:
         raise not_found(f"Model preset {id}")
+    if preset.backend == "litellm":
+        # Its first use imports LiteLLM (seconds): off the event loop, and not timed.
+        from bot.llm.litellm_backend import import_litellm
+
+        await asyncio.to_thread(import_litellm)
     started = time.perf_counter()
     kind: TestKind = "ok"
     try:

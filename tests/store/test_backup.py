@@ -9,6 +9,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 import pytest
 
 from bot.chat.engine import TurnRequest
@@ -16,7 +17,7 @@ from bot.chat.events import ChunkEvent, Event, SessionEvent
 from bot.errors import DatabaseVersionError
 from bot.store.backup import BackupError, backup_database, backup_to, snapshot_path
 from bot.store.db import Database
-from bot.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from bot.store.migrations import SCHEMA_VERSION, migrate
 from bot.store.spaces import local_space
 from tests.bot_process import bot_env, run_python_m_bot
 from tests.conftest import FAST_RETRY, SettingsFactory
@@ -169,23 +170,31 @@ def test_backup_refuses_to_overwrite_and_names_a_missing_database(tmp_path: Path
     assert not (tmp_path / "copy2.db").exists()
 
 
-def _database_at(path: Path, version: int) -> None:
+async def _database_at(path: Path, version: int) -> None:
     """A database migrated only up to `version`, as an older PlayChat left it, with a row."""
-    with closing(sqlite3.connect(path)) as conn:
-        for script in MIGRATIONS[:version]:
-            conn.executescript(script)
-        conn.execute(f"PRAGMA user_version = {version}")
-        conn.execute(
-            "INSERT INTO sessions (id, title, created_at, updated_at) "
-            "VALUES ('old', 'kept', 'now', 'now')"
-        )
-        conn.commit()
+    async with aiosqlite.connect(path, isolation_level=None) as conn:
+        await migrate(conn, target=version)
+        columns = {row[1] for row in await conn.execute_fetchall("PRAGMA table_info(sessions)")}
+        if "space_id" in columns:
+            await conn.execute(
+                "INSERT OR IGNORE INTO spaces (id, kind, name, created_at) "
+                "VALUES ('local:local', 'local', 'local', 'now')"
+            )
+            await conn.execute(
+                "INSERT INTO sessions (id, space_id, title, created_at, updated_at) "
+                "VALUES ('old', 'local:local', 'kept', 'now', 'now')"
+            )
+        else:
+            await conn.execute(
+                "INSERT INTO sessions (id, title, created_at, updated_at) "
+                "VALUES ('old', 'kept', 'now', 'now')"
+            )
 
 
 @pytest.mark.skipif(SCHEMA_VERSION < 2, reason="needs a migration after the first")
 async def test_an_upgrade_snapshots_the_database_first(tmp_path: Path) -> None:
     path = tmp_path / "p.db"
-    _database_at(path, SCHEMA_VERSION - 1)
+    await _database_at(path, SCHEMA_VERSION - 1)
     before = dump(path)
     db = await Database.open(path)
     assert await db.scalar("PRAGMA user_version") == SCHEMA_VERSION
