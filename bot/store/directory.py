@@ -73,7 +73,8 @@ class ChannelSeen:
 
 
 _UPSERT = (
-    f"INSERT INTO directory_channels ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+    "INSERT INTO directory_channels (channel_id, space_id, name, kind, parent_id, position, "
+    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT(channel_id) DO UPDATE SET space_id = excluded.space_id, name = excluded.name, "
     "kind = excluded.kind, parent_id = excluded.parent_id, position = excluded.position, "
     "updated_at = excluded.updated_at"
