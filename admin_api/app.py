@@ -23,6 +23,8 @@ from admin_api.views import (
     backup,
     chat,
     conversations,
+    directory,
+    live_log,
     logs,
     memory,
     meta,
@@ -49,6 +51,7 @@ VIEWS = (
     spaces,
     notes,
     settings,
+    live_log,
     logs,
     memory,
     models,
@@ -56,6 +59,7 @@ VIEWS = (
     tools,
     sessions,
     topics,
+    directory,
     chat,
     backup,
     readiness,
@@ -124,6 +128,11 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     log.debug("admin API stopped")
 
 
+async def _end_streams(app: web.Application) -> None:
+    # Before the server waits for open requests: endless streams end now, not at the timeout.
+    app[SERVICES].live_log.end_streams()
+
+
 def create_app(services: Services, *, config: AdminConfig | None = None) -> web.Application:
     """The admin aiohttp application over `services` (config defaults to the settings')."""
     config = config or AdminConfig.from_settings(services.settings())
@@ -136,6 +145,7 @@ def create_app(services: Services, *, config: AdminConfig | None = None) -> web.
     app.router.add_static("/static/", STATIC_DIR, name="admin_static")
     app.on_response_prepare.append(_security_headers)
     app.cleanup_ctx.append(_lifecycle)
+    app.on_shutdown.append(_end_streams)
     return app
 
 

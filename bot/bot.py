@@ -50,6 +50,7 @@ DEFAULT_EXTENSIONS = (
     "bot.exts.topics",
     "bot.exts.tools",
     "bot.exts.spaces",
+    "bot.exts.directory",
 )
 SHUTDOWN_GRACE = 10.0
 

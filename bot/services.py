@@ -16,7 +16,13 @@ from bot.chat.sessions import ConversationSessions
 from bot.chat.summarize import Summarizer
 from bot.chat.tool_log import RecordToolCallHook
 from bot.config import RuntimeSettings, Settings
-from bot.llm.gateway import BackendFactory, LLMGateway, RetryPolicy, default_backend_factory
+from bot.llm.gateway import (
+    BackendFactory,
+    Endpoint,
+    LLMGateway,
+    RetryPolicy,
+    default_backend_factory,
+)
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
 from bot.memory.layers import default_layers
@@ -34,6 +40,7 @@ from bot.store.app_settings import AppSettingsRepository
 from bot.store.attachments import AttachmentRepository
 from bot.store.conversations import ConversationRepository
 from bot.store.db import Database
+from bot.store.directory import DirectoryRepository
 from bot.store.memories import Memory, MemoryRepository
 from bot.store.messages import MessageRepository
 from bot.store.model_presets import ModelPresetRepository
@@ -56,6 +63,7 @@ from bot.tools.safe_http import FetchPolicy
 from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker
 from bot.topics.service import TopicService
+from bot.utils.live_log import LiveLog
 from bot.utils.tasks import BackgroundTasks
 
 if TYPE_CHECKING:
@@ -86,6 +94,7 @@ class Repositories:
     activity: ActivityRepository
     search: SearchRepository
     conversation_reads: ConversationRepository
+    directory: DirectoryRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
@@ -110,6 +119,7 @@ class Repositories:
             activity=ActivityRepository(db),
             search=SearchRepository(db),
             conversation_reads=ConversationRepository(db, tool_calls),
+            directory=DirectoryRepository(db),
         )
 
 
@@ -159,6 +169,7 @@ class Services:
     conversations: ConversationSessions
     attachment_intake: AttachmentIntake
     readiness: Readiness
+    live_log: LiveLog
 
 
 @dataclass
@@ -195,12 +206,20 @@ async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOpt
     await runtime.load()
     await repos.presets.seed(runtime().llm_model)
     tasks = BackgroundTasks()
+
+    async def connection_of(model: str) -> Endpoint | None:
+        preset = await repos.presets.by_value(model)
+        if preset is None or (preset.api_base is None and preset.api_key is None):
+            return None
+        return Endpoint(preset.api_base, preset.api_key)
+
     gateway = LLMGateway(
         runtime,
         repos.api_logs,
         retry=opts.retry,
         backend_factory=opts.backend_factory,
         token_factors=repos.token_factors,
+        endpoints=connection_of,
     )
     stack.push_async_callback(gateway.close)
     await gateway.load_token_factors()
@@ -363,6 +382,16 @@ async def _warm_start(core: _Core, memory: _Memory) -> None:
     core.tasks.spawn(memory.tagger.backfill(), name="tag-backfill")
 
 
+def _open_live_log(stack: AsyncExitStack, core: _Core) -> LiveLog:
+    """The application log as a live feed (secrets masked), attached while services are open."""
+    runtime, gateway = core.runtime, core.gateway
+    live_log = LiveLog(lambda: [*runtime().secret_values(), *gateway.connection_keys()])
+    root = logging.getLogger()
+    root.addHandler(live_log)
+    stack.callback(root.removeHandler, live_log)
+    return live_log
+
+
 @asynccontextmanager
 async def open_services(
     settings: Settings, options: ServiceOptions | None = None
@@ -411,4 +440,5 @@ async def open_services(
             conversations=ConversationSessions(repos.sessions, repos.messages, repos.topics),
             attachment_intake=AttachmentIntake(repos.attachments, core.runtime),
             readiness=_open_readiness(core, mcp),
+            live_log=_open_live_log(stack, core),
         )

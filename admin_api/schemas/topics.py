@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from admin_api.schemas.common import Body
-from bot.store.topics import TopicChannel, TopicPost
+from bot.store.topics import TopicPost
 from bot.store.transfer import SQLITE_INT_MAX
 from bot.topics.policy import parse_hhmm, zone
 
@@ -52,16 +53,50 @@ NOT_NULL_TOPIC_FIELDS = (
 )
 
 
+class TopicChannelOut(BaseModel):
+    """A channel's topic settings with its name and when the scheduler acts on it next.
+
+    `channel_name` comes from the bot's channel directory (null: not seen yet);
+    `next_idle_check` / `next_cron_post` are the scheduler's next run times (null: no such
+    job, the channel is disabled, or the scheduler is not running).
+    """
+
+    channel_id: int
+    space_id: str
+    guild_id: int | None
+    enabled: bool
+    idle_minutes: int
+    check_interval_minutes: int
+    active_start: str
+    active_end: str
+    timezone: str
+    max_posts_per_day: int
+    cron: str | None
+    language: str | None
+    persona: str
+    last_human_at: str | None
+    updated_at: str
+    channel_name: str | None
+    next_idle_check: datetime | None
+    next_cron_post: datetime | None
+
+
+class TopicItemOut(TopicChannelOut):
+    """A configured channel in the list, with its last openers (newest first)."""
+
+    last_openers: list[TopicPost]
+
+
 class TopicListOut(BaseModel):
     """Every configured channel."""
 
-    channels: list[TopicChannel]
+    channels: list[TopicItemOut]
 
 
 class TopicStatusOut(BaseModel):
     """A channel's schedule, what an idle check would decide now, and its latest posts."""
 
-    channel: TopicChannel
+    channel: TopicChannelOut
     would_post: bool
     reason: str
     recent_posts: list[TopicPost]

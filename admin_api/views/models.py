@@ -1,8 +1,16 @@
-"""Model presets (CRUD) and the models the configured backend offers."""
+"""Model connections (presets: CRUD, a test call each) and what the configured backend offers.
+
+A connection's test is one small completion through the gateway, the path every turn takes
+(the connection's address and key resolved from its model string): LiteLLM cannot list a
+hosted provider's models, and one answer proves the address, the key and the model together.
+It is bounded by TEST_TIMEOUT and logged in api_logs like any call (purpose connection_test).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import time
+from typing import Any
 
 from admin_api.errors import not_found
 from admin_api.routing import Route
@@ -10,34 +18,61 @@ from admin_api.schemas.common import DeletedOut, RowId
 from admin_api.schemas.models import (
     AvailableModelsOut,
     ConnectionTestOut,
+    MaskedSecretIn,
     PresetIn,
     PresetListOut,
+    PresetOut,
+    PresetTestOut,
     PresetUpdateIn,
+    TestKind,
 )
-from bot.errors import LLMError
+from admin_api.views.settings import is_masked
+from bot.errors import LLMError, LLMUnavailableError
+from bot.llm.backend import BackendError
 from bot.services import Services
-from bot.store.model_presets import ModelPreset
 
 PING = "Reply with the single word OK."
 MAX_REPLY_CHARS = 500
+TEST_TIMEOUT = 15.0
+_STATUS_KINDS: dict[int, TestKind] = {401: "auth", 403: "auth", 404: "not_found"}
+
+
+def _key_change(value: str | MaskedSecretIn | None) -> dict[str, str | None]:
+    """The key to store: none when it came back masked (the stored key stays)."""
+    if value is None:
+        return {"api_key": None}
+    shown: Any = value.model_dump() if isinstance(value, MaskedSecretIn) else value
+    return {} if is_masked(shown) or not isinstance(value, str) else {"api_key": value}
 
 
 async def list_presets(services: Services) -> PresetListOut:
-    """List model presets."""
-    return PresetListOut(presets=await services.repos.presets.list())
+    """List model connections (keys masked)."""
+    return PresetListOut(presets=[PresetOut.of(p) for p in await services.repos.presets.list()])
 
 
-async def create_preset(services: Services, body: PresetIn) -> ModelPreset:
-    """Create a model preset (409 when the model is already listed)."""
-    return await services.repos.presets.create(body.label, body.value)
+async def create_preset(services: Services, body: PresetIn) -> PresetOut:
+    """Create a model connection (409 when the model is already listed)."""
+    key = _key_change(body.api_key).get("api_key")
+    preset = await services.repos.presets.create(
+        body.label, body.value, api_base=body.api_base, api_key=key
+    )
+    return PresetOut.of(preset)
 
 
-async def update_preset(services: Services, id: RowId, body: PresetUpdateIn) -> ModelPreset:
-    """Update a model preset."""
-    preset = await services.repos.presets.update(id, label=body.label, value=body.value)
+async def update_preset(services: Services, id: RowId, body: PresetUpdateIn) -> PresetOut:
+    """Update a model connection; a masked key sent back keeps the stored key."""
+    sent = body.model_fields_set
+    changes: dict[str, str | None] = {
+        name: getattr(body, name)
+        for name in ("label", "value", "api_base")
+        if name in sent and (name == "api_base" or getattr(body, name) is not None)
+    }
+    if "api_key" in sent:
+        changes |= _key_change(body.api_key)
+    preset = await services.repos.presets.update(id, changes)
     if preset is None:
         raise not_found(f"Model preset {id}")
-    return preset
+    return PresetOut.of(preset)
 
 
 async def delete_preset(services: Services, id: RowId) -> DeletedOut:
@@ -78,6 +113,50 @@ async def test_connection(services: Services) -> ConnectionTestOut:
     )
 
 
+def _failure_kind(exc: LLMError) -> TestKind:
+    """What kind of failure the gateway reported (its sentence says the rest)."""
+    if isinstance(exc, LLMUnavailableError):
+        return "unreachable"
+    cause = exc.__cause__
+    status = cause.status if isinstance(cause, BackendError) else None
+    return _STATUS_KINDS.get(status or 0, "error")
+
+
+async def test_preset(services: Services, id: RowId) -> PresetTestOut:
+    """Test a model connection with one short call through the gateway.
+
+    A failure is a result (`ok` false, `kind`, the gateway's `message`), not an error.
+    """
+    preset = await services.repos.presets.get(id)
+    if preset is None:
+        raise not_found(f"Model preset {id}")
+    if preset.backend == "litellm":
+        # Its first use imports LiteLLM (seconds): off the event loop, and not timed.
+        from bot.llm.litellm_backend import import_litellm
+
+        await asyncio.to_thread(import_litellm)
+    started = time.perf_counter()
+    kind: TestKind = "ok"
+    try:
+        async with asyncio.timeout(TEST_TIMEOUT):
+            completion = await services.gateway.complete(
+                [{"role": "user", "content": PING}], model=preset.value, purpose="connection_test"
+            )
+    except TimeoutError:
+        kind, message = "timeout", f"{preset.value} did not answer within {TEST_TIMEOUT:g} s."
+    except LLMError as exc:
+        kind, message = _failure_kind(exc), str(exc)
+    else:
+        message = completion.text.strip()[:MAX_REPLY_CHARS] or "(an empty answer)"
+    return PresetTestOut(
+        ok=kind == "ok",
+        kind=kind,
+        message=message,
+        model=preset.value,
+        latency_ms=int((time.perf_counter() - started) * 1000),
+    )
+
+
 def routes() -> list[Route]:
     """Model routes."""
     return [
@@ -87,4 +166,5 @@ def routes() -> list[Route]:
         Route("DELETE", "/api/models/presets/{id}", delete_preset),
         Route("GET", "/api/models/available", available_models),
         Route("POST", "/api/models/test", test_connection),
+        Route("POST", "/api/models/{id}/test", test_preset),
     ]

@@ -7,7 +7,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +52,18 @@ class RetryPolicy:
 BackendFactory = Callable[[str, str, float, str], ChatBackend]
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """Where one model's calls go (its connection): address and key, None for the global."""
+
+    api_base: str | None = None
+    api_key: str | None = None
+
+
+# The connection of a model string, if it has one (model presets); looked up per call.
+EndpointResolver = Callable[[str], Awaitable[Endpoint | None]]
+
+
 def default_backend_factory(kind: str, api_base: str, timeout: float, api_key: str) -> ChatBackend:
     """Build the backend for `kind` ("ollama" or "litellm"); LiteLLM is imported only here."""
     if kind == "ollama":
@@ -83,6 +95,7 @@ class LLMGateway:
         retry: RetryPolicy | None = None,
         backend_factory: BackendFactory = default_backend_factory,
         token_factors: TokenFactorRepository | None = None,
+        endpoints: EndpointResolver | None = None,
     ) -> None:
         self._settings = settings
         self._logs = logs
@@ -90,8 +103,23 @@ class LLMGateway:
         self._factory = backend_factory
         self._backends: dict[tuple[str, str, str], ChatBackend] = {}
         self._calibrator = TokenCalibrator(token_factors)
+        self._endpoints = endpoints
+        self._endpoint_keys: set[str] = set()
 
-    def _backend(self, model: str, *, for_embedding: bool = False) -> ChatBackend:
+    async def _resolved_backend(self, model: str, *, for_embedding: bool = False) -> ChatBackend:
+        """The backend of `model` at its connection's address and key, if it has one."""
+        endpoint = None if self._endpoints is None else await self._endpoints(model)
+        if endpoint is not None and endpoint.api_key:
+            self._endpoint_keys.add(endpoint.api_key)
+        return self._backend(model, for_embedding=for_embedding, endpoint=endpoint)
+
+    def connection_keys(self) -> list[str]:
+        """The keys of the connections used so far (to mask them in any text shown)."""
+        return sorted(self._endpoint_keys)
+
+    def _backend(
+        self, model: str, *, for_embedding: bool = False, endpoint: Endpoint | None = None
+    ) -> ChatBackend:
         settings = self._settings()
         kind = "ollama" if is_ollama_model(model) else "litellm"
         chat_kind = "ollama" if settings.uses_ollama else "litellm"
@@ -99,6 +127,11 @@ class LLMGateway:
         if kind == "litellm" and base.rstrip("/") == OLLAMA_DEFAULT_BASE:
             base = ""  # the Ollama default is no address for other providers
         key = settings.secret("llm_api_key") if kind == chat_kind else ""
+        if endpoint is not None and endpoint.api_base is not None:
+            # Another address never receives the global key: only the connection's own.
+            base, key = endpoint.api_base, endpoint.api_key or ""
+        elif endpoint is not None and endpoint.api_key is not None:
+            key = endpoint.api_key
         cache_key = (kind, base, key)
         backend = self._backends.get(cache_key)
         if backend is None:
@@ -140,7 +173,7 @@ class LLMGateway:
         )
 
     def _redactor(self) -> Redactor:
-        return Redactor(self._settings().secret_values())
+        return Redactor([*self._settings().secret_values(), *self._endpoint_keys])
 
     async def _write_log(
         self,
@@ -202,7 +235,7 @@ class LLMGateway:
         """
         settings = self._settings()
         name = model or settings.llm_model
-        backend = self._backend(name)
+        backend = await self._resolved_backend(name)
         for attempt in range(1, self._retry.attempts + 1):
             call = _CallLog(
                 session_id,
@@ -263,7 +296,7 @@ class LLMGateway:
         """A whole answer without tools (summaries, tags, topic openers)."""
         settings = self._settings()
         name = model or settings.llm_model
-        backend = self._backend(name)
+        backend = await self._resolved_backend(name)
         for attempt in range(1, self._retry.attempts + 1):
             call = _CallLog(
                 session_id,
@@ -320,7 +353,8 @@ class LLMGateway:
             time.perf_counter(),
         )
         try:
-            result: Embeddings = await self._backend(name, for_embedding=True).embed(name, texts)
+            backend = await self._resolved_backend(name, for_embedding=True)
+            result: Embeddings = await backend.embed(name, texts)
         except Exception as failure:
             exc = self._as_backend_error(failure, name)
             await self._write_log(call, response=None, error=str(exc), usage=None)
@@ -339,7 +373,7 @@ class LLMGateway:
     async def list_models(self) -> list[str]:
         """Models the configured backend offers (Ollama lists its pulled models)."""
         try:
-            return await self._backend(self._settings().llm_model).list_models()
+            return await (await self._resolved_backend(self._settings().llm_model)).list_models()
         except BackendError as exc:
             raise self._user_error(exc) from exc
 

@@ -9,6 +9,7 @@ import aiosqlite
 
 from bot.errors import DatabaseVersionError
 from bot.store.migration_cockpit import migrate_cockpit
+from bot.store.migration_connections import MIGRATION as CONNECTIONS_AND_DIRECTORY
 from bot.store.migration_spaces import MigrationContext, migrate_to_spaces
 
 log = logging.getLogger(__name__)
@@ -229,6 +230,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     migrate_to_spaces,
     # 4: the admin cockpit — tool_calls, full-text indexes (FTS5 trigram), activity indexes.
     migrate_cockpit,
+    # 5: model presets as connections (address, key); the directory of Discord channel names.
+    CONNECTIONS_AND_DIRECTORY,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

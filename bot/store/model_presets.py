@@ -1,35 +1,66 @@
-"""Model presets: the choices offered in the model pickers (label → model string)."""
+"""Model presets: named model connections (label, model string, address, key) to choose from.
+
+A preset's model string picks the backend as everywhere else (`ollama/…` the native Ollama
+client, any other provider string LiteLLM). Its address (`api_base`) and key (`api_key`) are
+optional: NULL means the global LLM_API_BASE / LLM_API_KEY, so a row holding only a model works
+as before. The key is stored as given and never leaves through `ModelPreset`'s repr.
+"""
 
 from __future__ import annotations
 
+import builtins
 import logging
 import sqlite3
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from bot.config import is_ollama_model
 from bot.errors import ConflictError
 from bot.store.db import Database, utcnow
 
 log = logging.getLogger(__name__)
 # Model strings name their provider first ("ollama/qwen3:8b"); the label is the model's own name.
 _PROVIDER_PREFIX_SEPARATOR = "/"
+# What a preset's update may change.
+EDITABLE = frozenset({"label", "value", "api_base", "api_key"})
 
 
 @dataclass(frozen=True)
 class ModelPreset:
-    """One selectable model."""
+    """One selectable model connection; `api_base`/`api_key` None: the global settings'."""
 
     id: int
     label: str
     value: str
     created_at: str
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+
+    @property
+    def backend(self) -> str:
+        """`ollama` (the native client) or `litellm`, as the model string selects."""
+        return "ollama" if is_ollama_model(self.value) else "litellm"
+
+    @property
+    def provider(self) -> str:
+        """The provider the model string names (`ollama`, `openai`, `anthropic`…)."""
+        head, separator, _ = self.value.partition(_PROVIDER_PREFIX_SEPARATOR)
+        if self.backend == "ollama":
+            return "ollama"
+        return head if separator else "openai"
 
 
-_COLUMNS = "id, label, value, created_at"
+_COLUMNS = "id, label, value, created_at, api_base, api_key"
 
 
 def _preset(row: sqlite3.Row) -> ModelPreset:
     return ModelPreset(
-        id=row["id"], label=row["label"], value=row["value"], created_at=row["created_at"]
+        id=row["id"],
+        label=row["label"],
+        value=row["value"],
+        created_at=row["created_at"],
+        api_base=row["api_base"],
+        api_key=row["api_key"],
     )
 
 
@@ -76,33 +107,52 @@ class ModelPresetRepository:
         )
         return None if row is None else _preset(row)
 
-    async def create(self, label: str, value: str) -> ModelPreset:
+    async def by_value(self, value: str) -> ModelPreset | None:
+        """The preset of a model string (what sessions and spaces store), if there is one."""
+        row = await self._db.fetchone(
+            f"SELECT {_COLUMNS} FROM model_presets WHERE value = ?", (value,)
+        )
+        return None if row is None else _preset(row)
+
+    async def create(
+        self,
+        label: str,
+        value: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+    ) -> ModelPreset:
         """Add a preset; ConflictError when the model value is already listed."""
         now = utcnow()
         try:
             preset_id = await self._db.execute(
-                "INSERT INTO model_presets (label, value, created_at) VALUES (?, ?, ?)",
-                (label, value, now),
+                "INSERT INTO model_presets (label, value, created_at, api_base, api_key) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (label, value, now, api_base, api_key),
             )
         except sqlite3.IntegrityError as exc:
             raise _duplicate(value) from exc
-        return ModelPreset(preset_id, label, value, now)
+        return ModelPreset(preset_id, label, value, now, api_base, api_key)
 
-    async def update(
-        self, preset_id: int, *, label: str | None = None, value: str | None = None
-    ) -> ModelPreset | None:
-        """Change a preset's label and/or value; None when it does not exist."""
+    async def update(self, preset_id: int, changes: Mapping[str, str | None]) -> ModelPreset | None:
+        """Apply `changes` (label, value, api_base, api_key; None clears the address or key);
+        None when the preset does not exist."""
+        unknown = set(changes) - EDITABLE
+        if unknown:
+            raise ValueError(f"not editable: {', '.join(sorted(unknown))}")
+        if {"label", "value"} & {key for key, value in changes.items() if value is None}:
+            raise ValueError("a preset's label and value cannot be cleared")
+        assignments = "".join(f", {key} = ?" for key in changes)
         try:
             async with self._db.transaction() as conn:
                 cursor = await conn.execute(
-                    "UPDATE model_presets SET label = COALESCE(?, label), "
-                    "value = COALESCE(?, value) WHERE id = ?",
-                    (label, value, preset_id),
+                    f"UPDATE model_presets SET id = id{assignments} WHERE id = ?",
+                    (*changes.values(), preset_id),
                 )
                 if cursor.rowcount == 0:
                     return None
         except sqlite3.IntegrityError as exc:
-            raise _duplicate(value or "") from exc
+            raise _duplicate(str(changes.get("value") or "")) from exc
         return await self.get(preset_id)
 
     async def delete(self, preset_id: int) -> bool:
@@ -110,3 +160,10 @@ class ModelPresetRepository:
         async with self._db.transaction() as conn:
             cursor = await conn.execute("DELETE FROM model_presets WHERE id = ?", (preset_id,))
             return cursor.rowcount > 0
+
+    async def keys(self) -> builtins.list[str]:
+        """Every stored connection key (to mask them wherever text is logged)."""
+        rows = await self._db.fetchall(
+            "SELECT api_key FROM model_presets WHERE api_key IS NOT NULL AND api_key != ''"
+        )
+        return [row["api_key"] for row in rows]

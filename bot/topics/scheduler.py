@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -51,6 +52,11 @@ class TopicScheduler:
         self._service.add_change_listener(self.rebuild)
         if not self._scheduler.running:
             self._scheduler.start()
+        self._service.register_schedule(self.next_runs)
+
+    def next_runs(self) -> dict[str, datetime | None]:
+        """When each job runs next, by job id (None: paused or not scheduled yet)."""
+        return {job.id: getattr(job, "next_run_time", None) for job in self._scheduler.get_jobs()}
 
     async def rebuild(self) -> list[str]:
         """Replace every job with what the database says now; returns the job ids."""
@@ -89,5 +95,6 @@ class TopicScheduler:
     def shutdown(self) -> None:
         """Stop the scheduler without waiting for running jobs."""
         self._service.remove_change_listener(self.rebuild)
+        self._service.register_schedule(dict)
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)

@@ -73,6 +73,8 @@ class TopicService:
         self._pool = pool
         self._clock = clock
         self._poster: TopicPoster | None = None
+        # The scheduler's next run per job id ("idle:<channel>", "cron:<channel>"), once running.
+        self._next_runs: Callable[[], dict[str, datetime | None]] = dict
         # channel id → (space, enabled) of every configured channel.
         self._configured: dict[int, tuple[str, bool]] = {}
         self._change_listeners: list[ChangeListener] = []
@@ -108,6 +110,14 @@ class TopicService:
         """Stop posting through `poster` (no effect if another poster replaced it)."""
         if self._poster is poster:
             self._poster = None
+
+    def register_schedule(self, next_runs: Callable[[], dict[str, datetime | None]]) -> None:
+        """Answer `next_runs()` from the running scheduler (`lambda: {}` when it stops)."""
+        self._next_runs = next_runs
+
+    def next_runs(self) -> dict[str, datetime | None]:
+        """When each scheduled job runs next, by job id (empty without a scheduler)."""
+        return self._next_runs()
 
     async def load(self) -> None:
         """Remember which channels are configured where (to skip activity writes for others)."""

@@ -20,6 +20,8 @@ from tests.fakes.llm_server import Text
 
 EXAMPLES = {GenerationMode.POSITIVE: 8, GenerationMode.NEGATIVE: 4}
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+# Streams that never end by themselves (tested on their own): a fuzzed call would only time out.
+ENDLESS = frozenset({"GET /api/logs/live"})
 
 
 def fuzz(spec: dict[str, Any], base_url: str) -> tuple[Counter[int], list[str]]:
@@ -30,6 +32,8 @@ def fuzz(spec: dict[str, Any], base_url: str) -> tuple[Counter[int], list[str]]:
     statuses: Counter[int] = Counter()
     for result in schema.get_all_operations():
         operation = result.ok()
+        if operation.label in ENDLESS:
+            continue
         for mode, examples in EXAMPLES.items():
 
             @hypothesis.settings(

@@ -28,9 +28,10 @@ COMMUNITY_TABLES = (
     "topic_posts",
     "word_pool",
     "tool_calls",
+    "directory_channels",
 )
 # Schema definitions, not queries.
-SCHEMA_MODULES = frozenset({"migrations.py", "migration_spaces.py"})
+SCHEMA_MODULES = frozenset({"migrations.py", "migration_spaces.py", "migration_connections.py"})
 ALLOWED: dict[tuple[str, str], str] = {
     ("stats.py", "collect"): "operator dashboard: totals over every space",
     ("transfer.py", "_refuse_existing"): "ids are unique across spaces, so the check spans all",

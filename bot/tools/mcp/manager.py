@@ -48,7 +48,7 @@ from bot.tools.mcp.metadata import (
     shown_name,
     vet_tool,
 )
-from bot.tools.mcp.status import ServerStatus
+from bot.tools.mcp.status import KnownTool, ReloadReport, ServerStatus
 
 log = logging.getLogger(__name__)
 
@@ -126,45 +126,111 @@ class McpManager:
         self._owners: dict[str, tuple[str, str]] = {}
         # server -> "tool (why)" for each listed tool that is not offered to the model
         self._refused: dict[str, list[str]] = {}
+        # server -> the tools it last offered (name, description), kept while it is down
+        self._known: dict[str, list[KnownTool]] = {}
         self._changed = asyncio.Event()
+        # One reload or reconnect at a time: each replaces connections.
+        self._reloading = asyncio.Lock()
         self.config_error: str | None = None
 
-    async def start(self) -> None:
-        """Read the config and connect every enabled server; waits at most `startup_wait` s."""
+    async def _read_config(self) -> list[McpServerConfig] | None:
+        """The configured servers; None (and `config_error` set) when the file is unusable."""
         path = self._settings().mcp_config
-        if path is None or self._connections:
-            return
+        if path is None:
+            self.config_error = "MCP_CONFIG is not set"
+            return None
         try:
             configs = await asyncio.to_thread(load_mcp_config, path)
         except McpConfigError as exc:
             self.config_error = str(exc)
             log.error("MCP disabled: %s", exc)
-            return
+            return None
         except Exception as exc:
             # Whatever the file holds, the bot starts; the traceback shows what went wrong.
             self.config_error = f"the MCP config could not be read ({type(exc).__name__})"
             log.exception("MCP disabled: the config could not be read")
-            return
-        for config in configs:
-            if config.error is not None:
-                log.error("MCP server %s ignored: %s", config.name, config.error)
-            self._connections[config.name] = McpConnection(
-                config,
-                on_tools=functools.partial(self._publish, config.name),
-                on_down=functools.partial(self._withdraw, config.name),
-                on_state=self._notify,
-                tuning=self._tuning,
-            )
-        for connection in self._connections.values():
-            connection.start()
-        waits = [
-            asyncio.create_task(connection.first_attempt.wait())
-            for connection in self._connections.values()
-        ]
+            return None
+        self.config_error = None
+        return configs
+
+    def _connect(self, config: McpServerConfig) -> McpConnection:
+        """A started connection to `config`'s server, in place of any before it."""
+        if config.error is not None:
+            log.error("MCP server %s ignored: %s", config.name, config.error)
+        connection = McpConnection(
+            config,
+            on_tools=functools.partial(self._publish, config.name),
+            on_down=functools.partial(self._withdraw, config.name),
+            on_state=self._notify,
+            tuning=self._tuning,
+        )
+        self._connections[config.name] = connection
+        connection.start()
+        return connection
+
+    async def _disconnect(self, name: str) -> None:
+        """Stop one server (a stdio server's process ends) and forget its tools."""
+        connection = self._connections.pop(name)
+        await connection.close()
+        self._withdraw(name, forget=True)
+
+    async def _first_attempts(self, connections: list[McpConnection]) -> None:
+        """Wait at most `startup_wait` s for each connection's first attempt to end."""
+        waits = [asyncio.create_task(c.first_attempt.wait()) for c in connections]
         if waits:
             _, pending = await asyncio.wait(waits, timeout=self._startup_wait)
             for waiter in pending:
                 waiter.cancel()
+
+    async def start(self) -> None:
+        """Read the config and connect every enabled server; waits at most `startup_wait` s."""
+        if self._settings().mcp_config is None or self._connections:
+            return
+        configs = await self._read_config()
+        await self._first_attempts([self._connect(config) for config in configs or ()])
+
+    async def reload(self) -> ReloadReport:
+        """Re-read MCP_CONFIG without a restart: new servers start, removed ones stop, changed
+        ones restart, the rest stay connected. An unusable file changes nothing."""
+        async with self._reloading:
+            configs = await self._read_config()
+            if configs is None:
+                return ReloadReport(error=self.config_error)
+            wanted = {config.name: config for config in configs}
+            removed = [name for name in self._connections if name not in wanted]
+            changed = [
+                name
+                for name, config in wanted.items()
+                if name in self._connections and self._connections[name].config != config
+            ]
+            added = [name for name in wanted if name not in self._connections]
+            for name in removed + changed:
+                await self._disconnect(name)
+            started = [self._connect(wanted[name]) for name in changed + added]
+            await self._first_attempts(started)
+            unchanged = [n for n in wanted if n not in changed and n not in added]
+            log.info(
+                "MCP config reloaded: %d added, %d removed, %d restarted",
+                len(added),
+                len(removed),
+                len(changed),
+            )
+            self._notify()
+            return ReloadReport(added, removed, changed, unchanged)
+
+    async def reconnect(self, name: str) -> bool:
+        """Drop one server's connection and connect again (a stdio server is restarted)."""
+        async with self._reloading:
+            connection = self._connections.get(name)
+            if connection is None:
+                return False
+            await self._disconnect(name)
+            await self._first_attempts([self._connect(connection.config)])
+            return True
+
+    def known_tools(self) -> list[KnownTool]:
+        """Every tool the configured servers offered, also while their server is down."""
+        return [tool for name in self._connections for tool in self._known.get(name, ())]
 
     async def close(self) -> None:
         """Disconnect every server (stdio servers are stopped) and withdraw their tools."""
@@ -273,17 +339,24 @@ class McpManager:
         for name in previous - kept:
             self._registry.remove(name)
             self._owners.pop(name, None)
+        self._known[server] = [
+            KnownTool(name, server, str(registered.schema["function"].get("description", "")))
+            for name in sorted(kept)
+            if (registered := self._registry.get(name)) is not None
+        ]
         self._refused[server] = refused
         if refused:
             log.warning("MCP server %s: %s", server, self._refusal(server) or "tools not offered")
         self._notify()
 
-    def _withdraw(self, server: str) -> None:
+    def _withdraw(self, server: str, *, forget: bool = False) -> None:
         for name, (owner, _) in list(self._owners.items()):
             if owner == server:
                 self._registry.remove(name)
                 del self._owners[name]
         self._refused.pop(server, None)
+        if forget:
+            self._known.pop(server, None)
         self._notify()
 
     def _tool(self, server: str, name: str, remote: RemoteTool) -> Tool:

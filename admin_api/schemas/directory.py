@@ -1,0 +1,16 @@
+"""The channel directory: servers and their channels by name (`bot.store.directory`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from bot.store.directory import DirectoryServer
+
+
+class DirectoryOut(BaseModel):
+    """The servers the bot knows, each with the channels it can see (threads not listed).
+
+    A server with `left_at` set is one the bot was removed from (its channels are gone).
+    """
+
+    servers: list[DirectoryServer]
