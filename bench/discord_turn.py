@@ -44,6 +44,7 @@ from bot.bot import BotDeps, PlayChatBot
 from bot.config import Settings
 from bot.llm.gateway import RetryPolicy
 from bot.services import ServiceOptions, Services, open_services
+from bot.utils.heap import settle_heap
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Text
 
@@ -278,6 +279,7 @@ async def running_bot(args: argparse.Namespace) -> AsyncIterator[Harness]:
             options = ServiceOptions(retry=RetryPolicy(attempts=1), builtin_tools=False)
             began = time.monotonic()
             async with open_services(settings, options) as services:
+                settle_heap()  # as the composition root (bot/__main__.py run_bot) does
                 bot = PlayChatBot(BotDeps(services))
                 client = await start_bot(bot, info)
                 ready_s = time.monotonic() - began + IMPORT_S
