@@ -88,7 +88,8 @@ async def serve_fakes(tokens: int, rate: float) -> None:
 
     def reply(request: RecordedRequest) -> Text:
         question = str(request.messages[-1].get("content", ""))
-        index = int(question.rsplit(" ", 1)[-1])
+        last = question.rsplit(" ", 1)[-1]
+        index = int(last) if last.isdigit() else 0  # summaries and the like: any answer
         return Text(answer_text(index, tokens), chunks=tokens, delay=1.0 / rate)
 
     llm.default_reply = reply
