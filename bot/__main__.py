@@ -15,6 +15,7 @@ from bot.errors import StartupError, ValidationError
 from bot.prompts.ui_text import ui_text
 from bot.services import Services, open_services
 from bot.store.spaces import local_space
+from bot.utils.heap import settle_heap
 from bot.utils.log_setup import configure_logging
 
 log = logging.getLogger("bot")
@@ -103,6 +104,7 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
 async def run_bot(settings: Settings) -> int:
     """The Discord bot, admin API and scheduler until SIGINT/SIGTERM."""
     async with open_services(settings) as services:
+        settle_heap()
         return await serve_all(services)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -15,6 +16,7 @@ from bot.chat.hooks import TurnResult
 from bot.chat.sessions import ConversationSessions
 from bot.chat.summarize import Summarizer
 from bot.chat.tool_log import RecordToolCallHook
+from bot.chat.warmup import Warmable, warm_up
 from bot.config import RuntimeSettings, Settings
 from bot.llm.gateway import (
     BackendFactory,
@@ -377,6 +379,20 @@ def _open_readiness(core: _Core, mcp: McpTools) -> Readiness:
     return readiness
 
 
+async def _warm_up(core: _Core, memory: _Memory, opts: ServiceOptions) -> None:
+    """What the first turn would load on the event loop: the LLM backend, the Janome
+    dictionary, the text catalogues (skipped without `warm_start`: tests that need none)."""
+    if opts.warm_start:
+        parts: dict[str, Warmable] = {"llm": core.gateway, "analyzer": memory.analyzer}
+        await warm_up(parts, core.runtime().language)
+
+
+async def _settle(task: asyncio.Future[None]) -> None:
+    """Cancel an unfinished warm-up (start-up failed) and wait for it."""
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
 async def _warm_start(core: _Core, memory: _Memory) -> None:
     """Tag what is not tagged yet (background). The word pool is persisted: nothing to do."""
     core.tasks.spawn(memory.tagger.backfill(), name="tag-backfill")
@@ -402,6 +418,9 @@ async def open_services(
         core = await _open_core(stack, settings, opts)
         tool_deps = _open_builtin_tools(stack, core, opts)
         memory = _open_memory(stack, core, tool_deps)
+        # Loads off the event loop (threads) while the rest opens; done before we are ready.
+        warming = asyncio.ensure_future(_warm_up(core, memory, opts))
+        stack.push_async_callback(_settle, warming)
         topics = await _open_topics(core, memory)
         await memory.knowledge.relocate_files(settings.local_space_id)
         register_notes_tools(core.registry, memory.notes)
@@ -413,6 +432,7 @@ async def open_services(
         stack.push_async_callback(core.tasks.close)
         if opts.warm_start:
             await _warm_start(core, memory)
+        await warming
         repos = core.repos
         yield Services(
             settings=core.runtime,

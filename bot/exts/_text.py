@@ -62,6 +62,8 @@ def close_open_fence(text: str) -> str:
 
 def fits(text: str, limit: int = MESSAGE_LIMIT) -> bool:
     """True when `text`, with an open code block closed, is at most `limit` characters."""
+    if len(text) + len(FENCE) + 1 <= limit:
+        return True  # closing a fence adds at most "\n```": no need to look for fences
     return len(close_open_fence(text)) <= limit
 
 

@@ -141,6 +141,14 @@ class LLMGateway:
                 adopt_litellm_logging(debug=settings.debug)
         return backend
 
+    async def warm_up(self) -> None:
+        """Build the chat model's backend now, on a thread: its imports and HTTP client would
+        otherwise load on the event loop during the first turn."""
+        backend = await asyncio.to_thread(self._backend, self._settings().llm_model)
+        prepare = getattr(backend, "warm_up", None)
+        if prepare is not None:
+            await asyncio.to_thread(prepare)
+
     async def load_token_factors(self) -> None:
         """Read the learned token factors from the database (once, at start)."""
         await self._calibrator.load()

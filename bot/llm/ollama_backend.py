@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 from collections.abc import AsyncGenerator
@@ -29,6 +30,14 @@ log = logging.getLogger(__name__)
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # Errors of the ollama client's own transport; anything else it raises means the reply was bad.
 _TRANSPORT_ERRORS = (ollama.ResponseError, ConnectionError, httpx.HTTPError)
+_WARM_UP_TOOL: ToolSchema = {
+    "type": "function",
+    "function": {
+        "name": "warm_up",
+        "description": "-",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    },
+}
 
 
 def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -117,6 +126,17 @@ class OllamaBackend:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self.host = host
         self._client = ollama.AsyncClient(host=host, timeout=timeout, headers=headers)
+
+    def warm_up(self) -> None:
+        """Load now (blocking; run on a thread) what the first call would load on the loop."""
+        # httpx's async transport imports anyio's asyncio backend on its first request.
+        importlib.import_module("anyio._backends._asyncio")
+        tools = to_ollama_tools([_WARM_UP_TOOL]) or []
+        ollama.Tool.model_validate(tools[0])
+        ollama.Message.model_validate({"role": "user", "content": "-"})
+        ollama.ChatResponse.model_validate(
+            {"model": "-", "message": {"role": "assistant", "content": "-"}, "done": True}
+        )
 
     def _error(self, exc: Exception, model: str) -> BackendError:
         if isinstance(exc, ollama.ResponseError):

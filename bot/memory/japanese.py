@@ -176,8 +176,13 @@ class JapaneseAnalyzer:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="janome")
         return self._executor
 
+    @property
+    def loaded(self) -> bool:
+        """True once the Janome dictionary is loaded (by `warm_up` or a first use)."""
+        return self._tokenizer is not None
+
     async def warm_up(self) -> None:
-        """Load the dictionary now (about 0.1 s and 90 MiB) instead of on the first message."""
+        """Load the dictionary now (about 0.2 s and 80 MiB) instead of on the first message."""
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._pool(), self.nouns, "準備")
 
