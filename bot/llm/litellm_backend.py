@@ -153,10 +153,16 @@ class LiteLLMBackend:
         if status is not None:
             return http_error(status, _provider_text(exc), target, wait=retry_after(exc))
         # No HTTP answer came: LiteLLM or the provider's client refused to send the request.
-        if isinstance(exc, exceptions.AuthenticationError) or (
-            not target.has_key and mentions_missing_key(exc)
+        if not target.has_key and (
+            isinstance(exc, exceptions.AuthenticationError) or mentions_missing_key(exc)
         ):
             return no_api_key(target)
+        if isinstance(exc, exceptions.AuthenticationError):
+            return BackendError(
+                f"LiteLLM did not send the request for {target.model}: {_provider_text(exc)}; "
+                "set LLM_API_KEY to a key for this provider."[:500],
+                kind=ModelErrorKind.AUTHENTICATION,
+            )
         if isinstance(exc, exceptions.BadRequestError):
             return BackendError(
                 f"LiteLLM did not send the request for {target.model}: {_provider_text(exc)}; "
