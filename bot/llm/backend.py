@@ -302,7 +302,8 @@ def context_sentence(target: Target, detail: str) -> str:
 def unreachable(target: Target, reason: str) -> BackendError:
     """No connection to the server: name its address and LLM_API_BASE."""
     if target.base:
-        start = "start it (`ollama serve`)" if target.ollama else "start it"
+        # The readiness check (bot/ops/probes.py) says the same sentence.
+        start = "start Ollama" if target.ollama else "start it"
         message = (
             f"The model server at {target.base} is not reachable ({reason}); {start} or set "
             "LLM_API_BASE."

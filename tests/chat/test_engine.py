@@ -230,7 +230,10 @@ async def test_unreachable_ollama_is_short_in_the_chat_and_named_in_the_log(
     assert error.message == "The language model is not reachable right now.", "no address"
     (row,) = rows
     assert row.error is not None
-    assert base in row.error and "ollama serve" in row.error and "LLM_API_BASE" in row.error
+    assert row.error == (
+        f"The model server at {base} is not reachable (connection refused); start Ollama or set "
+        "LLM_API_BASE."
+    )
 
 
 async def test_unreachable_litellm_provider_is_one_clear_sentence(
