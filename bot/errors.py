@@ -14,7 +14,15 @@ class UserFacingError(PlayChatError):
 
 
 class LLMError(UserFacingError):
-    """The language model could not answer (unreachable, failed, timed out)."""
+    """The language model could not answer (unreachable, failed, timed out).
+
+    The message is for the person chatting; `detail` is the operator's sentence (address,
+    setting to change) for the log and the admin page, the message when there is none.
+    """
+
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail or message
 
 
 class LLMUnavailableError(LLMError):

@@ -101,7 +101,7 @@ async def test_connection(services: Services) -> ConnectionTestOut:
             [{"role": "user", "content": PING}], purpose="connection_test"
         )
     except LLMError as exc:
-        reply, error = "", str(exc)
+        reply, error = "", exc.detail  # the owner's view: the address and the setting to change
     else:
         reply = completion.text[:MAX_REPLY_CHARS]
     return ConnectionTestOut(

@@ -14,14 +14,14 @@ from typing import Any
 
 from bot.config import Settings, is_ollama_model
 from bot.errors import LLMError, LLMUnavailableError
-from bot.llm.backend import BackendError, BackendUnavailable, ChatBackend
+from bot.llm.backend import BackendError, ChatBackend, ModelErrorKind, internal
 from bot.llm.redact import Redactor
 from bot.llm.token_factors import Calibration, TokenCalibrator
 from bot.llm.tokens import prompt_tokens
 from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSchema, Usage
 from bot.store.api_logs import ApiLogRepository
 from bot.store.token_factors import TokenFactorRepository
-from bot.utils.log_setup import adopt_litellm_logging
+from bot.utils.log_setup import adopt_litellm_logging, wants_library_debug
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,9 @@ STOPPED_BY_CALLER = "Stopped by the caller before the model finished (a turn's l
 CANCELLED = "Cancelled before the model finished (a turn's time bound, or shutdown)."
 
 
+Sleep = Callable[[float], Awaitable[None]]
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how patiently transient failures are retried."""
@@ -41,12 +44,23 @@ class RetryPolicy:
     attempts: int = 3
     base_delay: float = 0.5
     max_delay: float = 4.0
+    # A server's Retry-After is honoured up to this; asked to wait longer, the call gives up.
+    max_retry_after: float = 30.0
+    sleep: Sleep = asyncio.sleep
 
     def delay(self, attempt: int) -> float:
         """Backoff before retry number `attempt` (1-based), with jitter."""
         return float(
             min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * (0.5 + random.random())
         )
+
+    def wait_before_retry(self, attempt: int, error: BackendError) -> float | None:
+        """Seconds to wait before sending attempt `attempt` + 1 again; None: do not retry."""
+        if not error.transient or attempt >= self.attempts:
+            return None
+        if error.retry_after is not None:
+            return error.retry_after if error.retry_after <= self.max_retry_after else None
+        return self.delay(attempt)
 
 
 BackendFactory = Callable[[str, str, float, str], ChatBackend]
@@ -138,7 +152,7 @@ class LLMGateway:
             backend = self._factory(kind, base, settings.llm_timeout, key)
             self._backends[cache_key] = backend
             if kind == "litellm":
-                adopt_litellm_logging(debug=settings.debug)
+                adopt_litellm_logging(debug=wants_library_debug(settings.log_level, settings.debug))
         return backend
 
     async def warm_up(self) -> None:
@@ -212,9 +226,10 @@ class LLMGateway:
 
     @staticmethod
     def _user_error(exc: BackendError) -> LLMError:
-        if isinstance(exc, BackendUnavailable):
-            return LLMUnavailableError(exc.short)
-        return LLMError(exc.short)
+        """The error callers see: `short` for the person chatting, the sentence as detail."""
+        if exc.kind is ModelErrorKind.UNREACHABLE:
+            return LLMUnavailableError(exc.short, detail=str(exc))
+        return LLMError(exc.short, detail=str(exc))
 
     @staticmethod
     def _as_backend_error(exc: Exception, model: str) -> BackendError:
@@ -222,10 +237,47 @@ class LLMGateway:
         if isinstance(exc, BackendError):
             return exc
         log.debug("unexpected failure of the backend for %s", model, exc_info=exc)
-        return BackendError(
-            f"The call to {model} failed unexpectedly ({type(exc).__name__}: {exc})"[:500],
-            short="The language model call failed unexpectedly.",
+        return internal(f"The call to {model} failed unexpectedly ({type(exc).__name__}: {exc})")
+
+    async def _retry_or_fail(
+        self,
+        call: _CallLog,
+        exc: BackendError,
+        attempt: int,
+        *,
+        response: str | None = None,
+        retry: bool = True,
+    ) -> None:
+        """Wait before the next attempt; or log the failed call once and raise its LLMError.
+
+        One WARNING and one api_logs row per failed call, however many attempts it took;
+        each retried attempt is a DEBUG line.
+        """
+        delay = self._retry.wait_before_retry(attempt, exc) if retry else None
+        if delay is not None:
+            log.debug(
+                "%s call to %s failed (%s, attempt %d of %d), retrying in %.2f s: %s",
+                call.purpose,
+                call.model,
+                exc.kind,
+                attempt,
+                self._retry.attempts,
+                delay,
+                exc,
+            )
+            try:
+                await self._retry.sleep(delay)
+            except asyncio.CancelledError:
+                await self._write_log(call, response=response, error=CANCELLED, usage=None)
+                raise
+            return
+        _note_attempts(call, attempt)
+        tries = f" after {attempt} attempts" if attempt > 1 else ""
+        log.warning(
+            "%s call to %s failed%s (%s): %s", call.purpose, call.model, tries, exc.kind, exc
         )
+        await self._write_log(call, response=response, error=str(exc), usage=None)
+        raise self._user_error(exc) from exc
 
     async def stream(
         self,
@@ -238,20 +290,21 @@ class LLMGateway:
     ) -> AsyncGenerator[StreamDelta, None]:
         """Stream an answer; raises LLMError (user-facing text) when the model fails.
 
-        Closing the generator early closes the backend's stream (and its connection); the
-        call is logged either way.
+        Transient failures before the first delta are retried; closing the generator early
+        closes the backend's stream (and its connection). One api_logs row per call.
         """
         settings = self._settings()
         name = model or settings.llm_model
         backend = await self._resolved_backend(name)
-        for attempt in range(1, self._retry.attempts + 1):
-            call = _CallLog(
-                session_id,
-                name,
-                purpose,
-                {"model": name, "messages": messages, "tools": _tool_names(tools)},
-                time.perf_counter(),
-            )
+        call = _CallLog(
+            session_id,
+            name,
+            purpose,
+            {"model": name, "messages": messages, "tools": _tool_names(tools)},
+            time.perf_counter(),
+        )
+        attempt = 1
+        while True:
             text: list[str] = []
             yielded = False
             logged = False
@@ -262,6 +315,7 @@ class LLMGateway:
                     async for delta in deltas:
                         if delta.done:
                             logged = True
+                            _note_attempts(call, attempt)
                             await self._write_log(
                                 call,
                                 response=_logged_answer(text, delta),
@@ -282,16 +336,14 @@ class LLMGateway:
                     )
                 raise
             except Exception as failure:
-                exc = self._as_backend_error(failure, name)
-                await self._write_log(
-                    call, response="".join(text) or None, error=str(exc), usage=None
+                await self._retry_or_fail(
+                    call,
+                    self._as_backend_error(failure, name),
+                    attempt,
+                    response="".join(text) or None,
+                    retry=not yielded,
                 )
-                if yielded or not exc.transient or attempt == self._retry.attempts:
-                    log.warning("LLM stream failed (%s, attempt %d): %s", name, attempt, exc)
-                    raise self._user_error(exc) from exc
-                delay = self._retry.delay(attempt)
-                log.info("LLM stream failed transiently, retrying in %.2fs: %s", delay, exc)
-                await asyncio.sleep(delay)
+            attempt += 1
 
     async def complete(
         self,
@@ -305,27 +357,21 @@ class LLMGateway:
         settings = self._settings()
         name = model or settings.llm_model
         backend = await self._resolved_backend(name)
-        for attempt in range(1, self._retry.attempts + 1):
-            call = _CallLog(
-                session_id,
-                name,
-                purpose,
-                {"model": name, "messages": messages},
-                time.perf_counter(),
-            )
+        call = _CallLog(
+            session_id, name, purpose, {"model": name, "messages": messages}, time.perf_counter()
+        )
+        attempt = 1
+        while True:
             try:
                 result = await backend.complete(name, messages, settings.llm_context_tokens)
             except Exception as failure:
-                exc = self._as_backend_error(failure, name)
-                await self._write_log(call, response=None, error=str(exc), usage=None)
-                if not exc.transient or attempt == self._retry.attempts:
-                    raise self._user_error(exc) from exc
-                await asyncio.sleep(self._retry.delay(attempt))
+                await self._retry_or_fail(call, self._as_backend_error(failure, name), attempt)
+                attempt += 1
                 continue
+            _note_attempts(call, attempt)
             await self._write_log(call, response=result.text, error=None, usage=result.usage)
             await self._learn(call, messages, None, result.usage)
             return result
-        raise LLMError("The language model did not answer.")  # pragma: no cover - loop returns
 
     def embed_model(self) -> str | None:
         """The embedding model in effect: EMBED_MODEL, else Ollama's default when on Ollama."""
@@ -364,9 +410,10 @@ class LLMGateway:
             backend = await self._resolved_backend(name, for_embedding=True)
             result: Embeddings = await backend.embed(name, texts)
         except Exception as failure:
+            # Not retried: its callers fall back (BM25) and try again on their own schedule.
             exc = self._as_backend_error(failure, name)
-            await self._write_log(call, response=None, error=str(exc), usage=None)
-            raise self._user_error(exc) from exc
+            await self._retry_or_fail(call, exc, 1, retry=False)
+            raise  # pragma: no cover - _retry_or_fail raises when it may not retry
         vectors = result.vectors
         if len(vectors) != len(texts):
             error = f"The embedding model {name} returned {len(vectors)} vectors."
@@ -379,7 +426,11 @@ class LLMGateway:
         return vectors
 
     async def list_models(self) -> list[str]:
-        """Models the configured backend offers (Ollama lists its pulled models)."""
+        """Models the configured backend offers (Ollama lists its pulled models).
+
+        Not retried or logged here: a readiness check calls it on its own schedule and reports
+        the failure (LLMError.detail) itself.
+        """
         try:
             return await (await self._resolved_backend(self._settings().llm_model)).list_models()
         except BackendError as exc:
@@ -390,6 +441,12 @@ class LLMGateway:
         for backend in self._backends.values():
             await backend.close()
         self._backends.clear()
+
+
+def _note_attempts(call: _CallLog, attempt: int) -> None:
+    """Record in the call's logged request how many attempts it took, when more than one."""
+    if attempt > 1:
+        call.request["attempts"] = attempt
 
 
 def _tool_names(tools: list[ToolSchema] | None) -> list[str]:

@@ -6,12 +6,32 @@ import importlib
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, Iterable, Iterator
+from collections.abc import AsyncGenerator, Iterable
 from contextlib import aclosing
 from types import ModuleType
 from typing import Any
 
-from bot.llm.backend import BackendError, BackendUnavailable, ProtocolError, describe_not_json
+import httpx
+
+from bot.llm.backend import (
+    BackendError,
+    ModelErrorKind,
+    Target,
+    causes,
+    connection_failure,
+    describe_not_json,
+    dropped,
+    http_error,
+    internal,
+    interrupted,
+    mentions_missing_key,
+    no_api_key,
+    protocol_error,
+    retry_after,
+    root_cause,
+    timed_out,
+    unreachable,
+)
 from bot.llm.types import (
     Completion,
     Embeddings,
@@ -21,10 +41,10 @@ from bot.llm.types import (
     ToolSchema,
     Usage,
 )
+from bot.utils.log_setup import adopt_litellm_logging
 
 log = logging.getLogger(__name__)
 
-TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 PROTOCOL = "OpenAI-compatible"
 # What LiteLLM says when a 200 reply could not be read as the protocol (it reports HTTP 500).
 _UNREADABLE = ("empty or invalid response from llm endpoint", "response with no 'choices'")
@@ -45,27 +65,8 @@ def import_litellm() -> ModuleType:
     module = importlib.import_module("litellm")
     setattr(module, "telemetry", False)  # noqa: B010 - attributes unknown to the type checker
     setattr(module, "suppress_debug_info", True)  # noqa: B010
+    adopt_litellm_logging()
     return module
-
-
-def causes(exc: BaseException) -> Iterator[BaseException]:
-    """`exc` and what it wraps, outermost first (LiteLLM keeps some in `original_exception`)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        wrapped = getattr(current, "original_exception", None)
-        if isinstance(wrapped, BaseException) and id(wrapped) not in seen:
-            current = wrapped
-        else:
-            current = current.__cause__ or current.__context__
-
-
-def root_cause(exc: BaseException) -> BaseException:
-    """The innermost exception `exc` wraps (itself when it wraps none)."""
-    *_, root = causes(exc)
-    return root
 
 
 def failed_on_our_side(exc: BaseException) -> bool:
@@ -111,54 +112,64 @@ class LiteLLMBackend:
             "max_retries": 0,
         }
 
-    def _error(self, exc: Exception, model: str, *, answered: bool = False) -> BackendError:
+    def _target(self, model: str, *, embedding: bool = False, context: int | None = None) -> Target:
+        return Target(
+            model=model,
+            base=self.api_base,
+            embedding=embedding,
+            context_tokens=context,
+            has_key=self._api_key is not None,
+        )
+
+    def _error(self, exc: Exception, target: Target, *, answered: bool = False) -> BackendError:
         """Classify a LiteLLM failure; `answered`: the provider's stream had already begun.
 
         Nothing that fails after the provider answered, or inside LiteLLM, is transient:
         retrying would send (and bill) the same request again for a reply that already came.
+        LiteLLM reports a refused connection as HTTP 500; the cause chain tells what happened.
         """
         not_protocol = _unreadable_reply(exc)
         if not_protocol is not None:
-            return ProtocolError(self.api_base or f"{model}'s provider", PROTOCOL, not_protocol)
-        exceptions = self._litellm.exceptions
-        status = getattr(exc, "status_code", None)
-        where = f" at {self.api_base}" if self.api_base else ""
-        if isinstance(exc, exceptions.Timeout):
-            return BackendError(f"{model}{where} did not answer in time.", status=status)
+            return protocol_error(target.base or target.where, PROTOCOL, not_protocol)
         ours = failed_on_our_side(exc)
         if answered or ours:
-            log.debug("LiteLLM call to %s failed (answered: %s)", model, answered, exc_info=exc)
-            root = root_cause(exc)
+            log.debug("LiteLLM call to %s failed (answered: %s)", target.model, answered)
             if ours:
-                detail = f"{type(root).__name__}: {root}"
-                return BackendError(
-                    f"LiteLLM failed on the answer of {model}{where}: {detail}"[:500]
+                root = root_cause(exc)
+                return internal(
+                    f"LiteLLM failed on the answer of {target.model} from {target.where}: "
+                    f"{type(root).__name__}: {root}"
                 )
-            return BackendError(
-                f"The answer from {model}{where} broke off ({type(root).__name__})."
-            )
-        if isinstance(exc, exceptions.APIConnectionError) and status in (None, 500):
-            text = str(exc).lower()
-            if "connect" in text or "refused" in text or "resolve" in text:
-                return BackendUnavailable(
-                    f"The model provider for {model}{where} is not reachable. "
-                    "Check LLM_API_BASE and that the server is running."
-                )
-            return BackendError(
-                f"The connection to {model}{where} broke off.", transient=True, status=status
-            )
+            return interrupted(target, exc)
+        reason = connection_failure(exc)
+        if reason is not None:
+            return unreachable(target, reason)
+        exceptions = self._litellm.exceptions
+        if isinstance(exc, exceptions.Timeout) or any(
+            isinstance(current, httpx.TimeoutException | TimeoutError) for current in causes(exc)
+        ):
+            return timed_out(target, self._timeout)
+        status = _http_status(exc)
+        if status is not None:
+            return http_error(status, _provider_text(exc), target, wait=retry_after(exc))
+        # No HTTP answer came: LiteLLM or the provider's client refused to send the request.
+        if not target.has_key and (
+            isinstance(exc, exceptions.AuthenticationError) or mentions_missing_key(exc)
+        ):
+            return no_api_key(target)
         if isinstance(exc, exceptions.AuthenticationError):
-            return BackendError(f"{model}{where} refused the API key (LLM_API_KEY).", status=status)
-        if isinstance(exc, exceptions.NotFoundError):
-            return BackendError(f"The model {model} was not found{where}.", status=status)
-        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-        if status is None:
-            return BackendError(f"{model}{where} failed: {message}"[:500], transient=True)
-        return BackendError(
-            f"{model}{where} failed (HTTP {status}): {message}"[:500],
-            transient=status in TRANSIENT_STATUS,
-            status=status,
-        )
+            return BackendError(
+                f"LiteLLM did not send the request for {target.model}: {_provider_text(exc)}; "
+                "set LLM_API_KEY to a key for this provider."[:500],
+                kind=ModelErrorKind.AUTHENTICATION,
+            )
+        if isinstance(exc, exceptions.BadRequestError):
+            return BackendError(
+                f"LiteLLM did not send the request for {target.model}: {_provider_text(exc)}; "
+                "check LLM_MODEL (provider/model, e.g. openai/gpt-4o-mini)."[:500],
+                kind=ModelErrorKind.BAD_REQUEST,
+            )
+        return dropped(target, exc)
 
     def _cost(self, model: str, usage: Usage) -> float | None:
         if usage.prompt_tokens is None:
@@ -195,13 +206,13 @@ class LiteLLMBackend:
                 **kwargs,
             )
         except Exception as exc:  # LiteLLM maps provider errors to many types; all become ours
-            raise self._error(exc, model) from exc
+            raise self._error(exc, self._target(model, context=context_tokens)) from exc
         where = self.api_base or f"{model}'s provider"
         content_type = _content_type(response)
         if content_type.startswith(("text/html", "application/xhtml")):
             # LiteLLM reads an HTML page as an empty stream that finished normally.
             await response.aclose()
-            raise ProtocolError(where, PROTOCOL, f"an HTML page ({content_type})", status=200)
+            raise protocol_error(where, PROTOCOL, f"an HTML page ({content_type})", status=200)
         try:
             # Closing this stream early (a caller's bound) closes the HTTP response at once.
             async with aclosing(response) as chunks:
@@ -217,12 +228,13 @@ class LiteLLMBackend:
                         said = True
                         yield StreamDelta(text=delta.content)
         except Exception as exc:  # LiteLLM raises many types mid-stream; all become BackendError
-            raise self._error(exc, model, answered=True) from exc
+            target = self._target(model, context=context_tokens)
+            raise self._error(exc, target, answered=True) from exc
         silent = not (said or pending or _reported(usage))
         if silent and content_type and not content_type.startswith("text/event-stream"):
             # Not a stream of events and nothing in it: LiteLLM found no chunk to read.
             detail = f"a body of type {content_type} instead of a stream of events"
-            raise ProtocolError(where, PROTOCOL, detail, status=200)
+            raise protocol_error(where, PROTOCOL, detail, status=200)
         usage.cost = self._cost(model, usage)
         yield StreamDelta(tool_calls=_assembled_calls(pending), usage=usage, done=True)
 
@@ -235,7 +247,7 @@ class LiteLLMBackend:
                 messages=to_openai_messages(messages), **self._kwargs(model)
             )
         except Exception as exc:
-            raise self._error(exc, model) from exc
+            raise self._error(exc, self._target(model, context=context_tokens)) from exc
         choice = response.choices[0].message
         usage = Usage(response.usage.prompt_tokens, response.usage.completion_tokens)
         usage.cost = self._cost(model, usage)
@@ -252,7 +264,7 @@ class LiteLLMBackend:
         try:
             response = await self._litellm.aembedding(input=texts, **kwargs)
         except Exception as exc:
-            raise self._error(exc, model) from exc
+            raise self._error(exc, self._target(model, embedding=True)) from exc
         reported = getattr(response, "usage", None)
         usage = Usage(getattr(reported, "prompt_tokens", None) if reported else None)
         usage.cost = self._cost(model, usage)
@@ -277,6 +289,44 @@ def _content_type(response: Any) -> str:
     headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
     value = headers.get("llm_provider-content-type") if isinstance(headers, dict) else None
     return value.strip().lower() if isinstance(value, str) else ""
+
+
+def _http_status(exc: BaseException) -> int | None:
+    """The status of the HTTP answer behind `exc`, None when no answer came.
+
+    LiteLLM's own `status_code` cannot tell: it says 500 for a connection that was refused.
+    """
+    for current in causes(exc):
+        if isinstance(current, httpx.HTTPStatusError):
+            return current.response.status_code
+        status = getattr(current, "status_code", None)
+        response = getattr(current, "response", None)
+        if (
+            type(current).__module__.partition(".")[0] == "openai"
+            and isinstance(status, int)
+            and isinstance(response, httpx.Response)
+        ):
+            return status
+        status = getattr(current, "status", None)
+        if type(current).__name__ == "ClientResponseError" and isinstance(status, int):
+            return status
+    return None
+
+
+def _provider_text(exc: BaseException) -> str:
+    """The provider's own error message (with its code), without LiteLLM's prefixes."""
+    for current in causes(exc):
+        body = getattr(current, "body", None)
+        if isinstance(body, dict) and isinstance(body.get("message"), str):
+            message: str = body["message"]
+            code = body.get("code")
+            if isinstance(code, str) and code and not code.isdigit() and code not in message:
+                message = f"{message} ({code})"
+            return message
+    text = str(exc)
+    if "Exception - " in text:
+        return text.rpartition("Exception - ")[2]
+    return text.removeprefix(f"litellm.{type(exc).__name__}: ")
 
 
 def _unreadable_reply(exc: BaseException) -> str | None:

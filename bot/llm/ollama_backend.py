@@ -14,7 +14,20 @@ import ollama
 import pydantic
 
 from bot.config import strip_ollama_prefix
-from bot.llm.backend import BackendError, BackendUnavailable, ProtocolError, describe_not_json
+from bot.llm.backend import (
+    BackendError,
+    Target,
+    connection_failure,
+    describe_not_json,
+    dropped,
+    http_error,
+    internal,
+    interrupted,
+    protocol_error,
+    retry_after,
+    timed_out,
+    unreachable,
+)
 from bot.llm.types import (
     Completion,
     Embeddings,
@@ -27,7 +40,6 @@ from bot.llm.types import (
 
 log = logging.getLogger(__name__)
 
-TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # Errors of the ollama client's own transport; anything else it raises means the reply was bad.
 _TRANSPORT_ERRORS = (ollama.ResponseError, ConnectionError, httpx.HTTPError)
 _WARM_UP_TOOL: ToolSchema = {
@@ -125,6 +137,8 @@ class OllamaBackend:
     def __init__(self, host: str, *, timeout: float, api_key: str = "") -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self.host = host
+        self._has_key = bool(api_key)
+        self._timeout = timeout
         self._client = ollama.AsyncClient(host=host, timeout=timeout, headers=headers)
 
     def warm_up(self) -> None:
@@ -138,56 +152,52 @@ class OllamaBackend:
             {"model": "-", "message": {"role": "assistant", "content": "-"}, "done": True}
         )
 
-    def _error(self, exc: Exception, model: str) -> BackendError:
-        if isinstance(exc, ollama.ResponseError):
-            status = exc.status_code
-            if status == 404:
-                name = strip_ollama_prefix(model)
-                return BackendError(
-                    f"The model {name!r} is not available on Ollama at {self.host}. "
-                    f"Pull it with `ollama pull {name}` or choose another model.",
-                    status=status,
-                )
-            return BackendError(
-                f"Ollama at {self.host} answered HTTP {status}: {exc.error}"[:500],
-                transient=status in TRANSIENT_STATUS or status == -1,
-                status=status,
-            )
-        if isinstance(exc, ConnectionError | httpx.ConnectError):
-            return BackendUnavailable(
-                f"Ollama is not reachable at {self.host}. Make sure `ollama serve` is running "
-                "there, or set LLM_API_BASE to its address."
-            )
-        if isinstance(exc, httpx.TimeoutException):
-            return BackendError(f"Ollama at {self.host} did not answer in time.", transient=False)
-        if isinstance(exc, httpx.HTTPError):
-            return BackendError(
-                f"The connection to Ollama at {self.host} broke off ({type(exc).__name__}).",
-                transient=True,
-            )
-        return BackendError(f"Ollama call failed: {type(exc).__name__}: {exc}")
+    def _target(self, model: str, *, embedding: bool = False, context: int | None = None) -> Target:
+        return Target(
+            model=model,
+            base=self.host,
+            ollama=True,
+            embedding=embedding,
+            context_tokens=context,
+            has_key=self._has_key,
+        )
 
-    def _failure(self, exc: Exception, model: str) -> BackendError:
+    def _error(self, exc: Exception, target: Target) -> BackendError:
+        """Classify a failure of the ollama client's transport (or an HTTP error answer)."""
+        if isinstance(exc, ollama.ResponseError):
+            # The client drops the response, but the httpx error it came from keeps the headers.
+            wait = retry_after(exc)
+            return http_error(exc.status_code, str(exc.error), target, wait=wait)
+        reason = connection_failure(exc)
+        if reason is not None or isinstance(exc, ConnectionError):
+            return unreachable(target, reason or "no connection could be made")
+        if isinstance(exc, httpx.TimeoutException):
+            return timed_out(target, self._timeout)
+        if isinstance(exc, httpx.HTTPError):
+            return dropped(target, exc)
+        return internal(f"The ollama client failed: {type(exc).__name__}: {exc}")
+
+    def _failure(self, exc: Exception, target: Target) -> BackendError:
         """Any failure of a call: the transport's, or a reply that is not Ollama's protocol."""
         if isinstance(exc, _TRANSPORT_ERRORS):
-            return self._error(exc, model)
+            return self._error(exc, target)
         return self._malformed(exc)
 
     def _malformed(self, exc: Exception) -> BackendError:
         """The server answered with status 200, but the body does not speak Ollama's protocol."""
         if isinstance(exc, json.JSONDecodeError):
-            return ProtocolError(self.host, "Ollama", describe_not_json(exc.doc))
+            return protocol_error(self.host, "Ollama", describe_not_json(exc.doc))
         if isinstance(exc, pydantic.ValidationError):
             errors = exc.errors()
             place = errors[0]["loc"] if errors else ()
             if "tool_calls" in place and "arguments" in place:
                 detail = "a tool call whose arguments are not a JSON object"
-                return ProtocolError(self.host, "Ollama", detail, wrong_address=False)
+                return protocol_error(self.host, "Ollama", detail, wrong_address=False)
             field = ".".join(str(part) for part in place) or "the reply"
-            return ProtocolError(self.host, "Ollama", f"JSON without Ollama's fields ({field})")
+            return protocol_error(self.host, "Ollama", f"JSON without Ollama's fields ({field})")
         if isinstance(exc, AttributeError | TypeError | KeyError):
-            return ProtocolError(self.host, "Ollama", "JSON that is not an Ollama chat object")
-        return BackendError(f"Ollama call failed: {type(exc).__name__}: {exc}"[:500])
+            return protocol_error(self.host, "Ollama", "JSON that is not an Ollama chat object")
+        return internal(f"The ollama client failed: {type(exc).__name__}: {exc}")
 
     async def stream(
         self,
@@ -228,14 +238,21 @@ class OllamaBackend:
                         finished = True
                         usage = Usage(part.prompt_eval_count, part.eval_count)
         except Exception as exc:
-            raise self._failure(exc, model) from exc
+            target = self._target(model, context=context_tokens)
+            if (
+                parts
+                and isinstance(exc, httpx.TransportError)
+                and not isinstance(exc, httpx.TimeoutException)
+            ):
+                raise interrupted(target, exc) from exc
+            raise self._failure(exc, target) from exc
         if not finished:
             detail = (
                 "a stream that ended without Ollama's final line"
                 if parts
                 else "an empty answer with status 200"
             )
-            raise ProtocolError(self.host, "Ollama", detail)
+            raise protocol_error(self.host, "Ollama", detail)
         yield StreamDelta(tool_calls=calls, usage=usage, done=True)
 
     async def complete(
@@ -250,7 +267,7 @@ class OllamaBackend:
                 options={"num_ctx": context_tokens},
             )
         except Exception as exc:
-            raise self._failure(exc, model) from exc
+            raise self._failure(exc, self._target(model, context=context_tokens)) from exc
         return Completion(
             text=response.message.content or "",
             usage=Usage(response.prompt_eval_count, response.eval_count),
@@ -261,7 +278,7 @@ class OllamaBackend:
         try:
             response = await self._client.embed(model=strip_ollama_prefix(model), input=texts)
         except Exception as exc:
-            raise self._failure(exc, model) from exc
+            raise self._failure(exc, self._target(model, embedding=True)) from exc
         return Embeddings(
             [list(vector) for vector in response.embeddings], Usage(response.prompt_eval_count)
         )
@@ -271,7 +288,7 @@ class OllamaBackend:
         try:
             response = await self._client.list()
         except Exception as exc:
-            raise self._failure(exc, "") from exc
+            raise self._failure(exc, self._target("")) from exc
         return [f"ollama/{item.model}" for item in response.models if item.model]
 
     async def close(self) -> None:

@@ -55,21 +55,33 @@ def set_llm_library_logging(debug: bool) -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def adopt_litellm_logging(*, debug: bool) -> None:
+def wants_library_debug(level: str, debug: bool) -> bool:
+    """Whether the LLM libraries log at DEBUG: DEBUG=true, or LOG_LEVEL=DEBUG."""
+    return debug or level.upper() == "DEBUG"
+
+
+def adopt_litellm_logging(*, debug: bool | None = None) -> None:
     """After LiteLLM is imported: its records go through our handlers, never its own.
 
     LiteLLM adds a handler that writes records below WARNING to stdout, where the terminal
     chat writes only answers; without it they reach the root handler (stderr, our format,
-    secrets masked). With `debug` its loggers are opened again (its import quiets httpx).
+    secrets masked). Its loggers stay at WARNING unless `debug` (or configure_logging) opened
+    them; None keeps what configure_logging chose. Its import quiets httpx; `debug` reopens it.
     """
+    module = sys.modules.get("litellm")
+    if module is not None:
+        # Its "Give Feedback / Get Help" lines are printed, not logged.
+        setattr(module, "suppress_debug_info", True)  # noqa: B010 - unknown to the type checker
     for name in LITELLM_LOGGERS:
         logger = logging.getLogger(name)
         for handler in logger.handlers[:]:
             if isinstance(handler, logging.StreamHandler):
                 logger.removeHandler(handler)
         logger.propagate = True
-    if debug:
-        set_llm_library_logging(True)
+        if debug is None and logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)
+    if debug is not None:
+        set_llm_library_logging(debug)
 
 
 def configure_logging(level: str, *, debug: bool = False, secrets: Iterable[str] = ()) -> None:
@@ -93,4 +105,5 @@ def configure_logging(level: str, *, debug: bool = False, secrets: Iterable[str]
     # One INFO line per HTTP request (MCP health checks every 30 s) is noise.
     for name in CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
-    set_llm_library_logging(debug)
+    set_llm_library_logging(wants_library_debug(level, debug))
+    adopt_litellm_logging()

@@ -218,15 +218,22 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def test_unreachable_ollama_names_url_and_ollama_serve(
+async def test_unreachable_ollama_is_short_in_the_chat_and_named_in_the_log(
     make_settings: SettingsFactory, service_options: ServiceOptions
 ) -> None:
     base = f"http://127.0.0.1:{_free_port()}"
     async with open_services(make_settings("ollama", llm_api_base=base), service_options) as svc:
         events = await run(svc, "hello?")
+        rows = await svc.repos.api_logs.list(_errors_only())
     error = events[-1]
     assert isinstance(error, ErrorEvent)
-    assert base in error.message and "ollama serve" in error.message
+    assert error.message == "The language model is not reachable right now.", "no address"
+    (row,) = rows
+    assert row.error is not None
+    assert row.error == (
+        f"The model server at {base} is not reachable (connection refused); start Ollama or set "
+        "LLM_API_BASE."
+    )
 
 
 async def test_unreachable_litellm_provider_is_one_clear_sentence(
@@ -236,9 +243,15 @@ async def test_unreachable_litellm_provider_is_one_clear_sentence(
     settings = make_settings("litellm", llm_api_base=base)
     async with open_services(settings, service_options) as svc:
         events = await run(svc, "hello?")
+        rows = await svc.repos.api_logs.list(_errors_only())
     error = events[-1]
     assert isinstance(error, ErrorEvent)
-    assert "openai/test-model" in error.message and "\n" not in error.message
+    assert error.message == "The language model is not reachable right now."
+    (row,) = rows
+    assert row.error == (
+        f"The model server at {base} is not reachable (connection refused); start it or set "
+        "LLM_API_BASE."
+    )
 
 
 async def test_concurrent_messages_in_one_session_are_answered_in_order(

@@ -108,9 +108,9 @@ async def test_a_stream_failing_after_the_answer_is_not_sent_again(
             await stream_once(services)
         assert len(llm.chat_requests) == 1, "the answered request was sent again"
         assert llm.pending == 1
-        assert type(ROOTS[root]).__name__ in str(raised.value)
-        assert "Traceback" not in str(raised.value)
-        assert await error_logs(services) == [str(raised.value)]
+        assert type(ROOTS[root]).__name__ in raised.value.detail
+        assert "Traceback" not in raised.value.detail
+        assert await error_logs(services) == [raised.value.detail]
 
 
 async def test_a_completion_failing_inside_litellm_is_not_sent_again(
@@ -122,8 +122,9 @@ async def test_a_completion_failing_inside_litellm_is_not_sent_again(
     failing_litellm(litellm_error(TypeError("'NoneType' object is not iterable"), mid_stream=False))
     async with open_services(make_settings("litellm"), service_options) as services:
         llm.script(Text("the summary"), Text("never asked for"))
-        with pytest.raises(LLMError, match="TypeError: 'NoneType' object is not iterable"):
+        with pytest.raises(LLMError) as raised:
             await services.gateway.complete([{"role": "user", "content": "summarise"}])
+        assert "TypeError: 'NoneType' object is not iterable" in raised.value.detail
         assert len(llm.chat_requests) == 1, "the answered request was sent again"
 
 

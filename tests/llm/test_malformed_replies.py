@@ -13,7 +13,7 @@ import pytest
 from bot.chat.engine import TurnRequest
 from bot.chat.events import ChunkEvent, DoneEvent, ErrorEvent, Event, SessionEvent
 from bot.errors import LLMError
-from bot.llm.backend import ProtocolError
+from bot.llm.backend import BackendError, ModelErrorKind
 from bot.services import Services
 from bot.store.api_logs import ApiLog, ApiLogFilter
 from tests.conftest import LOCAL
@@ -99,7 +99,8 @@ async def test_an_html_page_is_an_error_for_whole_answers_too(
     with pytest.raises(LLMError) as raised:
         await services.gateway.complete([{"role": "user", "content": "summarise"}])
     assert str(raised.value) == short_form(backend)
-    assert isinstance(raised.value.__cause__, ProtocolError)
+    cause = raised.value.__cause__
+    assert isinstance(cause, BackendError) and cause.kind is ModelErrorKind.PROTOCOL
     (row,) = await logs(services)
     assert row.purpose == "complete" and row.error is not None and "HTML page" in row.error
 
