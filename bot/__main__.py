@@ -8,14 +8,16 @@ import errno
 import logging
 import sys
 from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING
 
-from admin_api.config import UnsafeBindError, check_settings
 from bot.config import Settings, load_settings
 from bot.errors import StartupError, ValidationError
 from bot.prompts.ui_text import ui_text
-from bot.services import Services, open_services
 from bot.store.spaces import local_space
 from bot.utils.log_setup import configure_logging
+
+if TYPE_CHECKING:
+    from bot.services import Services
 
 log = logging.getLogger("bot")
 
@@ -55,6 +57,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 async def run_chat(settings: Settings, space: str | None = None) -> int:
     """The terminal chat on the real engine, in the local space `space` (or LOCAL_SPACE)."""
     from bot.chat.terminal import TerminalChat
+    from bot.services import open_services
 
     space_id = local_space(space) if space else settings.local_space_id
     async with open_services(settings) as services:
@@ -91,6 +94,8 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
 
 async def run_bot(settings: Settings) -> int:
     """The Discord bot, admin API and scheduler until SIGINT/SIGTERM."""
+    from bot.services import open_services
+
     async with open_services(settings) as services:
         return await serve_all(services)
 
@@ -157,6 +162,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "backup":
         return backup(settings, args.path)
     if args.command == "run":
+        # The admin API and Discord are imported for `run` only: the chat starts without them.
+        from admin_api.config import UnsafeBindError, check_settings
+
         if settings.discord_token is None:
             print(SETUP_HELP, file=sys.stderr, end="")
             return 2
