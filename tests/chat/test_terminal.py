@@ -12,9 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from bot.chat.engine import TurnRequest
+from bot.chat.events import Event, SessionEvent
 from bot.chat.terminal import backend_address, parse_command
 from bot.config import Settings
+from bot.services import Services
 from tests.bot_process import bot_env
+from tests.conftest import LOCAL
 from tests.fakes.llm_server import Endless, FakeLLMServer, Hang, Text
 
 # The child makes the pty its controlling terminal, so ^C and ^D work as at a real keyboard.
@@ -24,7 +28,7 @@ ON_A_TERMINAL = (
     "os.execv(sys.executable, [sys.executable, '-m', 'bot', *sys.argv[1:]])\n"
 )
 LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
-WAIT = 30.0
+WAIT = 60.0  # an upper bound only: a loaded 2-core machine imports LiteLLM slowly
 
 
 class PtyChat:
@@ -298,3 +302,26 @@ def test_the_banner_address_never_shows_credentials() -> None:
     )
     assert at("http://localhost:11434", "openai/gpt-4o") is None, "the provider's own address"
     assert at("", "ollama/qwen3:8b") == "http://localhost:11434"
+
+
+async def test_an_answer_stopped_before_its_first_word_keeps_only_the_question(
+    services: Services, llm: FakeLLMServer
+) -> None:
+    llm.script(Hang())
+    stop = asyncio.Event()
+    events: list[Event] = []
+
+    async def read() -> None:
+        request = TurnRequest("hello", space_id=LOCAL, stop=stop)
+        async for event in services.engine.run_turn(request):
+            events.append(event)
+
+    reading = asyncio.create_task(read())
+    await llm.wait_for_requests(1, timeout=WAIT)
+    stop.set()
+    await asyncio.wait_for(reading, WAIT)
+    assert [type(event) for event in events] == [SessionEvent], "no answer, no error"
+    session = events[0]
+    assert isinstance(session, SessionEvent)
+    stored = await services.repos.messages.recent_live(LOCAL, session.session_id, 10)
+    assert [(m.role, m.content) for m in stored] == [("user", "hello")]
