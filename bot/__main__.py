@@ -8,15 +8,17 @@ import errno
 import logging
 import sys
 from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING
 
-from admin_api.config import UnsafeBindError, check_settings
 from bot.config import Settings, load_settings
 from bot.errors import StartupError, ValidationError
 from bot.prompts.ui_text import ui_text
-from bot.services import Services, open_services
 from bot.store.spaces import local_space
 from bot.utils.heap import settle_heap
-from bot.utils.log_setup import configure_logging
+from bot.utils.log_setup import configure_logging, log_to_file
+
+if TYPE_CHECKING:
+    from bot.services import Services
 
 log = logging.getLogger("bot")
 
@@ -55,14 +57,40 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 async def run_chat(settings: Settings, space: str | None = None) -> int:
     """The terminal chat on the real engine, in the local space `space` (or LOCAL_SPACE)."""
-    from bot.chat.terminal import TerminalChat
+    from bot.chat.terminal import TerminalChat, backend_address
+    from bot.services import open_services
 
     space_id = local_space(space) if space else settings.local_space_id
+    # At a terminal the screen is the conversation's: the log goes to a file, named in the banner.
+    log_note = _log_chat_to_file(settings) if sys.stdin.isatty() else ""
     async with open_services(settings) as services:
         ui = ui_text(services.settings().language)
-        code = await TerminalChat(services.engine, ui=ui, space_id=space_id).run()
+        record = await services.repos.spaces.get(space_id)
+        model = (record.default_model if record else None) or services.settings().llm_model
+        chat = TerminalChat(
+            services.engine,
+            ui=ui,
+            space_id=space_id,
+            model=model,
+            address=lambda name: backend_address(services.settings(), name),
+            log_note=log_note,
+        )
+        code = await chat.run()
         await services.tasks.drain()
         return code
+
+
+def _log_chat_to_file(settings: Settings) -> str:
+    """Log to the chat's log file; the banner's line saying where (or why it stays here)."""
+    from bot.chat.terminal import chat_log_path
+
+    ui = ui_text(settings.language)
+    path = chat_log_path(settings)
+    try:
+        log_to_file(path)
+    except OSError as exc:
+        return ui.terminal_log_unwritable.format(path=path, reason=exc.strerror or exc)
+    return ui.terminal_log_note.format(path=path)
 
 
 async def serve_all(services: Services, *, stop: asyncio.Event | None = None) -> int:
@@ -103,6 +131,8 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
 
 async def run_bot(settings: Settings) -> int:
     """The Discord bot, admin API and scheduler until SIGINT/SIGTERM."""
+    from bot.services import open_services
+
     async with open_services(settings) as services:
         settle_heap()
         return await serve_all(services)
@@ -170,6 +200,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "backup":
         return backup(settings, args.path)
     if args.command == "run":
+        # The admin API and Discord are imported for `run` only: the chat starts without them.
+        from admin_api.config import UnsafeBindError, check_settings
+
         if settings.discord_token is None:
             print(SETUP_HELP, file=sys.stderr, end="")
             return 2

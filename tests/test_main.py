@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import sqlite3
+import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -254,3 +256,32 @@ async def test_piped_chat_fails_when_the_openai_server_answers_an_html_page(
         "OpenAI-compatible protocol; check LLM_API_BASE."
     )
     assert "empty answer" not in err
+
+
+async def test_the_terminal_chat_imports_neither_discord_nor_the_admin_api(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    # The whole chat path, run to its end (no input), in a fresh interpreter.
+    code = (
+        "import sys\n"
+        "from bot.__main__ import main\n"
+        "assert main(['chat']) == 0\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    env = _env(tmp_path, LLM_API_BASE=llm.url, LLM_MODEL="ollama/test-model")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        code,
+        cwd=tmp_path,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    modules = set(out.decode().split())
+    assert "bot.chat.terminal" in modules, "the chat ran"
+    for unwanted in ("discord", "admin_api", "aiohttp.web", "bot.bot"):
+        assert unwanted not in modules, unwanted

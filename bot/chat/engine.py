@@ -23,6 +23,7 @@ from bot.chat.events import (
     ToolEvent,
 )
 from bot.chat.hooks import Emit, ToolHook, ToolOutcome, TurnHook, TurnResult
+from bot.chat.stopping import StopScope
 from bot.chat.tokens import message_tokens
 from bot.chat.tool_budget import ToolBudget, resume_footer, split_footer, trim_tool_result
 from bot.chat.turn_fit import ToolText, fit_tool_texts
@@ -77,6 +78,8 @@ class TurnRequest:
     # The caller created `session_id` for this turn, so the turn announces it as new.
     new_session: bool = False
     space_id: str = field(kw_only=True)
+    # Set by the front end to stop the answer (the terminal's Ctrl-C): what was said is kept.
+    stop: asyncio.Event | None = field(default=None, compare=False, kw_only=True)
 
 
 @dataclass
@@ -235,8 +238,9 @@ class ChatEngine:
         # The whole turn, tool calls included, is bounded in time: a model that never stops
         # must not hold the session (and its queue) forever.
         bound = asyncio.timeout(settings.turn_timeout)
+        stop = StopScope(request.stop)
         try:
-            async with bound:
+            async with bound, stop:
                 await self._rounds(state, request, emit)
         except UserFacingError as exc:
             emit(ErrorEvent(str(exc), model_down=isinstance(exc, LLMUnavailableError)))
@@ -256,7 +260,11 @@ class ChatEngine:
             emit(ErrorEvent(prompts["error_generic"]))
             return
         text = "".join(state.answer).strip()
-        if state.stopped:
+        if stop.stopped:
+            log.info("turn in session %s stopped on request", state.session.id)
+            if not text:
+                return  # stopped before a word: nothing to keep, the front end says so
+        elif state.stopped:
             # What was said is kept; the notice says why it ends here.
             notice = f"\n\n{state.stopped}" if text else state.stopped
             emit(ChunkEvent(notice))

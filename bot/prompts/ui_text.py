@@ -93,6 +93,17 @@ class UiText:
     tools_builtin: str
     tools_mcp: str
     terminal_banner: str
+    terminal_commands: str
+    terminal_log_note: str
+    terminal_log_unwritable: str
+    terminal_help: str
+    terminal_unknown_command: str
+    terminal_new_session: str
+    terminal_model_show: str
+    terminal_model_set: str
+    terminal_model_default: str
+    terminal_provider_address: str
+    terminal_stopped: str
     terminal_error: str
     runner_no_token: str
     runner_intents_disabled: str

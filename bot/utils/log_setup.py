@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 from bot.llm.redact import Redactor
 
@@ -107,3 +108,29 @@ def configure_logging(level: str, *, debug: bool = False, secrets: Iterable[str]
         logging.getLogger(name).setLevel(logging.WARNING)
     set_llm_library_logging(wants_library_debug(level, debug))
     adopt_litellm_logging()
+
+
+def log_to_file(path: Path) -> None:
+    """Move the stderr handlers configure_logging added to the file `path` (appended).
+
+    For the interactive terminal chat, whose terminal shows only the conversation: the file
+    gets the same format, level and secret masking; Python warnings are logged there too.
+    Raises OSError when the file cannot be created; logging is unchanged then.
+    """
+    root = logging.getLogger()
+    to_stderr = [
+        handler
+        for handler in root.handlers
+        if type(handler) is logging.StreamHandler and handler.stream is sys.stderr
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    file_handler = logging.FileHandler(path, encoding="utf-8")
+    file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    for handler in to_stderr:
+        file_handler.setFormatter(handler.formatter)
+        for log_filter in handler.filters:
+            file_handler.addFilter(log_filter)
+        root.removeHandler(handler)
+        handler.close()
+    root.addHandler(file_handler)
+    logging.captureWarnings(True)
