@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 import discord
 from discord import app_commands
@@ -261,6 +261,13 @@ class PlayChatBot(commands.Bot):
         if self.deps.turns.count and not await self.deps.turns.wait_idle(grace):
             log.warning("closing with %d turns still running", self.deps.turns.count)
         await self.close()
+
+    async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
+        """An event handler failed; while closing (the database may be gone) only at DEBUG."""
+        if self.is_closed() or self.deps.turns.closing:
+            log.debug("event %s failed while shutting down", event_method, exc_info=True)
+            return
+        await super().on_error(event_method, *args, **kwargs)
 
     async def close(self) -> None:
         """Leave the readiness report (a later client may take its place), then disconnect."""

@@ -137,9 +137,10 @@ class Database:
         return cls(db_path, writer, reader)
 
     async def close(self) -> None:
-        """Close both connections."""
-        await self._reader.close()
-        await self._writer.close()
+        """Close both connections once a running write transaction has ended."""
+        async with self._write_lock:
+            await self._reader.close()
+            await self._writer.close()
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         """Run a read query and return all rows."""
