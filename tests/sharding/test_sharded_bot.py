@@ -56,11 +56,13 @@ async def test_a_shard_process_connects_its_shard_and_answers_only_its_servers(
 async def test_without_shard_settings_the_client_is_the_plain_unsharded_one(
     make_settings: SettingsFactory, service_options: ServiceOptions
 ) -> None:
-    async with FakeDiscord() as server:
-        async with open_services(make_settings(), service_options) as services:
-            bot = build_bot(services)
-            assert type(bot) is PlayChatBot
-            async with run_client(bot, server):
-                assert [s.shard for s in server.sessions] == [None]
-                assert "shard" not in server.sessions[0].identify
-                assert not server.calls_to("GET", r"^/gateway/bot$")
+    async with (
+        FakeDiscord() as server,
+        open_services(make_settings(), service_options) as services,
+    ):
+        bot = build_bot(services)
+        assert type(bot) is PlayChatBot
+        async with run_client(bot, server):
+            assert [s.shard for s in server.sessions] == [None]
+            assert "shard" not in server.sessions[0].identify
+            assert not server.calls_to("GET", r"^/gateway/bot$")
