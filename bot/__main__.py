@@ -102,7 +102,7 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
     from bot.topics.scheduler import TopicScheduler
 
     settings = services.settings()
-    scheduler = TopicScheduler(services.topics)
+    scheduler = TopicScheduler(services.topics, shards=settings.shards)
     await scheduler.start()
     readiness = services.readiness
     readiness.register("scheduler", scheduler_probe(scheduler))

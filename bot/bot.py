@@ -151,7 +151,11 @@ class PlayChatTree(app_commands.CommandTree["PlayChatBot"]):
 
 
 class PlayChatBot(commands.Bot):
-    """The PlayChat Discord client; extensions get their dependencies from `self.deps`."""
+    """The PlayChat Discord client; extensions get their dependencies from `self.deps`.
+
+    One unsharded gateway connection; `ShardedPlayChatBot` is the same client on a set of
+    shards (`build_bot` picks it when SHARD_COUNT is set).
+    """
 
     def __init__(self, deps: BotDeps, *, extensions: Sequence[str] = DEFAULT_EXTENSIONS) -> None:
         settings = deps.services.settings()
@@ -163,6 +167,7 @@ class PlayChatBot(commands.Bot):
             allowed_mentions=discord.AllowedMentions.none(),
             chunk_guilds_at_startup=False,
             max_messages=1000,
+            **self._gateway_options(settings),
         )
         self.deps = deps
         self._extension_names = tuple(extensions)
@@ -174,10 +179,18 @@ class PlayChatBot(commands.Bot):
         readiness.register("discord", self._discord_readiness)
         readiness.add_listener(self._on_readiness)
 
+    def _gateway_options(self, settings: Settings) -> dict[str, Any]:
+        """Extra client options for the gateway connection (none: one unsharded connection)."""
+        return {}
+
+    def _gateway_connected(self) -> bool:
+        """Whether the gateway connection is up."""
+        return self.ws is not None
+
     async def _discord_readiness(self) -> Check:
         """The connection as this client sees it, for the readiness report."""
         # A gateway reconnect (routine) is not reported; the periodic check sees a long one.
-        connected = self.is_ready() and not self.is_closed() and self.ws is not None
+        connected = self.is_ready() and not self.is_closed() and self._gateway_connected()
         return discord_check(
             connected=connected,
             ever=self._announced and not self.is_closed(),
@@ -277,6 +290,20 @@ class PlayChatBot(commands.Bot):
         await super().close()
 
 
+class ShardedPlayChatBot(PlayChatBot, commands.AutoShardedBot):
+    """PlayChat on the shards SHARD_IDS of SHARD_COUNT: one gateway connection per shard,
+    only those shards' servers (and, on shard 0, direct messages)."""
+
+    def _gateway_options(self, settings: Settings) -> dict[str, Any]:
+        """The shard count and this process's shards."""
+        shards = settings.shards
+        return {"shard_count": shards.count, "shard_ids": sorted(shards.ids)}
+
+    def _gateway_connected(self) -> bool:
+        """Every shard's connection is up."""
+        return bool(self.shards) and not any(s.is_closed() for s in self.shards.values())
+
+
 async def run_until_stopped(bot: PlayChatBot, token: str, stop: asyncio.Event) -> RunOutcome:
     """Run `bot` until `stop` is set (clean shutdown) or the client fails; say how it ended."""
     client = asyncio.create_task(bot.start(token), name="discord-client")
@@ -307,8 +334,13 @@ EXIT_CONFIG = 2
 
 
 def build_bot(services: Services) -> PlayChatBot:
-    """The Discord client with its dependencies (resources opened by the caller)."""
-    return PlayChatBot(BotDeps(services=services))
+    """The Discord client with its dependencies (resources opened by the caller): sharded
+    when SHARD_COUNT is set, else one plain connection."""
+    settings = services.settings()
+    if settings.shard_count is None:
+        return PlayChatBot(BotDeps(services=services))
+    log.info("connecting to Discord as %s", settings.shards.describe())
+    return ShardedPlayChatBot(BotDeps(services=services))
 
 
 def _install_signals(stop: asyncio.Event) -> list[signal.Signals]:

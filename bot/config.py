@@ -10,11 +10,12 @@ from pathlib import Path
 from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import Field, SecretStr, TypeAdapter, field_validator
+from pydantic import Field, SecretStr, TypeAdapter, ValidationInfo, field_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import ConfigurationError, ValidationError
+from bot.store.shards import ShardFilter
 from bot.store.spaces import DEFAULT_LOCAL_NAME, LOCAL_NAME_PATTERN, local_space
 
 if TYPE_CHECKING:
@@ -74,6 +75,18 @@ class Settings(BaseSettings):
     discord_denied_role_ids: IdList = Field(default_factory=list)
     discord_admin_role_ids: IdList = Field(default_factory=list)
     owner_user_ids: IdList = Field(default_factory=list)
+    shard_count: int | None = Field(
+        default=None,
+        ge=1,
+        le=65_536,
+        description="Discord gateway shards of the whole bot; set to run this process on a "
+        "subset of them (SHARD_IDS). Unset: one unsharded connection.",
+    )
+    shard_ids: IdList = Field(
+        default_factory=list,
+        description="The shards this process serves, comma-separated, each below SHARD_COUNT "
+        "(e.g. 0,1). Empty: every shard of SHARD_COUNT.",
+    )
     space_retention_days: float | None = Field(default=None, ge=0)
     user_cooldown_seconds: float = 3.0
     user_max_concurrent_turns: int = Field(default=2, ge=1)
@@ -164,6 +177,40 @@ class Settings(BaseSettings):
             return [int(part) for part in parts]
         return value
 
+    @field_validator("shard_ids", mode="before")
+    @classmethod
+    def _split_shards(cls, value: Any) -> Any:
+        """Accept comma-separated shard numbers as well as JSON lists."""
+        if isinstance(value, int):
+            return [value]
+        if isinstance(value, str):
+            parts = [part for part in value.replace(" ", "").split(",") if part]
+            if not all(part.isdigit() for part in parts):
+                raise ValueError("expected shard numbers separated by commas, e.g. 0,1")
+            return [int(part) for part in parts]
+        return value
+
+    @field_validator("shard_ids")
+    @classmethod
+    def _shards_below_count(cls, value: list[int], info: ValidationInfo) -> list[int]:
+        """Each shard id is listed once and is below SHARD_COUNT (which must then be set)."""
+        if not value:
+            return value
+        if "shard_count" not in info.data:
+            return value  # SHARD_COUNT itself is invalid; that error says so.
+        count = info.data["shard_count"]
+        if count is None:
+            raise ValueError("SHARD_IDS needs SHARD_COUNT (the bot's total number of shards)")
+        wrong = [i for i in value if not 0 <= i < count]
+        if wrong:
+            raise ValueError(
+                f"shard ids run from 0 to {count - 1} (SHARD_COUNT={count}); "
+                f"out of range: {', '.join(map(str, wrong))}"
+            )
+        if len(set(value)) != len(value):
+            raise ValueError("a shard id is listed twice")
+        return sorted(value)
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper_level(cls, value: Any) -> Any:
@@ -206,6 +253,11 @@ class Settings(BaseSettings):
     def local_space_id(self) -> str:
         """The space id of the terminal chat and the admin API's chat (`local:<name>`)."""
         return local_space(self.local_space)
+
+    @property
+    def shards(self) -> ShardFilter:
+        """The shards this process serves (unsharded when SHARD_COUNT is unset)."""
+        return ShardFilter.of(self.shard_count, self.shard_ids)
 
     @property
     def uses_ollama(self) -> bool:

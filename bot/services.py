@@ -394,8 +394,10 @@ async def _settle(task: asyncio.Future[None]) -> None:
 
 
 async def _warm_start(core: _Core, memory: _Memory) -> None:
-    """Tag what is not tagged yet (background). The word pool is persisted: nothing to do."""
-    core.tasks.spawn(memory.tagger.backfill(), name="tag-backfill")
+    """Tag what is not tagged yet (background; this process's shards' spaces only). The word
+    pool is persisted: nothing to do."""
+    owned = core.runtime().shards.owns_space
+    core.tasks.spawn(memory.tagger.backfill(owned=owned), name="tag-backfill")
 
 
 def _open_live_log(stack: AsyncExitStack, core: _Core) -> LiveLog:

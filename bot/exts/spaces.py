@@ -54,7 +54,9 @@ class Spaces(commands.Cog):
         if days is None:
             return []
         cutoff = self.deps.now() - timedelta(days=days)
-        reports = await self.deps.services.spaces.purge_left_before(cutoff)
+        # Each shard process purges its own servers' spaces (they may share one database).
+        shards = self.deps.services.settings().shards
+        reports = await self.deps.services.spaces.purge_left_before(cutoff, owned=shards.owns_space)
         for report in reports:
             log.info("purged space %s: left more than %g days ago", report.space_id, days)
         return reports

@@ -100,11 +100,15 @@ class SpaceService:
         log.info("space %s purged: %d rows, %d files", space_id, report.total_rows, report.files)
         return report
 
-    async def purge_left_before(self, cutoff: datetime) -> list[PurgeReport]:
-        """Purge every space the bot left before `cutoff` (the "purge after N days" policy)."""
+    async def purge_left_before(
+        self, cutoff: datetime, *, owned: Callable[[str], bool] = lambda _space: True
+    ) -> list[PurgeReport]:
+        """Purge every space the bot left before `cutoff` (the "purge after N days" policy);
+        only those `owned` says this process serves (its shards' servers)."""
         return [
             await self.purge_space(record.id)
             for record in await self.repo.left_before(cutoff.isoformat())
+            if owned(record.id)
         ]
 
     async def move_note(self, space_id: str, page_id: int, to_space: str) -> NotePage:

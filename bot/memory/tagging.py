@@ -143,13 +143,17 @@ class Tagger:
         await self._repo.add_memory_tags(space, memory_id, tags)
         return tags
 
-    async def backfill(self, limit: int = 500) -> int:
-        """Tag up to `limit` untagged messages, then summaries, of every space (each row's tags
-        stay in its space); returns how many were tagged."""
+    async def backfill(
+        self, limit: int = 500, *, owned: Callable[[str], bool] = lambda _space: True
+    ) -> int:
+        """Tag up to `limit` untagged messages, then summaries, of every space `owned` says this
+        process serves (each row's tags stay in its space); returns how many were tagged."""
         messages = await self._repo.untagged_messages_all_spaces(limit)
-        done = await self._tag_rows(messages, self._repo.add_message_tags)
+        mine = [row for row in messages if owned(row.space_id)]
+        done = await self._tag_rows(mine, self._repo.add_message_tags)
         memories = await self._repo.untagged_memories_all_spaces(limit - len(messages))
-        done += await self._tag_rows(memories, self._repo.add_memory_tags)
+        mine = [row for row in memories if owned(row.space_id)]
+        done += await self._tag_rows(mine, self._repo.add_memory_tags)
         if done:
             log.info("backfill tagged %d rows", done)
         return done

@@ -1,4 +1,4 @@
-"""apscheduler jobs for every enabled channel, rebuilt from the database on change."""
+"""apscheduler jobs for every enabled channel of this process's shards, rebuilt on change."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.store.shards import ShardFilter
 from bot.store.spaces import ALL_SPACES
 from bot.store.topics import TopicChannel
 from bot.topics.policy import zone
@@ -33,12 +34,29 @@ def cron_trigger(channel: TopicChannel) -> CronTrigger:
     return parse_cron(channel.cron, channel.timezone)
 
 
-class TopicScheduler:
-    """Owns the AsyncIOScheduler and keeps one idle job (+ one cron job) per enabled channel."""
+def owns_channel(shards: ShardFilter, channel: TopicChannel) -> bool:
+    """Whether this process posts in `channel`: its server is on one of our shards (a channel
+    without a recorded server goes by its space)."""
+    if channel.guild_id is not None:
+        return shards.owns_guild(channel.guild_id)
+    return shards.owns_space(channel.space_id)
 
-    def __init__(self, service: TopicService, scheduler: AsyncIOScheduler | None = None) -> None:
+
+class TopicScheduler:
+    """Owns the AsyncIOScheduler and keeps one idle job (+ one cron job) per enabled channel
+    whose server is on this process's shards (several processes may share one database: each
+    channel is scheduled by exactly one of them)."""
+
+    def __init__(
+        self,
+        service: TopicService,
+        scheduler: AsyncIOScheduler | None = None,
+        *,
+        shards: ShardFilter | None = None,
+    ) -> None:
         self._service = service
         self._scheduler = scheduler or AsyncIOScheduler(job_defaults=JOB_DEFAULTS, timezone="UTC")
+        self._shards = shards or ShardFilter()
 
     @property
     def scheduler(self) -> AsyncIOScheduler:
@@ -63,6 +81,8 @@ class TopicScheduler:
         self._scheduler.remove_all_jobs()
         ids: list[str] = []
         for channel in await self._service.repo.channels(ALL_SPACES, enabled_only=True):
+            if not owns_channel(self._shards, channel):
+                continue
             job_id = f"idle:{channel.channel_id}"
             self._scheduler.add_job(
                 self._service.check_idle,
@@ -89,7 +109,10 @@ class TopicScheduler:
                     **JOB_DEFAULTS,
                 )
                 ids.append(job_id)
-        log.info("topic jobs: %s", ", ".join(ids) or "none")
+        if self._shards.sharded:
+            log.info("topic jobs (%s): %s", self._shards.describe(), ", ".join(ids) or "none")
+        else:
+            log.info("topic jobs: %s", ", ".join(ids) or "none")
         return ids
 
     def shutdown(self) -> None:

@@ -4,6 +4,12 @@ Every session keeps all its dispatches in order (sequence number = index + 1). O
 task per socket sends what the session holds from the socket's position on, so live sends and
 RESUME replays are the same code path and a client that resumes from its last sequence gets
 every event exactly once.
+
+Sharding as Discord does it: an IDENTIFY with `"shard": [k, n]` makes a session of shard k;
+guild events go to the sessions of shard `(guild_id >> 22) % n`, DMs (and other events without
+a guild) to shard 0; READY lists only that shard's guilds and GUILD_CREATE follows for those.
+A RESUME carries no shard: the session, found by its id, keeps the one it identified with.
+A session without `shard` gets every event (one unsharded connection).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from tests.fakes.discord_models import (
     FakeMessage,
     Notifier,
     ResumeRecord,
+    shard_of,
 )
 from tests.fakes.discord_state import DiscordState
 
@@ -37,6 +44,28 @@ log = logging.getLogger(__name__)
 
 DISPATCH, HEARTBEAT, IDENTIFY, PRESENCE, VOICE, RESUME, RECONNECT = 0, 1, 2, 3, 4, 6, 7
 REQUEST_MEMBERS, INVALID_SESSION, HELLO, HEARTBEAT_ACK = 8, 9, 10, 11
+# Events whose guild is in `id` rather than `guild_id`.
+GUILD_ID_IN_ID = frozenset({"GUILD_CREATE", "GUILD_UPDATE", "GUILD_DELETE"})
+
+
+def event_guild_id(event: str, data: JSON) -> int | None:
+    """The guild an event belongs to (None: a DM or no guild), as Discord routes it."""
+    raw = data.get("id") if event in GUILD_ID_IN_ID else data.get("guild_id")
+    return None if raw is None else int(raw)
+
+
+def parse_shard(value: Any) -> tuple[int, int] | None:
+    """IDENTIFY's `shard` as (shard id, shard count); ValueError when malformed."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        or not 0 <= value[0] < value[1]
+    ):
+        raise ValueError(f"invalid shard {value!r}")
+    return value[0], value[1]
 
 
 @dataclass
@@ -46,9 +75,17 @@ class GatewaySession:
     session_id: str
     intents: int
     identify: JSON
+    shard: tuple[int, int] | None = None
     frames: list[str] = field(default_factory=list)
     events: list[tuple[int, str, JSON]] = field(default_factory=list)
     connection: GatewayConnection | None = None
+
+    def receives(self, guild_id: int | None) -> bool:
+        """Whether Discord would send this session an event of `guild_id` (None: a DM)."""
+        if self.shard is None:
+            return True
+        shard_id, count = self.shard
+        return shard_id == (0 if guild_id is None else shard_of(guild_id, count))
 
     @property
     def last_seq(self) -> int:
@@ -119,8 +156,10 @@ class Gateway:
         token: str,
         heartbeat_interval_ms: int,
         privileged_intents: int,
+        shard_count: int = 1,
     ) -> None:
         self.state = state
+        self.shard_count = shard_count
         self.notifier = notifier
         self.token = token
         self.heartbeat_interval_ms = heartbeat_interval_ms
@@ -141,9 +180,13 @@ class Gateway:
         intent: int = 0,
         redacted: JSON | None = None,
     ) -> None:
-        """Send an event to every session that has `intent` (0: all), redacted if needed."""
+        """Send an event to every session of its guild's shard that has `intent` (0: all),
+        redacted if needed."""
+        guild_id = event_guild_id(event, data)
         for session in self.sessions:
             if intent and not session.intents & intent:
+                continue
+            if not session.receives(guild_id):
                 continue
             payload = data
             if redacted is not None and not session.intents & MESSAGE_CONTENT:
@@ -268,18 +311,22 @@ class Gateway:
         if intents & PRIVILEGED_INTENTS & ~self.privileged_intents:
             await conn.close(4014, "Disallowed intent(s).")
             return
-        session = GatewaySession(uuid.uuid4().hex, intents, data)
+        try:
+            shard = parse_shard(data.get("shard"))
+        except ValueError:
+            await conn.close(4010, "Invalid shard.")
+            return
+        session = GatewaySession(uuid.uuid4().hex, intents, data, shard)
         self.sessions.append(session)
         conn.session = session
         conn.next_seq = 1
         session.connection = conn
         state = self.state
+        guilds = [g for g in state.guilds.values() if g.joined and session.receives(g.id)]
         ready: JSON = {
             "v": 10,
             "user": {**state.bot_user.to_json(), "verified": True, "mfa_enabled": False},
-            "guilds": [
-                {"id": str(g.id), "unavailable": True} for g in state.guilds.values() if g.joined
-            ],
+            "guilds": [{"id": str(g.id), "unavailable": True} for g in guilds],
             "session_id": session.session_id,
             "session_type": "normal",
             "resume_gateway_url": f"{self.base_ws_url}/resume-gateway",
@@ -292,12 +339,11 @@ class Gateway:
             "geo_ordered_rtc_regions": [],
             "guild_join_requests": [],
         }
-        if "shard" in data:
-            ready["shard"] = data["shard"]
+        if shard is not None:
+            ready["shard"] = list(shard)
         session.enqueue("READY", ready)
-        for guild in state.guilds.values():
-            if guild.joined:
-                session.enqueue("GUILD_CREATE", state.guild_create_json(guild.id))
+        for guild in guilds:
+            session.enqueue("GUILD_CREATE", state.guild_create_json(guild.id))
 
     async def _resume(self, conn: GatewayConnection, data: Any) -> None:
         if not isinstance(data, dict) or data.get("token") != self.token:

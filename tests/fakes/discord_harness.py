@@ -7,7 +7,8 @@
 fake for the duration (restored after; so one fake per event loop at a time), sets the
 client's `guild_ready_timeout` (discord.py waits that long after the last GUILD_CREATE before
 `on_ready`; the default 2 s would dominate every test), starts `client.start(token)` as a task,
-waits for ready and for the guild to be available, and makes `server.wait_for` fail at once if
+waits for ready and for the guild to be available (a sharded client: every guild of its
+shards), and makes `server.wait_for` fail at once if
 the client task dies. On exit it closes the client and re-raises the client task's exception,
 if it had one.
 """
@@ -17,13 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import discord
 import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from tests.fakes.discord_models import shard_of
 from tests.fakes.discord_server import FakeDiscord
 
 log = logging.getLogger(__name__)
@@ -72,8 +74,9 @@ async def _wait_ready(
 
     async def guild_available() -> None:
         await client.wait_until_ready()
-        while (g := client.get_guild(server.guild_id)) is None or g.unavailable:
-            await client.wait_for("guild_available")
+        for guild_id in expected_guilds(client, server):
+            while (g := client.get_guild(guild_id)) is None or g.unavailable:
+                await client.wait_for("guild_available")
 
     waiter = asyncio.ensure_future(guild_available())
     try:
@@ -88,6 +91,23 @@ async def _wait_ready(
     if waiter not in done:
         raise TimeoutError(f"client not ready within {timeout} s")
     waiter.result()
+
+
+def expected_guilds(client: discord.Client, server: FakeDiscord) -> list[int]:
+    """The guilds `client` will be sent: the first guild, or for a sharded client every joined
+    guild on its shards."""
+    if isinstance(client, discord.AutoShardedClient):
+        count = client.shard_count or server.shard_count
+        shards: Sequence[int] = client.shard_ids or range(count)
+    elif client.shard_count:
+        count, shards = client.shard_count, [client.shard_id or 0]
+    else:
+        return [server.guild_id]
+    return [
+        guild.id
+        for guild in server.state.guilds.values()
+        if guild.joined and shard_of(guild.id, count) in shards
+    ]
 
 
 async def _stop(client: discord.Client, task: asyncio.Task[None]) -> None:

@@ -74,6 +74,11 @@ def iso_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+def shard_of(guild_id: int, shard_count: int) -> int:
+    """The gateway shard Discord routes a guild's events to."""
+    return (guild_id >> 22) % shard_count
+
+
 class Snowflakes:
     """Monotonic snowflake ids whose timestamps are the current time (as Discord's are)."""
 
@@ -84,6 +89,21 @@ class Snowflakes:
         """A new id, larger than every id given before."""
         now = (int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22
         self._last = max(self._last + 1, now)
+        return self._last
+
+    def next_on_shard(self, shard_id: int, shard_count: int) -> int:
+        """A new id in a later millisecond than every id before, whose guild would be routed
+        to `shard_id` of `shard_count` (ids minted in one millisecond all share a shard)."""
+        stamp = max(self._last >> 22, int(time.time() * 1000) - DISCORD_EPOCH_MS) + 1
+        stamp += (shard_id - stamp) % shard_count
+        self._last = stamp << 22
+        return self._last
+
+    def next_spread(self) -> int:
+        """A new id in a later millisecond than every id before (guild ids made this way spread
+        over shards round-robin, as real guild ids, made at different times, do)."""
+        stamp = max(self._last >> 22, int(time.time() * 1000) - DISCORD_EPOCH_MS) + 1
+        self._last = stamp << 22
         return self._last
 
 

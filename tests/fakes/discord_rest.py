@@ -264,7 +264,8 @@ class RestApi:
         """GET /gateway and /gateway/bot."""
         limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
         url = f"{self.gateway.base_ws_url}/gateway"
-        return json_response({"url": url, "shards": 1, "session_start_limit": limit})
+        body = {"url": url, "shards": self.gateway.shard_count, "session_start_limit": limit}
+        return json_response(body)
 
     async def get_user(self, request: web.Request) -> web.StreamResponse:
         """GET /users/{id}."""

@@ -14,8 +14,13 @@ owner) and `bot_user` (application id == bot user id); `dm_channel(user)` opens 
 `add_user()` adds members. More guilds: `add_guild(name)` (before the client connects, or
 announced with GUILD_CREATE), each with its own roles, owner, members (`add_member`) and
 channels (`add_channel`); `remove_guild` (GUILD_DELETE: the bot was removed),
-`rejoin_guild` and `rename_guild` (GUILD_UPDATE). Read state directly: `calls` (every REST
-call in order, as `RestCall`, with status and response headers), `calls_to(method, regex)`,
+`rejoin_guild` and `rename_guild` (GUILD_UPDATE). Sharding: `FakeDiscord(shards=n)` answers
+GET /gateway/bot with `"shards": n`; a client that IDENTIFYs with `"shard": [k, n]` gets only
+shard k's guilds (`(guild_id >> 22) % n`; DMs on shard 0); `add_guild(name, shard=k)` makes a
+guild on shard k (guild ids otherwise spread over shards), `shard_of(guild_id)` tells which,
+`sessions_of_shard(k)` lists the sessions that identified as shard k and `delivered(event,
+key)` the sessions an event was sent to. Read state directly: `calls` (every REST call in
+order, as `RestCall`, with status and response headers), `calls_to(method, regex)`,
 `messages_in(channel_id)` (visible messages after edits; `FakeMessage.versions` keeps every
 content, `pings()` tells who was notified), `message(id)`, `threads`, `interactions`
 (`FakeInteraction.texts()`), `commands(guild_id)`, `sessions` / `resumes` (gateway).
@@ -70,6 +75,7 @@ from tests.fakes.discord_models import (
     RestCall,
     ResumeRecord,
     iso_now,
+    shard_of,
 )
 from tests.fakes.discord_rest import RestApi
 from tests.fakes.discord_state import DiscordState
@@ -91,7 +97,10 @@ class FakeDiscord:
         ack_deadline: float = 3.0,
         upload_limit: int = 10 * 1024 * 1024,
         privileged_intents: int = PRIVILEGED_INTENTS,
+        shards: int = 1,
     ) -> None:
+        if shards < 1:
+            raise ValueError("shards must be at least 1")
         self.token = token
         self.state = DiscordState()
         self.notifier = Notifier()
@@ -101,6 +110,7 @@ class FakeDiscord:
             token=token,
             heartbeat_interval_ms=heartbeat_interval_ms,
             privileged_intents=privileged_intents,
+            shard_count=shards,
         )
         self.http = HttpLayer(self.notifier, token=token)
         self.rest = RestApi(self.state, self.gateway, self.notifier, upload_limit=upload_limit)
@@ -221,11 +231,25 @@ class FakeDiscord:
         data = {**self.state.member_json(user.id, guild_id=guild.id), "guild_id": str(guild.id)}
         self.gateway.dispatch("GUILD_MEMBER_ADD", data, intent=GUILD_MEMBERS)
 
-    def add_guild(self, name: str, *, owner: FakeUser | None = None) -> FakeGuild:
+    @property
+    def shard_count(self) -> int:
+        """The shard count GET /gateway/bot recommends."""
+        return self.gateway.shard_count
+
+    def shard_of(self, guild_id: int) -> int:
+        """The shard (of `shard_count`) a guild's events are routed to."""
+        return shard_of(guild_id, self.shard_count)
+
+    def add_guild(
+        self, name: str, *, owner: FakeUser | None = None, shard: int | None = None
+    ) -> FakeGuild:
         """Another guild the bot is in, with a "general" channel and `owner` (a new admin user
-        by default) as its owner; announced with GUILD_CREATE to connected sessions."""
+        by default) as its owner, on shard `shard` of `shard_count` if given; announced with
+        GUILD_CREATE to connected sessions of its shard."""
         state = self.state
-        guild = state.add_guild(name)
+        if shard is not None and not 0 <= shard < self.shard_count:
+            raise ValueError(f"shard {shard} is not below the shard count {self.shard_count}")
+        guild = state.add_guild(name, shard=None if shard is None else (shard, self.shard_count))
         owner = owner or FakeUser(state.ids.next(), f"{name.lower().replace(' ', '-')}-admin")
         state.add_member(owner, [guild.admin_role.id], guild_id=guild.id)
         guild.owner_id = owner.id
@@ -318,6 +342,14 @@ class FakeDiscord:
     def sessions(self) -> list[GatewaySession]:
         """Gateway sessions (one per IDENTIFY); `.events` lists (seq, name, data) dispatched."""
         return self.gateway.sessions
+
+    def sessions_of_shard(self, shard_id: int) -> list[GatewaySession]:
+        """Sessions that identified as `shard_id` (unsharded sessions count as shard 0)."""
+        return [s for s in self.sessions if (s.shard or (0, 1))[0] == shard_id]
+
+    def delivered(self, event: str, key: Callable[[JSON], bool]) -> list[GatewaySession]:
+        """Sessions that were sent an `event` whose data matches `key`, in identify order."""
+        return [s for s in self.sessions if any(e == event and key(d) for _, e, d in s.events)]
 
     @property
     def resumes(self) -> list[ResumeRecord]:

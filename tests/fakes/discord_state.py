@@ -72,9 +72,13 @@ class DiscordState:
         """The first guild's owner."""
         return self.guilds[self.guild_id].owner_id
 
-    def add_guild(self, name: str) -> FakeGuild:
-        """A new guild the bot is in: @everyone, Admin and the bot's role; the bot a member."""
-        guild_id = self.ids.next()
+    def add_guild(self, name: str, *, shard: tuple[int, int] | None = None) -> FakeGuild:
+        """A new guild the bot is in: @everyone, Admin and the bot's role; the bot a member.
+
+        Its id has a millisecond of its own (guilds spread over shards); with `shard`
+        (shard id, shard count) one whose events Discord would route to that shard.
+        """
+        guild_id = self.ids.next_spread() if shard is None else self.ids.next_on_shard(*shard)
         admin_role = FakeRole(self.ids.next(), "Admin", ADMINISTRATOR, position=2)
         bot_role = FakeRole(
             self.ids.next(),

@@ -440,3 +440,141 @@ async def test_disallowed_privileged_intent_closes_with_4014() -> None:
             async with run_client(TinyBot(server.guild_id), server):
                 pass
         assert isinstance(info.value.__cause__, discord.PrivilegedIntentsRequired)
+
+
+# -- sharding
+
+
+class ShardBot(commands.AutoShardedBot):
+    """A passive sharded bot that records messages (and connects its shards without delay)."""
+
+    def __init__(self, *, shard_ids: list[int] | None = None, shard_count: int | None = None):
+        super().__init__(
+            command_prefix="!",
+            intents=bot_intents(),
+            allowed_mentions=discord.AllowedMentions.none(),
+            help_command=None,
+            shard_ids=shard_ids,
+            shard_count=shard_count,
+        )
+        self.received: list[discord.Message] = []
+        self.changes = Notifier()
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        # discord.py waits 5 s between IDENTIFYs (Discord's rate limit); the fake has none.
+        return None
+
+    async def on_message(self, message: discord.Message) -> None:
+        self.received.append(message)
+        self.changes.changed()
+
+    async def wait_received(self, message_id: int) -> discord.Message:
+        """Wait until the message with this id was received."""
+        return await self.changes.wait_for(
+            lambda: next((m for m in self.received if m.id == message_id), None),
+            WAIT,
+            lambda: f"received: {[m.content for m in self.received]}",
+        )
+
+
+def test_guild_ids_can_be_made_for_a_shard_and_spread_by_default() -> None:
+    server = FakeDiscord(shards=3)
+    on_two = [server.add_guild(f"g{i}", shard=2).id for i in range(3)]
+    assert [server.shard_of(g) for g in on_two] == [2, 2, 2]
+    assert on_two == sorted(on_two)
+    spread = [server.add_guild(f"s{i}").id for i in range(3)]
+    assert {server.shard_of(g) for g in spread} == {0, 1, 2}
+    assert spread[0] > on_two[-1] and spread == sorted(spread)
+    with pytest.raises(ValueError):
+        server.add_guild("nope", shard=3)
+
+
+async def test_auto_sharded_client_asks_the_shard_count_and_connects_every_shard() -> None:
+    async with FakeDiscord(shards=2) as server:
+        zero, one = server.add_guild("zero", shard=0), server.add_guild("one", shard=1)
+        async with run_client(ShardBot(), server) as bot:
+            assert isinstance(bot, commands.AutoShardedBot)
+            assert server.calls_to("GET", r"^/gateway/bot$")
+            assert bot.shard_count == 2
+            assert sorted(s.shard for s in server.sessions if s.shard) == [(0, 2), (1, 2)]
+            assert {g.id for g in bot.guilds} == {server.guild_id, zero.id, one.id}
+            assert bot.get_guild(one.id).shard_id == 1  # type: ignore[union-attr]
+            msg = await server.inject_message(
+                "hi",
+                channel_id=server.guild_channels(one.id)[0].id,
+                author=server.state.find_user(one.owner_id),
+            )
+            await bot.wait_received(msg.id)
+
+
+async def test_each_shard_process_gets_only_its_guilds_and_dms_go_to_shard_0() -> None:
+    async with FakeDiscord(shards=2) as server:
+        zero, one = server.add_guild("zero", shard=0), server.add_guild("one", shard=1)
+        first, second = (
+            ShardBot(shard_ids=[0], shard_count=2),
+            ShardBot(shard_ids=[1], shard_count=2),
+        )
+        async with run_client(first, server), run_client(second, server):
+            [s0], [s1] = server.sessions_of_shard(0), server.sessions_of_shard(1)
+            assert (s0.shard, s1.shard) == ((0, 2), (1, 2))
+            for session, guild in ((s0, zero), (s1, one)):
+                ready = next(d for _, e, d in session.events if e == "READY")
+                ready_ids = {int(g["id"]) for g in ready["guilds"]}
+                created = {int(d["id"]) for _, e, d in session.events if e == "GUILD_CREATE"}
+                assert guild.id in ready_ids and ready_ids == created
+                assert all(server.shard_of(g) == session.shard[0] for g in ready_ids)  # type: ignore[index]
+            assert {g.id for g in first.guilds} | {g.id for g in second.guilds} == set(
+                server.state.guilds
+            )
+            assert not {g.id for g in first.guilds} & {g.id for g in second.guilds}
+            # A guild's message goes to its shard only; a DM to shard 0.
+            owner = server.state.find_user(one.owner_id)
+            in_one = await server.inject_message(
+                "for shard 1", author=owner, channel_id=server.guild_channels(one.id)[0].id
+            )
+            await second.wait_received(in_one.id)
+            dm = await server.inject_message(
+                "a dm", channel_id=server.dm_channel(server.user).id, mention_bot=False
+            )
+            await first.wait_received(dm.id)
+            assert server.delivered("MESSAGE_CREATE", lambda d: d["id"] == str(in_one.id)) == [s1]
+            assert server.delivered("MESSAGE_CREATE", lambda d: d["id"] == str(dm.id)) == [s0]
+            assert in_one.id not in {m.id for m in first.received}
+            assert dm.id not in {m.id for m in second.received}
+            # A guild added later is announced to its shard's session only.
+            late = server.add_guild("late", shard=1)
+            await server.wait_for(lambda: second.get_guild(late.id))
+            assert first.get_guild(late.id) is None
+            assert server.delivered("GUILD_CREATE", lambda d: d["id"] == str(late.id)) == [s1]
+
+
+async def test_resume_keeps_the_shard_of_the_session() -> None:
+    async with FakeDiscord(shards=2) as server:
+        one = server.add_guild("one", shard=1)
+        owner = server.state.find_user(one.owner_id)
+        channel_id = server.guild_channels(one.id)[0].id
+        bot = ShardBot(shard_ids=[1], shard_count=2)
+        async with run_client(bot, server):
+            resumed = bot.wait_for("shard_resumed", timeout=WAIT)
+            assert await server.force_reconnect() == 1
+            gap = await server.inject_message("while away", author=owner, channel_id=channel_id)
+            await resumed
+            after = await server.inject_message("after", author=owner, channel_id=channel_id)
+            await bot.wait_received(after.id)
+            assert [m.id for m in bot.received].count(gap.id) == 1
+            assert len(server.sessions) == 1 and server.sessions[0].shard == (1, 2)
+            assert server.resumes[-1].session_id == server.sessions[0].session_id
+
+
+async def test_identify_with_a_malformed_shard_is_closed_with_4010() -> None:
+    async with (
+        FakeDiscord(shards=2) as server,
+        aiohttp.ClientSession() as http,
+        http.ws_connect(server.gateway_url) as ws,
+    ):
+        hello = await ws.receive_json()
+        assert hello["op"] == 10
+        identify = {"token": server.token, "intents": 0, "properties": {}, "shard": [2, 2]}
+        await ws.send_json({"op": 2, "d": identify})
+        msg = await ws.receive()
+        assert msg.type is aiohttp.WSMsgType.CLOSE and msg.data == 4010
