@@ -122,7 +122,7 @@ export class TopicsScreen {
       h('div', {class: 'actions'}, save));
     form.addEventListener('submit', (event) => {
       event.preventDefault();
-      busy(save, () => this.save(channelId, channel, inputs));
+      busy(save, () => this.save(channelId, channel, inputs, form));
     });
     const parts = [form];
     if (status) parts.push(this.statusCard(status, channelId));
@@ -149,7 +149,7 @@ export class TopicsScreen {
     return changes;
   }
 
-  async save(channelId, channel, inputs) {
+  async save(channelId, channel, inputs, form) {
     let changes;
     try {
       changes = this.changes(channel, inputs);
@@ -161,7 +161,8 @@ export class TopicsScreen {
       this.status.info('Nothing changed.');
       return;
     }
-    const result = await this.status.guard(() => this.api.put(`/api/topics/${channelId}`, changes));
+    const result = await this.status.guard(() => this.api.put(`/api/topics/${channelId}`, changes),
+      {form});
     if (!result) return;
     this.status.info(`Schedule of channel ${channelId} saved.`);
     await this.load();
