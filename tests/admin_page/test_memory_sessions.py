@@ -112,7 +112,8 @@ async def test_sessions_export_import_and_delete(ui: Ui, tmp_path: Path) -> None
     await file_input.set_input_files(str(exported))
     await form.get_by_role("button", name="Import").click()
     await expect(ui.status).to_have_attribute("data-kind", "error")
-    await expect(ui.status).to_contain_text("HTTP 409")
+    await expect(ui.status).to_have_attribute("data-http-status", "409")
+    await expect(ui.status).to_contain_text("already exists; import it as a new session instead.")
 
     await file_input.set_input_files(str(exported))
     await form.get_by_label("Import as a new copy").check()
@@ -131,7 +132,7 @@ async def test_sessions_export_import_and_delete(ui: Ui, tmp_path: Path) -> None
     wrong.write_text('{"hello": "world"}', encoding="utf-8")
     await file_input.set_input_files(str(wrong))
     await form.get_by_role("button", name="Import").click()
-    await expect(ui.status).to_contain_text("HTTP 422")
+    await expect(ui.status).to_have_attribute("data-http-status", "422")
 
     other_row = screen.locator(f'#session-table tr[data-id="{other}"]')
     await other_row.get_by_role("button", name="Delete").click()

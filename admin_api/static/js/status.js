@@ -93,6 +93,12 @@ function showFieldError(control, message) {
   }, {once: true});
 }
 
+/** The text of the label of a form control, if it has one. */
+function labelOf(input) {
+  const label = input.labels?.[0]?.textContent?.trim() || input.getAttribute('aria-label');
+  return label || null;
+}
+
 /** The one control named `name` in `root`, or null when there is none or more than one. */
 function control(root, name) {
   const found = root.querySelectorAll(`[name="${CSS.escape(name)}"]`);
@@ -142,14 +148,17 @@ export class Status {
     if (error instanceof ApiError && error.status === 422) {
       const root = form ?? document.querySelector('.screen:not([hidden])');
       const problems = fieldProblems(error.detail);
-      const marked = root ? problems.filter((p) => {
-        const input = control(root, p.field);
-        if (input) showFieldError(input, p.message);
-        return input !== null;
-      }) : [];
-      if (marked.length && marked.length === problems.length) {
-        text = marked.length === 1 ? 'Please check the marked field.' : 'Please check the marked fields.';
-      }
+      const marked = [];
+      const named = problems.map((problem) => {
+        const input = root ? control(root, problem.field) : null;
+        if (!input) return `${humanField(problem.field)} — ${problem.message}`;
+        showFieldError(input, problem.message);
+        marked.push(input);
+        return `${labelOf(input) ?? humanField(problem.field)} — ${problem.message}`;
+      });
+      if (named.length) text = `Please check: ${named.join('; ')}.`;
+      // The first field to correct gets the focus; its message is read out with it.
+      marked[0]?.focus();
     }
     this.show('error', text, {error});
   }
