@@ -9,6 +9,13 @@ from tests.admin_page.conftest import DESKTOP, PHONE, SCREENS, Ui
 from tests.conftest import LOCAL
 
 SIZES: tuple[tuple[str, ViewportSize], ...] = (("desktop", DESKTOP), ("phone", PHONE))
+# What an empty screen says to do next (screens whose emptiness cannot arise here are left out).
+EMPTY_STATES: dict[str, tuple[str, ...]] = {
+    "notes": ("No note pages yet.", "press Create page", "/note write"),
+    "logs": ("No LLM calls match yet.", "No logs yet. Every call to a model"),
+    "memory": ("No sessions yet. One starts when", "No summaries yet.", "No saved knowledge yet."),
+    "topics": ("No channel has a topic schedule yet.", "run /topic enable in the channel"),
+}
 
 
 async def seed_everything(ui: Ui) -> None:
@@ -75,9 +82,13 @@ async def test_every_screen_with_data_at_both_sizes(ui: Ui) -> None:
     ui.assert_clean()
 
 
-async def test_every_screen_when_empty_at_both_sizes(ui: Ui) -> None:
+async def test_every_screen_when_empty_says_what_to_do_next(ui: Ui) -> None:
     await ui.enable_axe()
     await ui.login()
+    for screen, sentences in EMPTY_STATES.items():
+        await ui.go(screen)
+        for sentence in sentences:
+            await expect(ui.screen(screen)).to_contain_text(sentence)
     problems = await check_every_screen(ui, "empty")
     assert problems == [], "\n".join(problems)
     ui.assert_clean()

@@ -114,7 +114,8 @@ export class NotesScreen {
 
   renderTabs() {
     if (!this.pages.length) {
-      fill(this.tabs, h('p', {class: 'empty'}, 'No note pages yet. Create one below.'));
+      fill(this.tabs, h('p', {class: 'empty'}, 'No note pages yet. Type a title under “New page ',
+        'title” below and press Create page; in Discord, /note write creates one too.'));
       return;
     }
     fill(this.tabs, groupBySection(this.pages).map((group) => this.sectionGroup(group)));
@@ -297,7 +298,9 @@ export class NotesScreen {
     const page = this.page(this.selectedId);
     if (!page) {
       this.form = null;
-      fill(this.editor, h('p', {class: 'empty'}, 'Select or create a page.'));
+      fill(this.editor, h('p', {class: 'empty'}, this.pages.length
+        ? 'Pick a page above to edit it.'
+        : 'The editor opens here once a page exists.'));
       return;
     }
     const draft = this.drafts.get(page.id) ?? {title: page.title, content: page.content, section: page.section};
