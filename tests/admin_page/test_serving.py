@@ -95,7 +95,8 @@ def test_vendored_libraries_name_their_version_and_licence() -> None:
         (Path(__file__).parent / "vendor" / "axe-core", "axe-core", "MPL-2.0"),
     ):
         versions = (folder / "VERSIONS.md").read_text(encoding="utf-8")
-        assert re.search(rf"\| {name} \| [0-9.]+ \| sha512-[A-Za-z0-9+/=]+ \| {licence} \|", versions)
+        row = rf"\| {name} \| [0-9.]+ \| sha512-[A-Za-z0-9+/=]+ \| {licence} \|"
+        assert re.search(row, versions), versions
         assert any(path.name.startswith("LICENSE") for path in folder.iterdir())
     assert (ROOT / "scripts" / "vendor.sh").stat().st_mode & 0o111, "the script is executable"
 
