@@ -29,6 +29,13 @@ SENTENCES: list[tuple[int, str, str, str | None, str]] = [
         "Please check: idle minutes — Input should be greater than or equal to 1.",
     ),
     (422, "validation_error", "The order must list every page.", None, "must list every page"),
+    (
+        422,
+        "validation_error",
+        "Invalid value for llm_context_tokens: Input should be a valid integer",
+        None,
+        "Please check: llm context tokens — Input should be a valid integer.",
+    ),
     (429, "too_many_attempts", "Too many failed logins.", "17", "Too many requests; wait 17 s"),
     (500, "internal_error", "Internal server error.", None, "The server hit a problem; the log"),
     (502, "llm_error", "The model is not available.", None, "The model did not answer: The mod"),

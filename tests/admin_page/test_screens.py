@@ -3,11 +3,14 @@ nothing overflows or is cut off, no serious or critical axe-core violation, no s
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from playwright.async_api import ViewportSize, expect
 
 from tests.admin_page.conftest import DESKTOP, PHONE, SCREENS, Ui
 from tests.conftest import LOCAL
 
+START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 SIZES: tuple[tuple[str, ViewportSize], ...] = (("desktop", DESKTOP), ("phone", PHONE))
 # What an empty screen says to do next (screens whose emptiness cannot arise here are left out).
 EMPTY_STATES: dict[str, tuple[str, ...]] = {
@@ -26,7 +29,7 @@ async def seed_everything(ui: Ui) -> None:
     message = await repos.messages.add(LOCAL, session.id, "user", "hello")
     await repos.memories.summarize_messages(LOCAL, session.id, [message.id], "Greeting " * 40)
     for n in range(6):
-        await repos.api_logs.add(
+        call = await repos.api_logs.add(
             session_id=session.id,
             model="ollama/test-model",
             purpose="chat",
@@ -34,6 +37,10 @@ async def seed_everything(ui: Ui) -> None:
             response_text="ok",
             error="x" * 300 if n == 5 else None,
             latency_ms=12 + 40 * n,
+        )
+        created = (START + timedelta(minutes=7 * n)).isoformat(timespec="microseconds")
+        await ui.admin.services.db.execute(
+            "UPDATE api_logs SET created_at = ? WHERE id = ?", (created, call)
         )
     for title, section in (("Shopping list", "Home"), ("Ideas", "Home"), ("Todo", "Work")):
         await ui.api("POST", "/api/notes", json_body={"title": title, "section": section})
@@ -90,6 +97,26 @@ async def test_every_screen_when_empty_says_what_to_do_next(ui: Ui) -> None:
         for sentence in sentences:
             await expect(ui.screen(screen)).to_contain_text(sentence)
     problems = await check_every_screen(ui, "empty")
+    assert problems == [], "\n".join(problems)
+    ui.assert_clean()
+
+
+async def test_every_screen_in_dark_mode(ui: Ui) -> None:
+    """The dark palette passes axe too (contrast), and charts take its colours."""
+    await ui.enable_axe()
+    await seed_everything(ui)
+    await ui.login()
+    await ui.go("logs")
+    swatch = ui.page.locator("#log-chart .chart-legend .swatch").first
+    await expect(swatch).to_have_css("background-color", "rgb(47, 95, 208)")  # --accent, light
+    await ui.page.emulate_media(color_scheme="dark")
+    await expect(swatch).to_have_css("background-color", "rgb(109, 149, 255)")  # --accent, dark
+    problems: list[str] = []
+    for screen in SCREENS:
+        await ui.go(screen)
+        await ui.settle()
+        problems += await ui.axe(f"{screen} dark")
+        await ui.page.screenshot(path=ui.artifact(f"screen-{screen}-dark-desktop.png"))
     assert problems == [], "\n".join(problems)
     ui.assert_clean()
 

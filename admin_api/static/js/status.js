@@ -9,9 +9,15 @@ export const SUCCESS_MS = 6000;
 
 const VALUE_ERROR = /^(Value error|Assertion failed), /;
 const LOCATION = /^(?:body|query|path)((?:\.[^.:\s]+)+): (.+)$/;
+const SETTING = /^Invalid value for ([a-z0-9_]+): (.+)$/;
 
-/** The field problems a 422 names: [{field, message}] (pydantic's "body.a.b: msg; …"). */
+/**
+ * The field problems a 422 names: [{field, message}], from pydantic's "body.a.b: msg; …" or the
+ * settings' "Invalid value for key: msg".
+ */
 export function fieldProblems(detail) {
+  const setting = SETTING.exec(String(detail ?? ''));
+  if (setting) return [{field: setting[1], message: setting[2].replace(VALUE_ERROR, '')}];
   const problems = [];
   for (const part of String(detail ?? '').split('; ')) {
     const match = LOCATION.exec(part);
