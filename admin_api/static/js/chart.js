@@ -47,6 +47,7 @@ export class TimeChart {
       this.rows);
     this.details = h('details', {class: 'chart-data'}, h('summary', {}, 'Show the numbers'),
       h('div', {class: 'table-wrap'}, this.table));
+    // data-points: how many points the uPlot instance holds once drawn.
     this.element = h('figure', {class: 'chart card', id, dataset: {points: '0'}},
       h('figcaption', {}, h('strong', {}, title), ' ', this.summaryText),
       this.empty, this.canvasBox, this.legend, this.details);
@@ -62,7 +63,7 @@ export class TimeChart {
     const order = seconds.map((_, index) => index).sort((a, b) => seconds[a] - seconds[b]);
     this.data = [order.map((i) => seconds[i]), ...values.map((column) => order.map((i) => column[i] ?? null))];
     const count = this.data[0].length;
-    this.element.dataset.points = String(count);
+    if (!count) this.element.dataset.points = '0';
     this.empty.hidden = count > 0;
     this.canvasBox.hidden = count === 0;
     this.legend.hidden = count === 0;
@@ -73,8 +74,17 @@ export class TimeChart {
       this.series.map((item, column) => h('td', {class: 'num'},
         formatValue(this.data[column + 1][row], item.unit))))));
     if (!count) return;
-    if (this.plot) this.plot.setData(this.data);
-    else this.rebuild();
+    if (!this.plot) {
+      this.rebuild();
+      return;
+    }
+    this.plot.setData(this.data);
+    this.drawn();
+  }
+
+  /** Say on the figure how many points the plot holds (what tests and tools can read). */
+  drawn() {
+    this.element.dataset.points = String(this.plot.data[0].length);
   }
 
   size() {
@@ -134,6 +144,7 @@ export class TimeChart {
     };
     for (const [index] of this.units.entries()) options.scales[`y${index}`] = {auto: true};
     this.plot = new uPlot(options, this.data, this.canvasBox);
+    this.drawn();
   }
 }
 
