@@ -28,7 +28,9 @@ admin = admin_conftest.admin
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "admin_page"
-DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+# Test-only copy of axe-core (scripts/vendor.sh); injected into the page, never served.
+AXE = Path(__file__).resolve().parent / "vendor" / "axe-core" / "axe.min.js"
+DESKTOP: ViewportSize = {"width": 1280, "height": 800}
 PHONE: ViewportSize = {"width": 390, "height": 844}
 # Without the background-networking flags Chromium keeps calling home on a closed network.
 CHROMIUM_ARGS = [
@@ -42,7 +44,12 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 TIMEOUT_MS = 10_000
+# Every screen of the page: a new screen joins the screenshot, layout and axe runs by its name here.
 SCREENS = ("notes", "logs", "settings", "memory", "topics", "spaces")
+# Accessibility problems that fail a test (axe's "moderate" and "minor" are reported only).
+AXE_FAILING_IMPACTS = frozenset({"serious", "critical"})
+# Finds the controls that are cut off (tests/admin_page/cut_controls.js).
+CUT_CONTROLS_JS = (Path(__file__).parent / "cut_controls.js").read_text(encoding="utf-8")
 
 
 @pytest.fixture
@@ -100,6 +107,11 @@ class Ui:
         await expect(root).to_be_visible()
         await expect(root).not_to_have_attribute("data-loading", "true")
 
+    def artifact(self, name: str) -> Path:
+        """A path for a kept test artifact (screenshots) in tests/artifacts/admin_page/."""
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        return ARTIFACTS / name
+
     async def shoot(self, name: str) -> None:
         """Keep a full-page screenshot at desktop and at phone width in tests/artifacts/."""
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -108,6 +120,38 @@ class Ui:
             await self.page.set_viewport_size(size)
             await self.page.screenshot(path=ARTIFACTS / f"{name}-{label}.png", full_page=True)
         await self.page.set_viewport_size(DESKTOP)
+
+    async def enable_axe(self) -> None:
+        """Make axe-core available in every page of this tab (before the page's own scripts, past
+        its Content-Security-Policy, which still applies to the page itself)."""
+        await self.context.add_init_script(path=str(AXE))
+
+    async def axe(self, label: str) -> list[str]:
+        """Run axe-core over the page as shown; its serious and critical violations, described."""
+        violations = await self.page.evaluate(
+            """async () => {
+              const result = await axe.run(document, {resultTypes: ['violations']});
+              return result.violations.map((v) => ({id: v.id, impact: v.impact, help: v.help,
+                nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' '))}));
+            }"""
+        )
+        return [
+            f"{label}: {v['id']} ({v['impact']}): {v['help']} at {v['nodes']}"
+            for v in violations
+            if v["impact"] in AXE_FAILING_IMPACTS
+        ]
+
+    async def settle(self) -> None:
+        """Wait two animation frames, so resize observers (charts) have drawn at the new size."""
+        await self.page.evaluate(
+            "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+        )
+
+    async def cut_controls(self, screen: str, where: str) -> list[str]:
+        """Controls of `screen` (and the bar) cut off by a scroll box, the window or their box."""
+        found = await self.screen(screen).evaluate(CUT_CONTROLS_JS)
+        found += await self.page.locator("header.top").evaluate(CUT_CONTROLS_JS)
+        return [f"{where}: {item['text']!r}: {item['why']}" for item in found]
 
     async def api(self, method: str, path: str, **kwargs: Any) -> Any:
         """Call the API directly (bearer token) and return its JSON, checking for success."""

@@ -93,7 +93,7 @@ async def test_filter_errors_detail_paging_and_delete(ui: Ui) -> None:
     await ui.page.get_by_role("button", name="Delete matching logs").click()
     await ui.page.get_by_role("button", name="Really delete?").click()
     await expect(ui.status).to_contain_text("Deleted 2 log(s).")
-    await expect(rows).to_have_text(["No logs match."])
+    await expect(rows).to_have_text(["No logs match. Clear the filter to see every call."])
     errors = await ui.api("GET", "/api/logs", params={"errors_only": "true"})
     assert errors["items"] == []
     everything = await ui.api("GET", "/api/logs", params={"limit": "200"})

@@ -75,7 +75,8 @@ async def test_memory_per_session_with_delete(ui: Ui) -> None:
     await summaries.get_by_role("button", name="Delete summary").click()
     await summaries.get_by_role("button", name="Really delete?").click()
     await expect(ui.status).to_contain_text("Summary deleted.")
-    await expect(summaries).to_have_text(["No summaries."])
+    await expect(summaries).to_have_count(1)
+    await expect(summaries).to_contain_text("No summaries yet.")
     left = await ui.api("GET", "/api/memory/summaries")
     assert [item["summary"] for item in left["items"]] == ["Asked about boiled eggs."]
 
@@ -112,7 +113,8 @@ async def test_sessions_export_import_and_delete(ui: Ui, tmp_path: Path) -> None
     await file_input.set_input_files(str(exported))
     await form.get_by_role("button", name="Import").click()
     await expect(ui.status).to_have_attribute("data-kind", "error")
-    await expect(ui.status).to_contain_text("HTTP 409")
+    await expect(ui.status).to_have_attribute("data-http-status", "409")
+    await expect(ui.status).to_contain_text("already exists; import it as a new session instead.")
 
     await file_input.set_input_files(str(exported))
     await form.get_by_label("Import as a new copy").check()
@@ -131,7 +133,7 @@ async def test_sessions_export_import_and_delete(ui: Ui, tmp_path: Path) -> None
     wrong.write_text('{"hello": "world"}', encoding="utf-8")
     await file_input.set_input_files(str(wrong))
     await form.get_by_role("button", name="Import").click()
-    await expect(ui.status).to_contain_text("HTTP 422")
+    await expect(ui.status).to_have_attribute("data-http-status", "422")
 
     other_row = screen.locator(f'#session-table tr[data-id="{other}"]')
     await other_row.get_by_role("button", name="Delete").click()

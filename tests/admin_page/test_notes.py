@@ -130,7 +130,7 @@ async def test_a_refused_reorder_shows_the_api_error_and_reloads(ui: Ui) -> None
     await tab(ui, "Second").drag_to(tab(ui, "First"))
     await expect(ui.status).to_have_attribute("data-kind", "error")
     await expect(ui.status).to_contain_text("must list every note page id exactly once")
-    await expect(ui.status).to_contain_text("HTTP 422")
+    await expect(ui.status).to_have_attribute("data-http-status", "422")
     await expect(tab(ui, "Meanwhile")).to_be_visible()
     assert [t for t, _ in await titles_in_api_order(ui)] == ["First", "Second", "Meanwhile"]
 
@@ -139,7 +139,9 @@ async def test_a_refused_reorder_shows_the_api_error_and_reloads(ui: Ui) -> None
     await title_field.evaluate("input => input.removeAttribute('maxlength')")
     await title_field.fill("x" * 101)
     await ui.page.get_by_role("button", name="Save", exact=True).click()
-    await expect(ui.status).to_contain_text("body.title")
+    await expect(ui.status).to_contain_text("Please check: Title — ")
+    await expect(ui.page.locator(".note-form .field-error")).to_contain_text("100 characters")
+    await expect(title_field).to_have_attribute("aria-invalid", "true")
     ui.assert_clean()
 
 

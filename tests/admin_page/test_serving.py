@@ -69,9 +69,36 @@ async def test_page_and_assets_carry_a_strict_policy_and_revalidate(admin: Admin
     css = await admin.get("/static/admin.css", token=None)
     assert css.status == 200 and css.headers["Content-Type"].startswith("text/css")
 
+    # The vendored chart library is served from the page's own origin; the page links its CSS.
+    links = [attrs["href"] for tag, attrs in parser.tags if tag == "link" and "href" in attrs]
+    assert "/static/vendor/uplot/uPlot.min.css" in links
+    chart = await admin.get("/static/js/chart.js", token=None)
+    assert "from '../vendor/uplot/uPlot.esm.js';" in chart.text
+    uplot = await admin.get("/static/vendor/uplot/uPlot.esm.js", token=None)
+    assert uplot.status == 200 and "javascript" in uplot.headers["Content-Type"]
+    assert "innerHTML" not in uplot.text and "eval(" not in uplot.text
+    assert "Content-Security-Policy" in uplot.headers
+    uplot_css = await admin.get("/static/vendor/uplot/uPlot.min.css", token=None)
+    assert uplot_css.status == 200 and uplot_css.headers["Content-Type"].startswith("text/css")
+    # axe-core is for the tests only: never served.
+    assert (await admin.get("/static/vendor/axe-core/axe.min.js", token=None)).status == 404
+
     api = await admin.get("/api/auth/session")
     assert api.headers["X-Content-Type-Options"] == "nosniff"
     assert "Cache-Control" not in api.headers or api.headers["Cache-Control"] != "no-cache"
+
+
+def test_vendored_libraries_name_their_version_and_licence() -> None:
+    """Each vendored library keeps its licence and a VERSIONS.md written by scripts/vendor.sh."""
+    for folder, name, licence in (
+        (STATIC_DIR / "vendor" / "uplot", "uplot", "MIT"),
+        (Path(__file__).parent / "vendor" / "axe-core", "axe-core", "MPL-2.0"),
+    ):
+        versions = (folder / "VERSIONS.md").read_text(encoding="utf-8")
+        row = rf"\| {name} \| [0-9.]+ \| sha512-[A-Za-z0-9+/=]+ \| {licence} \|"
+        assert re.search(row, versions), versions
+        assert any(path.name.startswith("LICENSE") for path in folder.iterdir())
+    assert (ROOT / "scripts" / "vendor.sh").stat().st_mode & 0o111, "the script is executable"
 
 
 def test_every_static_file_is_package_data() -> None:

@@ -51,8 +51,11 @@ async def test_change_settings_and_see_refusals(ui: Ui) -> None:
     await ui.page.get_by_label("Context window (tokens)").fill("2.5")
     await ui.page.get_by_role("button", name="Save settings").click()
     await expect(ui.status).to_have_attribute("data-kind", "error")
-    await expect(ui.status).to_contain_text("llm_context_tokens")
-    await expect(ui.status).to_contain_text("HTTP 422")
+    await expect(ui.status).to_contain_text("Please check: Context window (tokens) — ")
+    await expect(ui.page.get_by_label("Context window (tokens)")).to_have_attribute(
+        "aria-invalid", "true"
+    )
+    await expect(ui.status).to_have_attribute("data-http-status", "422")
     assert ui.admin.services.settings().llm_context_tokens == 4096, "nothing half-applied"
     ui.assert_clean()
 
@@ -80,7 +83,7 @@ async def test_model_presets_and_connection_test(ui: Ui) -> None:
     await form.get_by_label("Preset name").fill("Again")
     await form.get_by_label("Model").fill("ollama/other-model")
     await form.get_by_role("button", name="Add preset").click()
-    await expect(ui.status).to_contain_text("HTTP 409")
+    await expect(ui.status).to_have_attribute("data-http-status", "409")
 
     result = ui.page.locator("#connection-result")
     ui.admin.llm.script(Text("OK"))

@@ -66,7 +66,7 @@ async def test_the_selector_filters_notes_and_a_page_moves_to_another_space(ui: 
     await knowledge.get_by_label("Space to move Ramen weather to").select_option(B)
     await knowledge.get_by_role("button", name="Move to space").click()
     await expect(ui.status).to_contain_text('Moved "Ramen weather" to Camera Club')
-    await expect(knowledge).to_contain_text("No saved knowledge.")
+    await expect(knowledge).to_contain_text("No saved knowledge yet.")
     (entry,) = (await ui.api("GET", "/api/memory/knowledge", params={"space": B}))["items"]
     assert entry["md_path"].startswith("web_search/guild_200/")
     ui.assert_clean()

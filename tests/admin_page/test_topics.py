@@ -53,7 +53,7 @@ async def test_create_a_schedule_see_status_and_run_now(ui: Ui) -> None:
     await editor.get_by_role("button", name="Save schedule").click()
     await expect(ui.status).to_have_attribute("data-kind", "error")
     await expect(ui.status).to_contain_text("crontab")
-    await expect(ui.status).to_contain_text("HTTP 422")
+    await expect(ui.status).to_have_attribute("data-http-status", "422")
     await editor.get_by_label("Cron (periodic posts)").fill("")
     await editor.get_by_label("Enabled").uncheck()
     await editor.get_by_role("button", name="Save schedule").click()

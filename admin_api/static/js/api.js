@@ -1,13 +1,14 @@
 // The admin API over fetch: same origin, cookie login, JSON {error, detail} on failure.
 
-/** A refused or failed call, carrying the API's own error code and detail. */
+/** A refused or failed call, carrying the API's own error code and detail (status 0: no reply). */
 export class ApiError extends Error {
-  constructor(status, code, detail) {
+  constructor(status, code, detail, retryAfter = null) {
     super(detail);
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
     this.detail = detail;
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -66,6 +67,7 @@ export class Api {
         response.status,
         data?.error ?? 'http_error',
         data?.detail ?? `HTTP ${response.status} ${response.statusText}`,
+        response.headers.get('Retry-After'),
       );
       if (response.status === 401 && !path.startsWith('/api/auth/')) {
         error.handled = true; // the login form takes over; callers need not report it again

@@ -6,7 +6,7 @@ import {MemoryScreen} from './memory.js';
 import {NotesScreen} from './notes.js';
 import {SettingsScreen} from './settings.js';
 import {SpaceChoice, SpacesScreen} from './spaces.js';
-import {Status} from './status.js';
+import {Status, clearFieldErrors} from './status.js';
 import {TopicsScreen} from './topics.js';
 
 const SCREENS = {
@@ -24,7 +24,7 @@ class App {
   constructor(doc) {
     this.doc = doc;
     this.status = new Status(doc.getElementById('status'));
-    this.api = new Api({onUnauthorized: () => this.showLogin('Your login has ended; log in again.')});
+    this.api = new Api({onUnauthorized: () => this.showLogin('Your session ended; log in again.')});
     this.nav = doc.getElementById('nav');
     this.login = doc.getElementById('screen-login');
     this.spaces = new SpaceChoice({api: this.api, status: this.status,
@@ -38,6 +38,7 @@ class App {
       this.screens.set(name, {root, screen});
     }
     this.loggedIn = false;
+    this.current = null;
   }
 
   async start() {
@@ -66,11 +67,12 @@ class App {
 
   showLogin(message) {
     this.loggedIn = false;
+    this.current = null;
     this.hideAll();
     this.nav.hidden = true;
     this.login.hidden = false;
     document.title = 'Log in · PlayChat admin';
-    if (message) this.status.info(message);
+    if (message) this.status.note(message);
     this.doc.getElementById('login-password').focus();
   }
 
@@ -107,6 +109,12 @@ class App {
     if (!this.loggedIn) return;
     const wanted = location.hash.slice(1);
     const name = this.screens.has(wanted) ? wanted : DEFAULT_SCREEN;
+    if (this.current !== null && this.current !== name) {
+      // What was said about the last screen no longer applies to this one.
+      this.status.clear();
+      clearFieldErrors(this.screens.get(this.current).root);
+    }
+    this.current = name;
     this.hideAll();
     const {root, screen} = this.screens.get(name);
     root.hidden = false;

@@ -94,7 +94,11 @@ export function when(iso) {
   return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
 }
 
-/** Give each body cell its column's header text, so phone widths can stack rows as cards. */
+/**
+ * Give each body cell its column's header text and fit the table to its container: a table
+ * wider than its container shows its rows as cards (labelled cells), so no column, and never
+ * the actions column, is cut off or scrolled out of sight.
+ */
 export function labelCells(table) {
   const names = [...table.querySelectorAll('thead th')].map((th) => th.textContent);
   for (const row of table.tBodies[0]?.rows ?? []) {
@@ -102,6 +106,26 @@ export function labelCells(table) {
       if (names[index] && cell.colSpan === 1) cell.dataset.label = names[index];
     });
   }
+  fitTable(table);
+}
+
+/** Show `table` as cards while it is wider than its container; check again on every resize. */
+export function fitTable(table) {
+  const box = table.parentElement;
+  const measure = () => {
+    const width = box.clientWidth;
+    if (!width) return; // a hidden screen: measured when it shows
+    table.classList.remove('cards');
+    table.classList.toggle('cards', table.scrollWidth > width + 1);
+    box.dataset.fittedWidth = String(width);
+  };
+  measure();
+  if (box.dataset.fitObserved) return;
+  box.dataset.fitObserved = 'true';
+  // Only a change of width can change the answer (cards change the height, not the width).
+  new ResizeObserver(() => {
+    if (String(box.clientWidth) !== box.dataset.fittedWidth) measure();
+  }).observe(box);
 }
 
 /** Shorten long text for a table cell. */

@@ -1,5 +1,6 @@
 // LLM call logs: filter (session, model, errors only, time), paging, detail, delete.
 
+import {TimeChart} from './chart.js';
 import {busy, clip, confirmButton, field, fill, h, labelCells, when} from './dom.js';
 
 const PAGE_SIZE = 50;
@@ -22,6 +23,23 @@ function localToIso(value) {
 function tokens(row) {
   const show = (n) => (n === null || n === undefined ? '–' : String(n));
   return `${show(row.prompt_tokens)} / ${show(row.completion_tokens)}`;
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : Math.round((sorted[middle - 1] + sorted[middle]) / 2);
+}
+
+/** The caption's sentence: how many calls, over what time, how fast, how many failed. */
+function latencySummary(times, [ok, failed]) {
+  const latencies = [...ok, ...failed].filter((value) => value !== null);
+  const failures = failed.filter((value) => value !== null).length;
+  const span = times.length > 1
+    ? `from ${when(new Date(times[0] * 1000).toISOString())} to ${when(new Date(times[times.length - 1] * 1000).toISOString())}`
+    : `at ${when(new Date(times[0] * 1000).toISOString())}`;
+  return `${times.length} call(s) on this page ${span}; median latency ${median(latencies)} ms, ` +
+    `slowest ${Math.max(...latencies)} ms; ${failures} failed.`;
 }
 
 function cost(row) {
@@ -67,9 +85,20 @@ export class LogsScreen {
     this.older = h('button', {type: 'button', onclick: () => this.go(1)}, 'Older →');
     this.pageLabel = h('span', {class: 'page-label'});
     this.detail = h('div', {class: 'log-detail', id: 'log-detail'});
+    this.chart = new TimeChart({
+      id: 'log-chart',
+      title: 'Latency of the calls on this page',
+      series: [
+        {label: 'Latency', unit: 'ms'},
+        {label: 'Latency of failed calls', unit: 'ms', colour: '--chart-2', points: true},
+      ],
+      empty: 'No LLM calls match yet. Calls appear here as the bot answers in Discord or in a chat.',
+      summary: latencySummary,
+    });
     root.append(
       form,
       this.models,
+      this.chart.element,
       h('div', {class: 'toolbar'}, this.deleteSlot,
         h('button', {type: 'button', class: 'quiet', onclick: () => this.load()}, 'Reload')),
       h('div', {class: 'table-wrap'},
@@ -150,8 +179,15 @@ export class LogsScreen {
     this.nextCursor = result.next_cursor;
     fill(this.rows, result.items.length
       ? result.items.map((row) => this.row(row))
-      : h('tr', {}, h('td', {colspan: '8', class: 'empty'}, 'No logs match.')));
+      : h('tr', {}, h('td', {colspan: '8', class: 'empty'},
+        Object.entries(this.filter).some(([key, value]) => key !== 'space' && value !== undefined)
+        ? 'No logs match. Clear the filter to see every call.'
+        : 'No logs yet. Every call to a model (chat, summaries, tags, connection tests) is logged here.')));
     labelCells(this.table);
+    this.chart.update(result.items.map((row) => row.created_at), [
+      result.items.map((row) => (row.error ? null : row.latency_ms)),
+      result.items.map((row) => (row.error ? row.latency_ms : null)),
+    ]);
     const models = new Set(result.items.map((row) => row.model));
     fill(this.models, [...models].map((model) => h('option', {value: model})));
     this.newer.disabled = this.index === 0;
@@ -160,8 +196,9 @@ export class LogsScreen {
   }
 
   row(row) {
-    const open = h('button', {type: 'button', class: 'link', onclick: () => this.open(row.id),
-      'aria-label': `Details of call ${row.id}`}, when(row.created_at));
+    // The visible time starts the accessible name (a name unlike the text confuses voice control).
+    const open = h('button', {type: 'button', class: 'link', onclick: () => this.open(row.id)},
+      when(row.created_at), h('span', {class: 'sr-only'}, ` — details of call ${row.id}`));
     return h('tr', {class: row.error ? 'is-error' : null, dataset: {id: String(row.id)}},
       h('td', {}, open),
       h('td', {}, row.model),

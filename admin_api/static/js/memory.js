@@ -77,7 +77,11 @@ export class MemoryScreen {
     this.moreSummaries.hidden = result.next_cursor === null;
     const items = result.items.map((item) => this.summaryItem(item));
     if (more) this.summaries.append(...items);
-    else fill(this.summaries, items.length ? items : h('li', {class: 'empty'}, 'No summaries.'));
+    else {
+      fill(this.summaries, items.length ? items : h('li', {class: 'empty'}, 'No summaries yet. ',
+        'When a conversation grows long (20 live messages by default), the bot summarises its ',
+        'oldest messages here.'));
+    }
   }
 
   summaryItem(item) {
@@ -113,7 +117,10 @@ export class MemoryScreen {
     this.moreKnowledge.hidden = result.next_cursor === null;
     const items = result.items.map((item) => this.knowledgeItem(item));
     if (more) this.knowledge.append(...items);
-    else fill(this.knowledge, items.length ? items : h('li', {class: 'empty'}, 'No saved knowledge.'));
+    else {
+      fill(this.knowledge, items.length ? items : h('li', {class: 'empty'}, 'No saved knowledge ',
+        'yet. Each web search the bot makes while answering is summarised into an entry here.'));
+    }
   }
 
   knowledgeItem(item) {

@@ -114,7 +114,8 @@ export class NotesScreen {
 
   renderTabs() {
     if (!this.pages.length) {
-      fill(this.tabs, h('p', {class: 'empty'}, 'No note pages yet. Create one below.'));
+      fill(this.tabs, h('p', {class: 'empty'}, 'No note pages yet. Type a title under “New page ',
+        'title” below and press Create page; in Discord, /note write creates one too.'));
       return;
     }
     fill(this.tabs, groupBySection(this.pages).map((group) => this.sectionGroup(group)));
@@ -267,7 +268,7 @@ export class NotesScreen {
       event.preventDefault();
       const created = await busy(submit, () => this.status.guard(() =>
         this.api.post('/api/notes', {title: title.value, content: '', section: section.value,
-          space_id: this.spaces.current || undefined})));
+          space_id: this.spaces.current || undefined}), {form}));
       if (!created) return;
       title.value = '';
       this.status.info(`Created page "${created.title}".`);
@@ -297,13 +298,18 @@ export class NotesScreen {
     const page = this.page(this.selectedId);
     if (!page) {
       this.form = null;
-      fill(this.editor, h('p', {class: 'empty'}, 'Select or create a page.'));
+      fill(this.editor, h('p', {class: 'empty'}, this.pages.length
+        ? 'Pick a page above to edit it.'
+        : 'The editor opens here once a page exists.'));
       return;
     }
     const draft = this.drafts.get(page.id) ?? {title: page.title, content: page.content, section: page.section};
-    const title = h('input', {type: 'text', required: true, maxlength: '100', value: draft.title});
-    const section = h('input', {type: 'text', maxlength: '100', list: 'note-sections', value: draft.section});
-    const content = h('textarea', {rows: '16', spellcheck: 'true', value: draft.content});
+    const title = h('input', {type: 'text', required: true, maxlength: '100', value: draft.title,
+      name: 'title'});
+    const section = h('input', {type: 'text', maxlength: '100', list: 'note-sections',
+      value: draft.section, name: 'section'});
+    const content = h('textarea', {rows: '16', spellcheck: 'true', value: draft.content,
+      name: 'content'});
     const preview = h('div', {class: 'markdown preview', id: 'note-preview'});
     const left = h('button', {type: 'button', onclick: () => this.move(-1)}, '← Move left');
     const right = h('button', {type: 'button', onclick: () => this.move(1)}, 'Move right →');
@@ -320,7 +326,8 @@ export class NotesScreen {
         confirmButton('Delete page', 'Really delete?', () => this.remove(page.id)),
         this.spaces.moveControl(page.space_id, page.title, (to) => this.moveToSpace(page, to))));
     preview.setAttribute('aria-labelledby', 'preview-label');
-    this.form = {title, section, content, preview, left, right, sectionBefore: draft.section};
+    this.form = {element: form, title, section, content, preview, left, right,
+      sectionBefore: draft.section};
     const changed = () => {
       this.drafts.set(page.id, {title: title.value, content: content.value, section: section.value});
       this.renderTabs();
@@ -379,7 +386,8 @@ export class NotesScreen {
       this.status.info('Nothing to save.');
       return;
     }
-    const saved = await this.status.guard(() => this.api.patch(`/api/notes/${pageId}`, changes));
+    const saved = await this.status.guard(() => this.api.patch(`/api/notes/${pageId}`, changes),
+      {form: form.element});
     if (!saved) return;
     this.drafts.delete(pageId);
     this.status.info(`Saved "${saved.title}".`);

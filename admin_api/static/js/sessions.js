@@ -39,7 +39,9 @@ export class SessionsPanel {
     this.more.hidden = this.nextCursor === null;
     fill(this.rows, this.sessions.length
       ? this.sessions.map((session) => this.row(session))
-      : h('tr', {}, h('td', {colspan: '7', class: 'empty'}, 'No sessions yet.')));
+      : h('tr', {}, h('td', {colspan: '7', class: 'empty'}, 'No sessions yet. One starts when ',
+        'someone mentions the bot in Discord (it answers in a thread) or chats with it locally ',
+        '(python -m bot chat); a session exported with /export can be imported below.')));
     labelCells(this.table);
   }
 

@@ -98,7 +98,9 @@ export class SpacesScreen {
     const list = this.spaces.spaces;
     fill(this.rows, list.length
       ? list.map((space) => this.row(space))
-      : h('tr', {}, h('td', {colspan: '8', class: 'empty'}, 'No spaces yet.')));
+      : h('tr', {}, h('td', {colspan: '8', class: 'empty'}, 'No spaces yet. A space appears ',
+        'when the bot is added to a Discord server, when someone sends it a direct message, or ',
+        'with the first local chat.')));
     labelCells(this.table);
   }
 

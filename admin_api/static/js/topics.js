@@ -76,7 +76,9 @@ export class TopicsScreen {
         h('td', {class: 'num'}, String(channel.max_posts_per_day)),
         h('td', {}, h('button', {type: 'button', onclick: () => this.open(channel.channel_id),
           'aria-label': `Edit channel ${channel.channel_id}`}, 'Edit'))))
-      : h('tr', {}, h('td', {colspan: '7', class: 'empty'}, 'No channel has a topic schedule yet.')));
+      : h('tr', {}, h('td', {colspan: '7', class: 'empty'}, 'No channel has a topic schedule ',
+        'yet. In Discord, run /topic enable in the channel where the bot should start ',
+        'conversations when it is quiet, or add the channel\'s id below.')));
     labelCells(this.table);
   }
 
@@ -122,7 +124,7 @@ export class TopicsScreen {
       h('div', {class: 'actions'}, save));
     form.addEventListener('submit', (event) => {
       event.preventDefault();
-      busy(save, () => this.save(channelId, channel, inputs));
+      busy(save, () => this.save(channelId, channel, inputs, form));
     });
     const parts = [form];
     if (status) parts.push(this.statusCard(status, channelId));
@@ -149,7 +151,7 @@ export class TopicsScreen {
     return changes;
   }
 
-  async save(channelId, channel, inputs) {
+  async save(channelId, channel, inputs, form) {
     let changes;
     try {
       changes = this.changes(channel, inputs);
@@ -161,7 +163,8 @@ export class TopicsScreen {
       this.status.info('Nothing changed.');
       return;
     }
-    const result = await this.status.guard(() => this.api.put(`/api/topics/${channelId}`, changes));
+    const result = await this.status.guard(() => this.api.put(`/api/topics/${channelId}`, changes),
+      {form});
     if (!result) return;
     this.status.info(`Schedule of channel ${channelId} saved.`);
     await this.load();
@@ -191,6 +194,7 @@ export class TopicsScreen {
         ? h('ul', {class: 'memory-list'}, status.recent_posts.map((post) => h('li', {},
           h('div', {class: 'meta'}, when(post.posted_at), ' · ', post.kind, ' · ', post.topic),
           h('p', {class: 'text'}, post.content))))
-        : h('p', {class: 'empty'}, 'Nothing posted yet.'));
+        : h('p', {class: 'empty'}, 'Nothing posted yet. Press Run now to try one, or wait for ',
+          'the channel to be quiet within its active hours.'));
   }
 }
