@@ -47,10 +47,7 @@ class Directory(commands.Cog):
     async def record_server(self, guild: discord.Guild) -> None:
         """Record every channel the bot can see in `guild`, forgetting the ones gone."""
         channels = [_seen(c) for c in guild.channels if _visible(c)]
-        space = guild_space(guild.id)
-        # The spaces cog's listener for the same event may not have run yet; the rows need it.
-        await self.deps.services.spaces.ensure(space, guild.name)
-        await self.deps.services.repos.directory.replace_server(space, channels)
+        await self.deps.services.repos.directory.replace_server(guild_space(guild.id), channels)
         log.debug("directory: %d channels of server %d", len(channels), guild.id)
 
     @commands.Cog.listener()
