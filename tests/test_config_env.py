@@ -114,4 +114,6 @@ def test_expected_values_come_from_the_field_types_and_bounds() -> None:
     )
     assert expected_value("mcp_config") == "a file path"
     assert expected_value("discord_allow_dms") == "true or false"
-    assert expected_value("pagination_token_ttl") == "a whole number, at least 0"
+    assert (
+        expected_value("pagination_token_ttl") == "a whole number, at least 0 and at most 2592000"
+    )
