@@ -9,7 +9,9 @@ import jsonschema
 import pytest
 
 from bot.config import RUNTIME_KEYS, SECRET_KEYS, Settings
-from tests.admin_api.conftest import API_KEY, Admin, StartAdmin
+from tests.admin_api.conftest import API_KEY, Admin, StartAdmin, sse_events
+from tests.conftest import LOCAL
+from tests.fakes.llm_server import Text
 
 # (key, refused values, accepted values): the reports, each limit and one past it.
 LIMITS: list[tuple[str, list[Any], list[Any]]] = [
@@ -135,3 +137,22 @@ async def test_the_openapi_document_describes_the_refusal_fields(admin: Admin) -
     assert {"field", "fields"} <= set(error["properties"])
     operations = {(path, method) for path, item in spec["paths"].items() for method in item}
     assert ("/api/settings/schema", "get") in operations
+
+
+async def test_the_lowest_allowed_values_still_give_working_turns(admin: Admin) -> None:
+    lowest = {"llm_context_tokens": 512, "memory_summarize_threshold": 4}
+    assert (await admin.put("/api/settings", {"values": lowest})).status == 200
+    admin.llm.default_reply = Text("Short answer.")
+    session_id = None
+    for turn in range(4):
+        body: dict[str, Any] = {"message": f"question {turn}"}
+        if session_id is not None:
+            body["session_id"] = session_id
+        events = sse_events((await admin.post("/api/chat/stream", body)).text)
+        assert events[-1]["type"] == "done", events[-1]
+        session_id = session_id or events[0]["value"]
+    await admin.services.tasks.drain()
+    assert session_id is not None
+    summaries = await admin.services.repos.memories.all_for_session(LOCAL, session_id)
+    assert summaries, "the summariser ran at the lowest threshold"
+    assert {request.json["options"]["num_ctx"] for request in admin.llm.chat_requests} == {512}
