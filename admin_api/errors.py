@@ -8,16 +8,25 @@ from bot.errors import ConflictError, LLMError, NotFoundError, UserFacingError, 
 
 
 class ApiError(Exception):
-    """An error response: JSON {error: code, detail} with `status` (and optional headers)."""
+    """An error response: JSON {error: code, detail} with `status` (and optional headers).
+
+    `fields` (input name → why it was refused) adds `field` (the first) and `fields` to the body.
+    """
 
     def __init__(
-        self, status: int, code: str, detail: str, headers: Mapping[str, str] | None = None
+        self,
+        status: int,
+        code: str,
+        detail: str,
+        headers: Mapping[str, str] | None = None,
+        fields: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(detail)
         self.status = status
         self.code = code
         self.detail = detail
         self.headers = dict(headers or {})
+        self.fields = dict(fields or {})
 
 
 def from_user_error(exc: UserFacingError) -> ApiError:

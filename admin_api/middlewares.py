@@ -27,7 +27,10 @@ _UNSPECIFIED = frozenset({"", "0.0.0.0", "::", "[::]"})  # noqa: S104 - names, n
 
 def error_json(error: ApiError) -> web.Response:
     """The JSON response for an error."""
-    response = web.json_response({"error": error.code, "detail": error.detail}, status=error.status)
+    body: dict[str, object] = {"error": error.code, "detail": error.detail}
+    if error.fields:
+        body |= {"field": next(iter(error.fields)), "fields": error.fields}
+    response = web.json_response(body, status=error.status)
     response.headers.update(error.headers)
     return response
 

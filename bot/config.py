@@ -10,7 +10,15 @@ from pathlib import Path
 from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import Field, SecretStr, TypeAdapter, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -64,17 +72,41 @@ class Settings(BaseSettings):
         env_ignore_empty=True,
     )
 
-    discord_token: SecretStr | None = None
-    discord_guild_ids: IdList = Field(default_factory=list)
-    discord_allow_dms: bool = False
-    discord_allowed_channel_ids: IdList = Field(default_factory=list)
-    discord_denied_channel_ids: IdList = Field(default_factory=list)
-    discord_allowed_user_ids: IdList = Field(default_factory=list)
-    discord_denied_user_ids: IdList = Field(default_factory=list)
-    discord_allowed_role_ids: IdList = Field(default_factory=list)
-    discord_denied_role_ids: IdList = Field(default_factory=list)
-    discord_admin_role_ids: IdList = Field(default_factory=list)
-    owner_user_ids: IdList = Field(default_factory=list)
+    discord_token: SecretStr | None = Field(
+        default=None,
+        description="Bot token from the Discord developer portal (secret).",
+    )
+    discord_guild_ids: IdList = Field(
+        default_factory=list,
+        description="Server ids for instant slash-command sync; empty = global sync (up to 1 h).",
+    )
+    discord_allow_dms: bool = Field(default=False, description="Answer direct messages too.")
+    discord_allowed_channel_ids: IdList = Field(
+        default_factory=list, description="Channels the bot answers in; empty = every channel."
+    )
+    discord_denied_channel_ids: IdList = Field(
+        default_factory=list, description="Channels the bot never answers in."
+    )
+    discord_allowed_user_ids: IdList = Field(
+        default_factory=list, description="Users the bot answers; empty = everyone."
+    )
+    discord_denied_user_ids: IdList = Field(
+        default_factory=list, description="Users the bot never answers."
+    )
+    discord_allowed_role_ids: IdList = Field(
+        default_factory=list, description="Roles whose members the bot answers; empty = all."
+    )
+    discord_denied_role_ids: IdList = Field(
+        default_factory=list, description="Roles whose members the bot never answers."
+    )
+    discord_admin_role_ids: IdList = Field(
+        default_factory=list,
+        description="Roles whose members may use admin commands (besides Manage Server).",
+    )
+    owner_user_ids: IdList = Field(
+        default_factory=list,
+        description="The bot's owners: admin commands pass for them in every server and DM.",
+    )
     shard_count: int | None = Field(
         default=None,
         ge=1,
@@ -87,61 +119,238 @@ class Settings(BaseSettings):
         description="The shards this process serves, comma-separated, each below SHARD_COUNT "
         "(e.g. 0,1). Empty: every shard of SHARD_COUNT.",
     )
-    space_retention_days: float | None = Field(default=None, ge=0)
-    user_cooldown_seconds: float = 3.0
-    user_max_concurrent_turns: int = Field(default=2, ge=1)
-    stream_edit_interval: float = 1.2
+    space_retention_days: float | None = Field(
+        default=None,
+        ge=0,
+        le=3650,
+        description="Days after the bot leaves a server until that server's data is purged; "
+        "empty = keep it.",
+    )
+    user_cooldown_seconds: float = Field(
+        default=3.0,
+        ge=0,
+        le=3600,
+        description="Seconds a user must wait between messages to the bot; 0 = no wait.",
+    )
+    user_max_concurrent_turns: int = Field(
+        default=2,
+        ge=1,
+        le=100,
+        description="Turns one user may have running or waiting at once, across all threads.",
+    )
+    stream_edit_interval: float = Field(
+        default=1.2,
+        ge=0.2,
+        le=30,
+        description="Seconds between edits of a streamed reply on Discord "
+        "(Discord allows 5 edits per 5 seconds per channel).",
+    )
 
-    llm_model: str = "ollama/qwen3:8b"
-    llm_api_base: str = "http://localhost:11434"
-    llm_api_key: SecretStr | None = None
-    llm_timeout: float = 120.0
-    turn_timeout: float = Field(default=300.0, gt=0)
-    max_answer_chars: int = Field(default=20_000, ge=100)
-    llm_context_tokens: int = 16384
-    llm_vision: bool = False
-    embed_model: str = ""
-    system_prompt_extra: str = ""
+    llm_model: str = Field(
+        default="ollama/qwen3:8b",
+        min_length=1,
+        description="Chat model: ollama/<name> for Ollama, otherwise a LiteLLM model string "
+        "such as openai/gpt-4o-mini.",
+    )
+    llm_api_base: str = Field(
+        default="http://localhost:11434",
+        description="Ollama's address, or the base URL of an OpenAI-compatible server.",
+    )
+    llm_api_key: SecretStr | None = Field(
+        default=None, description="API key for a hosted model provider (secret)."
+    )
+    llm_timeout: float = Field(
+        default=120.0,
+        gt=0,
+        le=3600,
+        description="Seconds to wait for the model to start answering, and between streamed "
+        "pieces.",
+    )
+    turn_timeout: float = Field(
+        default=300.0,
+        gt=0,
+        le=3600,
+        description="Seconds one whole answer may take, tool calls included.",
+    )
+    max_answer_chars: int = Field(
+        default=20_000,
+        ge=100,
+        le=1_000_000,
+        description="Characters one answer may have; a longer answer ends there with a notice.",
+    )
+    llm_context_tokens: int = Field(
+        default=16384,
+        ge=512,
+        le=1_048_576,
+        description="The model's context window in tokens; the prompt is fitted to it.",
+    )
+    llm_vision: bool = Field(
+        default=False, description="Send images to the model (vision-capable models only)."
+    )
+    embed_model: str = Field(
+        default="",
+        description="Embedding model for the local knowledge base; empty = "
+        "ollama/nomic-embed-text on Ollama, keyword ranking otherwise.",
+    )
+    system_prompt_extra: str = Field(
+        default="", description="Extra instructions appended to the system prompt."
+    )
 
-    db_path: Path = Path("data/playchat.db")
-    kb_dir: Path = Path("knowledge_base")
-    language: Literal["ja", "en"] = "ja"
-    local_space: Annotated[str, Field(pattern=LOCAL_NAME_PATTERN)] = DEFAULT_LOCAL_NAME
+    db_path: Path = Field(default=Path("data/playchat.db"), description="The SQLite database file.")
+    kb_dir: Path = Field(
+        default=Path("knowledge_base"), description="Folder of the local Markdown knowledge base."
+    )
+    language: Literal["en", "ja"] = Field(
+        default="en",
+        description="Language of the bot's own messages and prompts; the model still answers "
+        "in the language the user writes in.",
+    )
+    local_space: Annotated[str, Field(pattern=LOCAL_NAME_PATTERN)] = Field(
+        default=DEFAULT_LOCAL_NAME,
+        description="The space of the terminal chat and the admin API's chat (local:<name>).",
+    )
 
-    memory_summarize_threshold: int = 20
-    knowledge_context_limit: int = 15
-    session_notes_content_limit: int = 8000
-    local_kb_top_k: int = 3
-    local_kb_min_score: float = 0.75
-    tagging_mode: Literal["keywords", "llm"] = "keywords"
+    memory_summarize_threshold: int = Field(
+        default=20,
+        ge=4,
+        le=1000,
+        description="At this many live messages, the oldest half is summarised into long-term "
+        "memory (messages).",
+    )
+    knowledge_context_limit: int = Field(
+        default=15,
+        ge=0,
+        le=100,
+        description="Knowledge headings the model sees in its context; 0 = none.",
+    )
+    session_notes_content_limit: int = Field(
+        default=8000,
+        ge=0,
+        le=100_000,
+        description="Characters of each note linked to a thread that go into its context.",
+    )
+    local_kb_top_k: int = Field(
+        default=3,
+        ge=0,
+        le=20,
+        description="Local knowledge base files added to the context per message; 0 = off.",
+    )
+    local_kb_min_score: float = Field(
+        default=0.75,
+        ge=-1,
+        le=1,
+        description="Minimum cosine similarity of a local knowledge base file to a message for it "
+        "to be used.",
+    )
+    tagging_mode: Literal["keywords", "llm"] = Field(
+        default="keywords",
+        description="How messages are tagged: keywords (no LLM call) or llm (one extra call per "
+        "message).",
+    )
 
-    web_search_max_results: int = 5
-    web_search_backend: str = "duckduckgo"
-    scrape_max_chars: int = 4000
-    fetch_max_chars: int = 8000
-    fetch_max_results: int = 3
-    max_fetch_mb: int = 10
-    max_pdf_pages: int = 25
-    fetch_timeout: float = 20.0
-    max_image_pixels: int = 16_000_000
-    max_tool_result_chars: int = Field(default=6000, ge=1000)
-    pagination_token_ttl: int = Field(default=3600, ge=0)
-    parser_workers: int = Field(default=2, ge=1, le=8)
+    web_search_max_results: int = Field(
+        default=5, ge=1, le=20, description="Results one web search returns."
+    )
+    web_search_backend: str = Field(
+        default="duckduckgo",
+        description='ddgs backend of web_search ("auto" tries engines in turn).',
+    )
+    scrape_max_chars: int = Field(
+        default=4000,
+        ge=500,
+        le=100_000,
+        description="Characters of page text per scrape result part.",
+    )
+    fetch_max_chars: int = Field(
+        default=8000,
+        ge=500,
+        le=100_000,
+        description="Characters of text per fetched page or PDF part.",
+    )
+    fetch_max_results: int = Field(
+        default=3, ge=1, le=10, description="Pages search_and_fetch reads per call."
+    )
+    max_fetch_mb: int = Field(
+        default=10, ge=1, le=100, description="Megabytes one download may have (decoded)."
+    )
+    max_pdf_pages: int = Field(
+        default=25, ge=1, le=1000, description="Pages of a PDF that are read."
+    )
+    fetch_timeout: float = Field(
+        default=20.0, gt=0, le=300, description="Seconds one download may take."
+    )
+    max_image_pixels: int = Field(
+        default=16_000_000,
+        ge=10_000,
+        le=100_000_000,
+        description="Pixels an image may have before it is scaled down for the model.",
+    )
+    max_tool_result_chars: int = Field(
+        default=6000,
+        ge=1000,
+        le=24_000,
+        description="Characters of one tool result the model receives, its paging footer included.",
+    )
+    pagination_token_ttl: int = Field(
+        default=3600,
+        ge=0,
+        le=2_592_000,
+        description="Seconds a continuation token of a paged tool result stays valid; 0 = forever.",
+    )
+    parser_workers: int = Field(
+        default=2,
+        ge=1,
+        le=8,
+        description="Worker processes that parse fetched HTML and PDFs.",
+    )
 
-    mcp_config: Path | None = None
-    mcp_call_timeout: float = Field(default=60.0, gt=0)
+    mcp_config: Path | None = Field(
+        default=None, description="A JSON file listing MCP servers (mcpServers format)."
+    )
+    mcp_call_timeout: float = Field(
+        default=60.0, gt=0, le=3600, description="Seconds an MCP tool call may take."
+    )
 
-    admin_host: str = "127.0.0.1"
-    admin_port: int = 8765
-    admin_password: SecretStr | None = None
-    admin_token: SecretStr | None = None
-    admin_enabled: bool = True
-    admin_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    admin_header_timeout: float = Field(default=10.0, gt=0)
-    admin_body_timeout: float = Field(default=60.0, gt=0)
-    admin_keepalive_timeout: float = Field(default=15.0, gt=0)
-    admin_max_connections: int = Field(default=100, ge=1)
-    admin_trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    admin_host: str = Field(
+        default="127.0.0.1",
+        description="Address the admin API binds to; anything but loopback needs a password.",
+    )
+    admin_port: int = Field(
+        default=8765, ge=0, le=65535, description="Port of the admin API; 0 = any free port."
+    )
+    admin_password: SecretStr | None = Field(
+        default=None, description="Password for the admin page (secret)."
+    )
+    admin_token: SecretStr | None = Field(
+        default=None, description="Bearer token for scripts, 16+ characters (secret)."
+    )
+    admin_enabled: bool = Field(default=True, description="Run the admin API.")
+    admin_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Extra Host names the admin API answers to, e.g. behind a reverse proxy.",
+    )
+    admin_header_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Seconds a client may take to send a request's headers.",
+    )
+    admin_body_timeout: float = Field(
+        default=60.0, gt=0, le=3600, description="Seconds a client may take to send a body."
+    )
+    admin_keepalive_timeout: float = Field(
+        default=15.0,
+        gt=0,
+        le=3600,
+        description="Seconds an idle kept-alive connection stays open.",
+    )
+    admin_max_connections: int = Field(
+        default=100, ge=1, le=10_000, description="Open connections the admin API accepts."
+    )
+    admin_trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Reverse proxies (IPs or CIDR networks) whose forwarding headers are believed.",
+    )
 
     readiness_interval: float = Field(
         default=60.0,
@@ -150,8 +359,14 @@ class Settings(BaseSettings):
         description="Seconds between readiness checks (model, embeddings, MCP, scheduler).",
     )
 
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
-    debug: bool = False
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        default="INFO", description="Least severe log level shown."
+    )
+    debug: bool = Field(
+        default=False,
+        description="Log PlayChat and the LLM libraries at DEBUG, requests and responses "
+        "included (known secrets masked).",
+    )
 
     @field_validator(
         "discord_guild_ids",
@@ -373,9 +588,53 @@ def mask_secret(value: str) -> dict[str, Any]:
 Listener = Callable[[Settings, frozenset[str]], None]
 
 
-def _adapter(key: str) -> TypeAdapter[Any]:
-    annotation: Any = Settings.model_fields[key].annotation
-    return TypeAdapter(annotation)
+class InvalidSettings(ValidationError):
+    """Runtime changes were refused; `problems` names each bad setting (key → message)."""
+
+    def __init__(self, problems: dict[str, str]) -> None:
+        super().__init__(" ".join(problems.values()))
+        self.problems = problems
+
+
+def _runtime_model() -> type[BaseModel]:
+    """A model of the runtime-editable settings, every field as Settings declares it."""
+    # Built from the same FieldInfo as Settings, so bounds and allowed values apply to runtime
+    # changes exactly as they do to `.env` (a bare TypeAdapter of the annotation dropped them).
+    fields: dict[str, Any] = {
+        key: (Settings.model_fields[key].annotation, Settings.model_fields[key])
+        for key in RUNTIME_KEYS
+    }
+    return create_model(
+        "RuntimeSettingsValues", __config__=ConfigDict(extra="forbid", frozen=True), **fields
+    )
+
+
+RUNTIME_VALUES = _runtime_model()
+
+
+def check_runtime_values(values: dict[str, Any]) -> dict[str, Any]:
+    """The values validated against their settings' types and bounds (InvalidSettings if not).
+
+    Every key must be runtime-editable; None (reset to the environment value) passes as is.
+    """
+    problems = {
+        key: f"{key} cannot be changed at runtime." for key in values if key not in RUNTIME_KEYS
+    }
+    given = {key: value for key, value in values.items() if value is not None}
+    parsed: dict[str, Any] = {}
+    try:
+        model = RUNTIME_VALUES.model_validate(
+            {key: value for key, value in given.items() if key in RUNTIME_KEYS}
+        )
+        parsed = {key: getattr(model, key) for key in model.model_fields_set}
+    except PydanticValidationError as exc:
+        for error in exc.errors(include_input=False, include_url=False):
+            key = str(error["loc"][0]) if error["loc"] else ""
+            if key in RUNTIME_KEYS:
+                problems.setdefault(key, f"{key} must be {expected_value(key)}.")
+    if problems:
+        raise InvalidSettings({key: problems[key] for key in values if key in problems})
+    return {key: parsed.get(key) for key in values}
 
 
 class RuntimeSettings:
@@ -413,7 +672,7 @@ class RuntimeSettings:
         valid: dict[str, Any] = {}
         for key, value in stored.items():
             try:
-                valid[key] = self._validate(key, value)
+                valid[key] = check_runtime_values({key: value})[key]
             except ValidationError as exc:
                 log.warning("ignoring stored setting %s: %s", key, exc)
         self._overrides = {key: self._plain(value) for key, value in valid.items()}
@@ -421,9 +680,7 @@ class RuntimeSettings:
 
     async def update(self, changes: dict[str, Any]) -> frozenset[str]:
         """Validate and store overrides (None resets a key to its environment value)."""
-        parsed: dict[str, Any] = {}
-        for key, value in changes.items():
-            parsed[key] = None if value is None else self._validate(key, value)
+        parsed = check_runtime_values(changes)
         if self._repo is not None:
             await self._repo.set_many({key: self._plain(value) for key, value in parsed.items()})
         for key, value in parsed.items():
@@ -449,18 +706,10 @@ class RuntimeSettings:
                 view[key] = value
         return view
 
-    def _validate(self, key: str, value: Any) -> Any:
-        if key not in RUNTIME_KEYS:
-            raise ValidationError(f"{key} cannot be changed at runtime.")
-        try:
-            return _adapter(key).validate_python(value)
-        except PydanticValidationError as exc:
-            raise ValidationError(f"Invalid value for {key}: {exc.errors()[0]['msg']}") from exc
-
     @staticmethod
     def _plain(value: Any) -> Any:
         return value.get_secret_value() if isinstance(value, SecretStr) else value
 
     def _rebuild(self) -> None:
-        updates = {key: self._validate(key, value) for key, value in self._overrides.items()}
+        updates = check_runtime_values(self._overrides)
         self._current = self._base.model_copy(update=updates)

@@ -92,6 +92,40 @@ def test_a_bad_value_is_one_sentence_naming_the_variable_and_what_it_accepts(
     assert raised.value.exit_code == 2
 
 
+@pytest.mark.parametrize(
+    ("name", "refused", "accepted", "accepts"),
+    [
+        (
+            "LLM_CONTEXT_TOKENS",
+            ["-5", "0", "511"],
+            "512",
+            "a whole number, at least 512 and at most 1048576",
+        ),
+        ("USER_COOLDOWN_SECONDS", ["-3", "3601"], "0", "a number, at least 0 and at most 3600"),
+        ("LOCAL_KB_MIN_SCORE", ["7", "1.01"], "1", "a number, at least -1 and at most 1"),
+        (
+            "MEMORY_SUMMARIZE_THRESHOLD",
+            ["1", "3"],
+            "4",
+            "a whole number, at least 4 and at most 1000",
+        ),
+        ("STREAM_EDIT_INTERVAL", ["0", "0.19"], "0.2", "a number, at least 0.2 and at most 30"),
+    ],
+)
+def test_a_value_out_of_range_names_the_variable_and_its_bounds(
+    clean_env: pytest.MonkeyPatch, name: str, refused: list[str], accepted: str, accepts: str
+) -> None:
+    for value in refused:
+        clean_env.setenv(name, value)
+        with pytest.raises(ConfigurationError) as raised:
+            load_settings()
+        assert str(raised.value) == (
+            f"{name}={value} is not valid: expected {accepts}; fix it in .env or the environment."
+        )
+    clean_env.setenv(name, accepted)
+    assert getattr(load_settings(), name.lower()) == float(accepted)
+
+
 def test_every_bad_variable_gets_its_own_line(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("LLM_TIMEOUT", "soon")
     clean_env.setenv("ADMIN_PORT", "http")
@@ -114,4 +148,6 @@ def test_expected_values_come_from_the_field_types_and_bounds() -> None:
     )
     assert expected_value("mcp_config") == "a file path"
     assert expected_value("discord_allow_dms") == "true or false"
-    assert expected_value("pagination_token_ttl") == "a whole number, at least 0"
+    assert (
+        expected_value("pagination_token_ttl") == "a whole number, at least 0 and at most 2592000"
+    )

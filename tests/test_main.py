@@ -183,9 +183,9 @@ async def test_a_bad_setting_names_the_variable_and_what_it_accepts(
     assert code == 2 and out == ""
     assert "Traceback" not in err and "pydantic" not in err
     assert err.strip().splitlines() == [
-        "LLM_CONTEXT_TOKENS=abc is not valid: expected a whole number; "
-        "fix it in .env or the environment.",
-        "LANGUAGE=fr is not valid: expected one of ja, en; fix it in .env or the environment.",
+        "LLM_CONTEXT_TOKENS=abc is not valid: expected a whole number, at least 512 and at most "
+        "1048576; fix it in .env or the environment.",
+        "LANGUAGE=fr is not valid: expected one of en, ja; fix it in .env or the environment.",
     ]
 
 

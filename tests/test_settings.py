@@ -7,11 +7,11 @@ import re
 import tomllib
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import get_args
+from typing import get_args, get_origin
 
 import pytest
 
-from bot.config import RuntimeSettings, Settings, is_ollama_model
+from bot.config import InvalidSettings, RuntimeSettings, Settings, is_ollama_model
 from bot.errors import ValidationError
 from bot.prompts import available_languages, prompts_for
 from bot.prompts.ui_text import UiCatalogueError, UiText, parse_ui_text, ui_text
@@ -55,6 +55,71 @@ async def test_overrides_persist_and_mask_secrets(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         await reloaded.update({"llm_context_tokens": "lots"})
     await db.close()
+
+
+async def test_runtime_changes_obey_the_fields_bounds_and_save_all_or_nothing(
+    tmp_path: Path,
+) -> None:
+    db = await Database.open(tmp_path / "s.db")
+    repo = AppSettingsRepository(db)
+    runtime = RuntimeSettings(Settings(_env_file=None), repo)  # type: ignore[call-arg]
+    seen: list[frozenset[str]] = []
+    runtime.subscribe(lambda settings, keys: seen.append(keys))
+    with pytest.raises(InvalidSettings) as refused:
+        await runtime.update(
+            {"llm_context_tokens": -5, "language": "en", "stream_edit_interval": 0}
+        )
+    assert refused.value.problems == {
+        "llm_context_tokens": "llm_context_tokens must be a whole number, at least 512 and at "
+        "most 1048576.",
+        "stream_edit_interval": "stream_edit_interval must be a number, at least 0.2 and at "
+        "most 30.",
+    }
+    assert await repo.all() == {} and runtime.overrides() == {} and seen == []
+
+    with pytest.raises(InvalidSettings, match="db_path cannot be changed at runtime"):
+        await runtime.update({"db_path": None})
+    await runtime.update({"memory_summarize_threshold": 4, "local_kb_min_score": 1})
+    assert (runtime().memory_summarize_threshold, runtime().local_kb_min_score) == (4, 1.0)
+    await db.close()
+
+
+async def test_a_stored_override_out_of_range_is_skipped_at_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = await Database.open(tmp_path / "s.db")
+    repo = AppSettingsRepository(db)
+    # Saved by an older version that did not check bounds.
+    await repo.set_many({"llm_context_tokens": -5, "user_cooldown_seconds": 10})
+    runtime = RuntimeSettings(Settings(_env_file=None), repo)  # type: ignore[call-arg]
+    await runtime.load()
+    assert runtime().llm_context_tokens == 16384
+    assert runtime().user_cooldown_seconds == 10
+    assert "ignoring stored setting llm_context_tokens: llm_context_tokens must be" in caplog.text
+    await db.close()
+
+
+def test_every_setting_has_a_description_and_every_number_bounds() -> None:
+    for name, field in Settings.model_fields.items():
+        assert field.description and field.description.endswith((".", ")")), name
+        # int, float, or one of them | None (lists of ids are not numbers to bound).
+        kinds = {
+            field.annotation,
+            *(() if get_origin(field.annotation) is list else get_args(field.annotation)),
+        }
+        if kinds & {int, float}:
+            bounds = {
+                attr
+                for item in field.metadata
+                for attr in ("ge", "gt", "le", "lt")
+                if getattr(item, attr, None) is not None
+            }
+            assert bounds & {"ge", "gt"} and bounds & {"le", "lt"}, name
+
+
+def test_the_default_language_is_english_and_its_prompt_answers_in_the_users_language() -> None:
+    assert Settings(_env_file=None).language == "en"  # type: ignore[call-arg]
+    assert "Answer in the language the user writes in." in prompts_for("en")["system"]
 
 
 def test_every_setting_is_documented_in_env_example() -> None:

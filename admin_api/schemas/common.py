@@ -61,6 +61,16 @@ class ErrorOut(BaseModel):
 
     error: str
     detail: str
+    field: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="The first input refused, when particular inputs are to blame.",
+    )
+    fields: dict[str, str] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Each refused input and why.",
+    )
 
 
 class PageQuery(BaseModel):

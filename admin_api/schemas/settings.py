@@ -1,22 +1,63 @@
-"""Runtime settings as the API shows them: secrets masked on purpose."""
+"""Runtime settings as the API shows them: secrets masked on purpose; their JSON Schema."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from admin_api.schemas.common import Body
+from bot.config import RUNTIME_KEYS, SECRET_KEYS, Settings
+
+Source = Literal["env", "default", "override"]
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
 class SettingsOut(BaseModel):
-    """Runtime-editable settings; secrets appear only as {set, last4}."""
+    """Runtime-editable settings; secrets appear only as {set, last4}.
+
+    `sources` says where each value comes from: `.env` or the environment, the built-in
+    default, or a runtime override (which a PUT with null removes).
+    """
 
     values: dict[str, Any]
     secret_keys: list[str]
+    sources: dict[str, Source]
 
 
 class SettingsUpdateIn(Body):
     """New values by key; null resets a key; a secret sent back masked keeps the stored one."""
 
     values: dict[str, Any]
+
+
+def runtime_settings_schema(base: Settings) -> dict[str, Any]:
+    """A JSON Schema of the runtime-editable settings, generated from `Settings`' fields.
+
+    Each property keeps the field's type, description, bounds and allowed values; `default` is
+    the value from `.env`/the environment (what a reset returns to); secrets carry
+    `secret: true` and no default.
+    """
+    declared = Settings.model_json_schema()["properties"]
+    values = base.model_dump(mode="json")
+    properties: dict[str, Any] = {}
+    for key in sorted(RUNTIME_KEYS):
+        prop = dict(declared[key])
+        if key in SECRET_KEYS:
+            prop = {
+                "type": "string",
+                "writeOnly": True,
+                "secret": True,
+                "title": prop.get("title", key),
+                "description": prop.get("description", ""),
+            }
+        else:
+            prop["default"] = values[key]
+        properties[key] = prop
+    return {
+        "$schema": JSON_SCHEMA_DIALECT,
+        "title": "PlayChat runtime settings",
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }

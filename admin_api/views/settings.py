@@ -1,12 +1,18 @@
-"""Runtime settings: read (secrets masked) and change without a restart."""
+"""Runtime settings: read (secrets masked), their schema, and change without a restart."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from admin_api.errors import ApiError
 from admin_api.routing import Route
-from admin_api.schemas.settings import SettingsOut, SettingsUpdateIn
-from bot.config import RUNTIME_KEYS, SECRET_KEYS, RuntimeSettings
+from admin_api.schemas.settings import (
+    SettingsOut,
+    SettingsUpdateIn,
+    Source,
+    runtime_settings_schema,
+)
+from bot.config import RUNTIME_KEYS, SECRET_KEYS, InvalidSettings, RuntimeSettings
 from bot.services import Services
 
 MASK_PREFIXES = ("…", "••••", "...")
@@ -26,25 +32,50 @@ def secret_changes(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def sources(settings: RuntimeSettings) -> dict[str, Source]:
+    """Where each runtime setting's value comes from: override, env (or .env), or default."""
+    overridden = settings.overrides()
+    from_env = settings.base.model_fields_set
+    return {
+        key: "override" if key in overridden else "env" if key in from_env else "default"
+        for key in sorted(RUNTIME_KEYS)
+    }
+
+
 def _view(settings: RuntimeSettings) -> SettingsOut:
     return SettingsOut(
-        values=settings.public_view(), secret_keys=sorted(SECRET_KEYS & RUNTIME_KEYS)
+        values=settings.public_view(),
+        secret_keys=sorted(SECRET_KEYS & RUNTIME_KEYS),
+        sources=sources(settings),
     )
 
 
 async def get_settings(services: Services) -> SettingsOut:
-    """Runtime settings (secrets masked as {set, last4})."""
+    """Runtime settings (secrets masked as {set, last4}) and where each value comes from."""
     return _view(services.settings)
 
 
-async def put_settings(services: Services, body: SettingsUpdateIn) -> SettingsOut:
-    """Change runtime settings.
+async def get_settings_schema(services: Services) -> dict[str, Any]:
+    """JSON Schema of the runtime settings: types, descriptions, bounds, allowed values.
 
-    Changes are validated and applied at once (the running bot reads settings per call).
+    `default` is the value from `.env` or the environment (what a reset returns to); secrets
+    are marked `secret: true` and have no default.
+    """
+    return runtime_settings_schema(services.settings.base)
+
+
+async def put_settings(services: Services, body: SettingsUpdateIn) -> SettingsOut:
+    """Change runtime settings; null resets a key to its `.env` value.
+
+    All changes are validated first and applied together, or none is (422 naming each refused
+    key in `fields`). The running bot reads settings per call.
     """
     changes = secret_changes(body.values)
     if changes:
-        await services.settings.update(changes)
+        try:
+            await services.settings.update(changes)
+        except InvalidSettings as exc:
+            raise ApiError(422, "validation_error", str(exc), fields=exc.problems) from None
     return _view(services.settings)
 
 
@@ -52,5 +83,6 @@ def routes() -> list[Route]:
     """Settings routes."""
     return [
         Route("GET", "/api/settings", get_settings),
+        Route("GET", "/api/settings/schema", get_settings_schema),
         Route("PUT", "/api/settings", put_settings),
     ]

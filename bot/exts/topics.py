@@ -17,6 +17,7 @@ from bot.errors import UserFacingError
 from bot.exts._admin import require_admin
 from bot.exts._common import Reply, answer, deps_of, space_here, ui_for
 from bot.store.topics import TopicChannel
+from bot.topics.host_zone import host_timezone
 from bot.topics.policy import parse_hhmm, zone
 from bot.topics.scheduler import parse_cron
 
@@ -163,7 +164,7 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
         cron="Cron for periodic posts, e.g. '0 9 * * *' (empty: none)",
         active_start="Active from (HH:MM)",
         active_end="Active until (HH:MM)",
-        timezone="Time zone, e.g. Asia/Tokyo",
+        timezone="Time zone, e.g. Europe/Paris (new channels: the host's time zone)",
         max_per_day="At most this many openers a day",
     )
     async def schedule(  # noqa: PLR0917 - Discord passes options as arguments
@@ -193,7 +194,7 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
                     current = await self.deps.services.repos.topics.get(
                         space_here(interaction), self._channel_id(interaction)
                     )
-                    tz = timezone or (current.timezone if current else "UTC")
+                    tz = timezone or (current.timezone if current else host_timezone())
                     parse_cron(cron.strip(), tz)
                 if cron is not None:
                     changes["cron"] = cron.strip() or None

@@ -15,6 +15,7 @@ from bot.memory.word_pool import WordPool
 from bot.prompts import available_languages, prompts_for
 from bot.store.spaces import ALL_SPACES, SpaceScope, guild_space
 from bot.store.topics import TopicChannel, TopicRepository
+from bot.topics.host_zone import host_timezone
 from bot.topics.picker import TopicChoice, TopicPicker
 from bot.topics.policy import Decision, cron_decision, day_start_utc, idle_decision, zone
 
@@ -165,10 +166,13 @@ class TopicService:
         """Create or change a channel's topic settings (validated).
 
         The channel's space: `space`, else the one it is configured in, else its server's
-        (`guild_id` in `changes`), else the local space.
+        (`guild_id` in `changes`), else the local space. A new channel's time zone is the
+        host's unless `changes` names one.
         """
         if "timezone" in changes:
             zone(str(changes["timezone"]))
+        elif await self.repo.get(ALL_SPACES, channel_id) is None:
+            changes = {**changes, "timezone": host_timezone()}
         if space is None:
             known = self._configured.get(channel_id)
             guild_id = changes.get("guild_id")

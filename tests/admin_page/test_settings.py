@@ -100,3 +100,55 @@ async def test_model_presets_and_connection_test(ui: Ui) -> None:
     await expect(result).to_contain_text("Failed: ollama/other-model did not answer")
     await expect(result).to_contain_text("is not available on Ollama")
     ui.assert_clean()
+
+
+async def test_fields_show_help_ranges_and_sources_and_the_servers_refusal(
+    open_ui: OpenUi,
+) -> None:
+    ui = await open_ui(llm_context_tokens=8192)
+    await ui.login()
+    await ui.go("settings")
+    tokens = ui.page.get_by_label("Context window (tokens)")
+    await expect(tokens).to_have_attribute("min", "512")
+    await expect(tokens).to_have_attribute("max", "1048576")
+    await expect(tokens).to_have_attribute("step", "1")
+    await expect(tokens).to_have_accessible_description(
+        "The model's context window in tokens; the prompt is fitted to it. (512 to 1048576)"
+    )
+    interval = ui.page.get_by_label("Discord edit interval (seconds)")
+    await expect(interval).to_have_attribute("step", "any")
+    await expect(interval).to_have_attribute("min", "0.2")
+    assert await ui.page.get_by_label("Tagging mode").locator("option").all_inner_texts() == [
+        "keywords",
+        "llm",
+    ]
+    row = ui.page.locator('.field[data-key="llm_context_tokens"]')
+    await expect(row.locator(".source")).to_have_text("From .env")
+    await expect(ui.page.locator('.field[data-key="tagging_mode"] .source')).to_have_text("Default")
+
+    await tokens.fill("511")
+    await ui.page.get_by_label("Summarise after (messages)").fill("30")
+    await ui.page.get_by_role("button", name="Save settings").click()
+    refusal = row.locator(".field-error")
+    await expect(refusal).to_have_text(
+        "llm_context_tokens must be a whole number, at least 512 and at most 1048576."
+    )
+    await expect(tokens).to_have_attribute("aria-invalid", "true")
+    await expect(ui.status).to_have_attribute("data-kind", "error")
+    current = ui.admin.services.settings()
+    assert (current.llm_context_tokens, current.memory_summarize_threshold) == (8192, 20)
+
+    await tokens.fill("512")
+    await ui.page.get_by_role("button", name="Save settings").click()
+    await expect(ui.status).to_contain_text("Saved:")
+    await expect(refusal).to_have_count(0)
+    await expect(row.locator(".source")).to_contain_text("Changed here")
+    assert ui.admin.services.settings().llm_context_tokens == 512
+    await ui.shoot("settings-help")
+
+    await row.get_by_role("button", name="Reset to .env").click()
+    await expect(ui.status).to_contain_text("Context window (tokens) reset to its .env value.")
+    await expect(ui.page.get_by_label("Context window (tokens)")).to_have_value("8192")
+    await expect(row.locator(".source")).to_have_text("From .env")
+    assert ui.admin.services.settings().llm_context_tokens == 8192
+    ui.assert_clean()

@@ -89,7 +89,7 @@ def world(
         async with FakeDiscord() as server:
             values: dict[str, Any] = {
                 "discord_guild_ids": [server.guild_id],
-                "stream_edit_interval": 0.05,
+                "stream_edit_interval": 0.2,  # the lowest allowed
                 "user_cooldown_seconds": 0.0,
             }
             values.update(overrides)

@@ -26,7 +26,7 @@ def most_writes_in_any_window(calls: list[RestCall], period: float) -> int:
 async def test_an_endless_stream_into_a_thread_ends_at_the_bound_and_the_next_message_runs(
     world: WorldFactory,
 ) -> None:
-    async with world(turn_timeout=1.5, stream_edit_interval=0.05) as w:
+    async with world(turn_timeout=1.5, stream_edit_interval=0.2) as w:
         w.llm.script(Endless(interval=0.01), Text("Here is a short one."))
         sent = await w.server.inject_message("Talk forever")
         thread_id = await w.wait_thread(sent)

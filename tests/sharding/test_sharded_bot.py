@@ -10,7 +10,7 @@ from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.llm_server import FakeLLMServer, Text
 
 WAIT = 10.0
-FAST = {"stream_edit_interval": 0.05, "user_cooldown_seconds": 0.0}
+FAST = {"stream_edit_interval": 0.2, "user_cooldown_seconds": 0.0}  # the lowest allowed
 
 
 async def test_a_shard_process_connects_its_shard_and_answers_only_its_servers(

@@ -23,7 +23,7 @@ def _env(llm: FakeLLMServer, shard: int) -> dict[str, str]:
         "SHARD_IDS": str(shard),
         "LLM_MODEL": "ollama/test-model",
         "LLM_API_BASE": llm.url,
-        "STREAM_EDIT_INTERVAL": "0.05",
+        "STREAM_EDIT_INTERVAL": "0.2",  # the lowest allowed
         "USER_COOLDOWN_SECONDS": "0",
         "LOG_LEVEL": "INFO",
     }

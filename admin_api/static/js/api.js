@@ -69,6 +69,7 @@ export class Api {
         data?.detail ?? `HTTP ${response.status} ${response.statusText}`,
         response.headers.get('Retry-After'),
       );
+      error.fields = data?.fields ?? null; // input name → why it was refused, when given
       if (response.status === 401 && !path.startsWith('/api/auth/')) {
         error.handled = true; // the login form takes over; callers need not report it again
         this.onUnauthorized(error);

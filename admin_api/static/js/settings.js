@@ -1,4 +1,5 @@
 // Runtime settings (secrets masked, set/replace only), model presets, connection test.
+// Help text, ranges and choices come from GET /api/settings/schema (generated from Settings).
 
 import {busy, confirmButton, field, fill, h} from './dom.js';
 
@@ -22,9 +23,13 @@ const LABELS = {
   local_kb_top_k: 'Local knowledge hits',
   local_kb_min_score: 'Local knowledge minimum score',
 };
-const CHOICES = {language: ['ja', 'en'], tagging_mode: ['keywords', 'llm']};
 const LONG_TEXT = new Set(['system_prompt_extra']);
 const FIRST = ['llm_model', 'llm_api_base', 'llm_api_key', 'embed_model', 'language'];
+const SOURCES = {
+  env: 'From .env',
+  default: 'Default',
+  override: 'Changed here (overrides .env)',
+};
 
 function label(key) {
   return LABELS[key] ?? key.replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase());
@@ -36,17 +41,48 @@ export function maskedText(masked) {
   return masked.last4 ? `Set · ends in …${masked.last4}` : 'Set (too short to show its end)';
 }
 
-function control(key, value) {
-  if (CHOICES[key]) {
-    return h('select', {name: key}, CHOICES[key].map((choice) =>
+/** The allowed range of a number in words, from its JSON Schema ("512 to 1048576"). */
+export function rangeText(prop) {
+  const low = prop.minimum ?? prop.exclusiveMinimum;
+  const high = prop.maximum ?? prop.exclusiveMaximum;
+  const above = prop.minimum === undefined ? 'above ' : '';
+  if (low !== undefined && high !== undefined) return `${above}${low} to ${high}`;
+  if (low !== undefined) return prop.minimum === undefined ? `above ${low}` : `at least ${low}`;
+  if (high !== undefined) return `at most ${high}`;
+  return '';
+}
+
+function numberInput(key, value, prop) {
+  const input = h('input', {type: 'number', name: key, value: value === null ? '' : String(value),
+    step: prop.type === 'integer' ? '1' : 'any'});
+  const low = prop.minimum ?? prop.exclusiveMinimum;
+  const high = prop.maximum ?? prop.exclusiveMaximum;
+  if (low !== undefined) input.min = String(low);
+  if (high !== undefined) input.max = String(high);
+  return input;
+}
+
+function control(key, value, prop = {}) {
+  if (prop.enum) {
+    return h('select', {name: key}, prop.enum.map((choice) =>
       h('option', {value: choice, selected: choice === value}, choice)));
   }
-  if (typeof value === 'boolean') return h('input', {type: 'checkbox', name: key, checked: value});
-  if (typeof value === 'number') return h('input', {type: 'number', step: 'any', name: key, value: String(value)});
+  if (prop.type === 'boolean' || typeof value === 'boolean') {
+    return h('input', {type: 'checkbox', name: key, checked: value});
+  }
+  if (prop.type === 'integer' || prop.type === 'number' || typeof value === 'number') {
+    return numberInput(key, value, prop);
+  }
   if (LONG_TEXT.has(key)) return h('textarea', {name: key, rows: '4', value: value ?? ''});
   const input = h('input', {type: 'text', name: key, value: value ?? ''});
   if (key === 'llm_model') input.setAttribute('list', 'model-options');
   return input;
+}
+
+function helpText(prop) {
+  const range = rangeText(prop);
+  const description = prop.description ?? '';
+  return range ? `${description} (${range})` : description;
 }
 
 function read(input, before) {
@@ -66,7 +102,9 @@ export class SettingsScreen {
     this.inputs = new Map();
     this.modelOptions = h('datalist', {id: 'model-options'});
     this.secrets = h('div', {class: 'secrets'});
-    this.form = h('form', {class: 'settings-form', 'aria-label': 'Settings'});
+    // The server checks ranges and says what is wrong next to the field (novalidate: the
+    // browser's own bubble would block the request and show a different text).
+    this.form = h('form', {class: 'settings-form', 'aria-label': 'Settings', novalidate: true});
     this.form.addEventListener('submit', (event) => {
       event.preventDefault();
       busy(event.submitter ?? this.form, () => this.save());
@@ -90,14 +128,20 @@ export class SettingsScreen {
   }
 
   async show() {
-    const result = await this.status.guard(() => this.api.get('/api/settings'));
+    const result = await this.status.guard(async () => {
+      // The schema (help, ranges, choices) changes only with a restart: fetched once.
+      this.schema ??= await this.api.get('/api/settings/schema');
+      return this.api.get('/api/settings');
+    });
     if (result) this.render(result);
     await Promise.all([this.loadPresets(), this.loadAvailable()]);
   }
 
-  render({values, secret_keys: secretKeys}) {
+  render({values, secret_keys: secretKeys, sources = {}}) {
     this.values = values;
     this.secretKeys = secretKeys;
+    this.sources = sources;
+    const props = this.schema?.properties ?? {};
     const keys = Object.keys(values).filter((key) => !secretKeys.includes(key));
     keys.sort((a, b) => {
       const rank = (key) => (FIRST.includes(key) ? FIRST.indexOf(key) : FIRST.length);
@@ -105,17 +149,44 @@ export class SettingsScreen {
     });
     this.inputs.clear();
     fill(this.form,
-      h('div', {class: 'grid'}, keys.map((key) => {
-        const input = control(key, values[key]);
-        this.inputs.set(key, input);
-        const row = field(label(key), input).row;
-        row.dataset.key = key;
-        if (input.type === 'checkbox') row.classList.add('check');
-        if (input.tagName === 'TEXTAREA') row.classList.add('wide');
-        return row;
-      })),
+      h('div', {class: 'grid'}, keys.map((key) => this.row(key, values[key], props[key] ?? {}))),
       h('div', {class: 'actions'}, h('button', {type: 'submit', class: 'primary'}, 'Save settings')));
     fill(this.secrets, secretKeys.map((key) => this.secretRow(key, values[key])));
+  }
+
+  row(key, value, prop) {
+    const input = control(key, value, prop);
+    this.inputs.set(key, input);
+    const row = field(label(key), input, helpText(prop) || undefined).row;
+    row.dataset.key = key;
+    if (input.type === 'checkbox') row.classList.add('check');
+    if (input.tagName === 'TEXTAREA') row.classList.add('wide');
+    const source = this.sources[key];
+    if (source) {
+      const line = h('small', {class: 'source', dataset: {source}}, SOURCES[source] ?? source);
+      if (source === 'override') {
+        line.append(' ', h('button', {type: 'button', class: 'link',
+          title: `Reset ${label(key)} to its .env value`,
+          onclick: (event) => busy(event.currentTarget, () =>
+            this.put({[key]: null}, `${label(key)} reset to its .env value.`))}, 'Reset to .env'));
+      }
+      row.append(line);
+    }
+    return row;
+  }
+
+  /** Show each refused setting's message under its field (and clear the old ones). */
+  markRefused(fields) {
+    for (const old of this.form.querySelectorAll('.field-error')) old.remove();
+    for (const input of this.inputs.values()) input.removeAttribute('aria-invalid');
+    for (const [key, message] of Object.entries(fields ?? {})) {
+      const input = this.inputs.get(key);
+      if (!input) continue;
+      const id = `${input.id}-error`;
+      input.setAttribute('aria-invalid', 'true');
+      input.setAttribute('aria-errormessage', id);
+      input.closest('.field').append(h('small', {class: 'field-error', id, role: 'alert'}, message));
+    }
   }
 
   secretRow(key, masked) {
@@ -141,8 +212,14 @@ export class SettingsScreen {
   }
 
   async put(values, message) {
-    const result = await this.status.guard(() => this.api.put('/api/settings', {values}));
-    if (!result) return false;
+    let result;
+    try {
+      result = await this.api.put('/api/settings', {values});
+    } catch (error) {
+      this.markRefused(error.fields);
+      this.status.error(error);
+      return false;
+    }
     this.render(result);
     this.status.info(message);
     return true;
