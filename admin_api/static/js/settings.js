@@ -175,20 +175,6 @@ export class SettingsScreen {
     return row;
   }
 
-  /** Show each refused setting's message under its field (and clear the old ones). */
-  markRefused(fields) {
-    for (const old of this.form.querySelectorAll('.field-error')) old.remove();
-    for (const input of this.inputs.values()) input.removeAttribute('aria-invalid');
-    for (const [key, message] of Object.entries(fields ?? {})) {
-      const input = this.inputs.get(key);
-      if (!input) continue;
-      const id = `${input.id}-error`;
-      input.setAttribute('aria-invalid', 'true');
-      input.setAttribute('aria-errormessage', id);
-      input.closest('.field').append(h('small', {class: 'field-error', id, role: 'alert'}, message));
-    }
-  }
-
   secretRow(key, masked) {
     const input = h('input', {type: 'password', autocomplete: 'new-password', name: key,
       'aria-label': `New ${label(key)}`});
@@ -216,7 +202,6 @@ export class SettingsScreen {
     try {
       result = await this.api.put('/api/settings', {values});
     } catch (error) {
-      this.markRefused(error.fields);
       this.status.error(error);
       return false;
     }

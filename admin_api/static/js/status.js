@@ -15,7 +15,10 @@ const SETTING = /^Invalid value for ([a-z0-9_]+): (.+)$/;
  * The field problems a 422 names: [{field, message}], from pydantic's "body.a.b: msg; …" or the
  * settings' "Invalid value for key: msg".
  */
-export function fieldProblems(detail) {
+export function fieldProblems(detail, fields = null) {
+  // The structured form ({name: why}) when the API gives one.
+  const listed = Object.entries(fields && typeof fields === 'object' ? fields : {});
+  if (listed.length) return listed.map(([field, message]) => ({field, message: String(message)}));
   const setting = SETTING.exec(String(detail ?? ''));
   if (setting) return [{field: setting[1], message: setting[2].replace(VALUE_ERROR, '')}];
   const problems = [];
@@ -59,7 +62,7 @@ export function describe(error) {
     return `That is too large to send${size}.`;
   }
   if (status === 422) {
-    const problems = fieldProblems(detail);
+    const problems = fieldProblems(detail, error?.fields);
     if (!problems.length) return detail;
     return `Please check: ${problems.map((p) => `${humanField(p.field)} — ${p.message}`).join('; ')}.`;
   }
@@ -153,7 +156,7 @@ export class Status {
     let text = describe(error);
     if (error instanceof ApiError && error.status === 422) {
       const root = form ?? document.querySelector('.screen:not([hidden])');
-      const problems = fieldProblems(error.detail);
+      const problems = fieldProblems(error.detail, error.fields);
       const marked = [];
       const named = problems.map((problem) => {
         const input = root ? control(root, problem.field) : null;
