@@ -104,7 +104,8 @@ class Summarizer:
                 purpose="summarize",
             )
         except LLMError as exc:
-            log.warning("summary of session %s postponed: %s", session_id, exc)
+            # The gateway logged the failure (one WARNING per call); this is what follows from it.
+            log.info("summary of session %s postponed: %s", session_id, exc)
             return None
         summary = result.text.strip()
         if not summary:
@@ -137,7 +138,7 @@ class Summarizer:
                 purpose="condense",
             )
         except LLMError as exc:
-            log.warning("condensing session %s postponed: %s", session_id, exc)
+            log.info("condensing session %s postponed: %s", session_id, exc)
             return None
         summary = result.text.strip()
         if not summary:

@@ -279,7 +279,8 @@ class KnowledgeService:
         try:
             return await self._save(space, query, results, session_id)
         except LLMError as exc:
-            log.warning("knowledge not saved, the LLM failed: %s", exc)
+            # The gateway already logged the failed call at WARNING.
+            log.info("knowledge not saved, the LLM failed: %s", exc)
         except Exception:
             log.exception("knowledge not saved")
         return None

@@ -261,7 +261,8 @@ class TopicService:
         try:
             text = await self._compose(channel, choice, avoid)
         except LLMError as exc:
-            log.warning("topic opener for %s failed: %s", channel.channel_id, exc)
+            # The gateway already logged the failed call at WARNING.
+            log.info("topic opener for %s not posted: %s", channel.channel_id, exc)
             return PostResult(False, f"the model failed: {exc}")
         message_id = await poster.post_topic(channel.channel_id, text)
         if message_id is None:

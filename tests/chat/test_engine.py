@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 
 import pytest
@@ -315,6 +316,33 @@ async def test_summarisation_archives_and_loses_nothing(
         text = json.dumps(context, ensure_ascii=False)
         assert "SUMMARY: the user asked three questions." in text
         assert "question 0" not in text and "question 2" in text
+
+
+async def test_a_failed_background_summary_logs_one_warning(
+    make_settings: SettingsFactory,
+    backend: str,
+    service_options: ServiceOptions,
+    llm: FakeLLMServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = make_settings(backend, memory_summarize_threshold=4)
+    async with open_services(settings, service_options) as services:
+        session_id: str | None = None
+        for index in range(2):
+            llm.script(Text(f"answer {index}"))
+            if index == 1:
+                llm.script(HttpError(400, "bad request"))
+            events = await run(services, f"question {index}", session_id)
+            session_id = session_id or session_of(events)
+        with caplog.at_level(logging.INFO):
+            await services.tasks.drain()
+        assert session_id is not None
+        assert await services.repos.memories.live(LOCAL, session_id) == []
+        warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(warnings) == 1, [r.getMessage() for r in warnings]
+        assert warnings[0].name == "bot.llm.gateway"
+        infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+        assert any("postponed" in message for message in infos)
 
 
 async def test_settings_override_reaches_next_turn(services: Services, llm: FakeLLMServer) -> None:
