@@ -17,15 +17,20 @@ function count(values, noun) {
   return `${sum(values)} ${noun}`;
 }
 
-function table(id, caption, columns, rows, empty) {
-  const body = h('tbody', {}, rows.length
-    ? rows
-    : h('tr', {}, h('td', {colspan: String(columns.length), class: 'empty'}, empty)));
-  const element = h('table', {id, class: 'stack'},
+/** A table kept across loads (fitTable watches it), whose rows `fillTable` replaces. */
+function table(id, caption, columns) {
+  return h('table', {id, class: 'stack'},
     h('caption', {class: 'sr-only'}, caption),
     h('thead', {}, h('tr', {}, columns.map((name) => h('th', {scope: 'col'}, name)))),
-    body);
-  return element;
+    h('tbody'));
+}
+
+function fillTable(element, rows, empty) {
+  const columns = element.tHead.rows[0].cells.length;
+  fill(element.tBodies[0], rows.length
+    ? rows
+    : h('tr', {}, h('td', {colspan: String(columns), class: 'empty'}, empty)));
+  labelCells(element);
 }
 
 /** The activity screen. */
@@ -62,20 +67,26 @@ export class ActivityScreen {
       summary: (_times, [llm, tools]) =>
         `${count(llm, 'LLM errors')} and ${count(tools, 'failed tool calls')} in this range.`,
     });
-    this.models = h('div', {class: 'table-wrap'});
-    this.tools = h('div', {class: 'table-wrap'});
-    this.spacesBox = h('div', {class: 'table-wrap'});
+    this.models = table('activity-models', 'Latency per model in this range',
+      ['Model', 'Calls', 'Errors', 'Latency p50', 'Latency p95', 'Tokens in / out']);
+    this.tools = table('activity-tools', 'Tool use in this range',
+      ['Tool', 'Calls', 'Failed', 'Mean duration']);
+    this.spacesTable = table('activity-spaces', 'Totals per space in this range',
+      ['Space', 'Turns', 'LLM calls', 'Tokens in / out', 'Errors', 'Tool calls']);
     root.append(
       h('div', {class: 'card inline-fields'},
         h('div', {class: 'field'}, h('label', {for: 'activity-range'}, 'Range'), this.range),
         this.scope),
       h('div', {class: 'chart-grid'}, this.turns.element, this.tokens.element, this.errors.element),
       h('section', {class: 'card', 'aria-labelledby': 'activity-models-title'},
-        h('h3', {id: 'activity-models-title'}, 'Latency per model'), this.models),
+        h('h3', {id: 'activity-models-title'}, 'Latency per model'),
+        h('div', {class: 'table-wrap'}, this.models)),
       h('section', {class: 'card', 'aria-labelledby': 'activity-tools-title'},
-        h('h3', {id: 'activity-tools-title'}, 'Tool use per tool'), this.tools),
+        h('h3', {id: 'activity-tools-title'}, 'Tool use per tool'),
+        h('div', {class: 'table-wrap'}, this.tools)),
       h('section', {class: 'card', 'aria-labelledby': 'activity-spaces-title'},
-        h('h3', {id: 'activity-spaces-title'}, 'Per space'), this.spacesBox),
+        h('h3', {id: 'activity-spaces-title'}, 'Per space'),
+        h('div', {class: 'table-wrap'}, this.spacesTable)),
     );
   }
 
@@ -105,9 +116,7 @@ export class ActivityScreen {
   }
 
   renderModels(models) {
-    const element = table('activity-models', 'Latency per model in this range',
-      ['Model', 'Calls', 'Errors', 'Latency p50', 'Latency p95', 'Tokens in / out'],
-      models.map((m) => h('tr', {dataset: {model: m.model}},
+    fillTable(this.models, models.map((m) => h('tr', {dataset: {model: m.model}},
         h('td', {}, m.model),
         h('td', {class: 'num'}, String(m.calls)),
         h('td', {class: 'num'}, String(m.errors)),
@@ -115,27 +124,19 @@ export class ActivityScreen {
         h('td', {class: 'num'}, `${m.p95_ms} ms`),
         h('td', {class: 'num'}, `${m.prompt_tokens} / ${m.completion_tokens}`))),
       'No model was called in this range.');
-    fill(this.models, element);
-    labelCells(element);
   }
 
   renderTools(tools) {
-    const element = table('activity-tools', 'Tool use in this range',
-      ['Tool', 'Calls', 'Failed', 'Mean duration'],
-      tools.map((t) => h('tr', {dataset: {tool: t.tool}},
+    fillTable(this.tools, tools.map((t) => h('tr', {dataset: {tool: t.tool}},
         h('td', {class: 'mono'}, t.tool),
         h('td', {class: 'num'}, String(t.calls)),
         h('td', {class: 'num'}, String(t.failures)),
         h('td', {class: 'num'}, t.avg_ms === null ? '—' : `${t.avg_ms} ms`))),
       'No tool was used in this range. Tools run when the model searches, reads pages or writes notes.');
-    fill(this.tools, element);
-    labelCells(element);
   }
 
   renderSpaces(spaces) {
-    const element = table('activity-spaces', 'Totals per space in this range',
-      ['Space', 'Turns', 'LLM calls', 'Tokens in / out', 'Errors', 'Tool calls'],
-      spaces.map((s) => h('tr', {},
+    fillTable(this.spacesTable, spaces.map((s) => h('tr', {},
         h('td', {}, s.space_id === null ? 'Outside any conversation' : (this.spaces.label?.(s.space_id) ?? s.space_id)),
         h('td', {class: 'num'}, String(s.turns)),
         h('td', {class: 'num'}, String(s.llm_calls)),
@@ -143,7 +144,5 @@ export class ActivityScreen {
         h('td', {class: 'num'}, String(s.errors)),
         h('td', {class: 'num'}, `${s.tool_calls} (${s.tool_failures} failed)`))),
       'No space had activity in this range.');
-    fill(this.spacesBox, element);
-    labelCells(element);
   }
 }

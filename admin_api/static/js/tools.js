@@ -28,16 +28,25 @@ export class ToolsScreen {
       onclick: () => this.reload()}, 'Reload MCP configuration');
     this.reloadResult = h('output', {class: 'result', id: 'mcp-reload-result'});
     this.configError = h('p', {class: 'bad', id: 'mcp-config-error', hidden: true});
-    this.servers = h('div', {class: 'table-wrap'});
-    this.tools = h('div', {class: 'table-wrap'});
+    // Kept across loads (fitTable watches them); only their rows are replaced.
+    this.servers = h('table', {id: 'mcp-servers', class: 'stack'},
+      h('caption', {class: 'sr-only'}, 'MCP servers'),
+      h('thead', {}, h('tr', {}, ['Server', 'Address', 'State', 'Tools', 'Last error', 'Actions']
+        .map((name) => h('th', {scope: 'col'}, name)))),
+      h('tbody'));
+    this.tools = h('table', {id: 'tool-list', class: 'stack'},
+      h('caption', {class: 'sr-only'}, 'Tools the model can use'),
+      h('thead', {}, h('tr', {}, ['Tool', 'Description', 'Source', 'State']
+        .map((name) => h('th', {scope: 'col'}, name)))),
+      h('tbody'));
     root.append(
       h('section', {class: 'card', 'aria-labelledby': 'mcp-title'},
         h('div', {class: 'toolbar'}, h('h3', {id: 'mcp-title'}, 'MCP servers'), this.reloadButton),
         h('p', {class: 'hint'}, 'Reloading re-reads the file MCP_CONFIG names: new servers start, ',
           'removed ones stop, changed ones restart, the others stay connected.'),
-        this.configError, this.reloadResult, this.servers),
+        this.configError, this.reloadResult, h('div', {class: 'table-wrap'}, this.servers)),
       h('section', {class: 'card', 'aria-labelledby': 'tools-title'},
-        h('h3', {id: 'tools-title'}, 'Tools'), this.tools),
+        h('h3', {id: 'tools-title'}, 'Tools'), h('div', {class: 'table-wrap'}, this.tools)),
     );
   }
 
@@ -68,32 +77,22 @@ export class ToolsScreen {
       h('td', {}, server.error ? h('span', {class: 'bad'}, server.error) : '—'),
       h('td', {class: 'actions'}, button));
     });
-    const element = h('table', {id: 'mcp-servers', class: 'stack'},
-      h('caption', {class: 'sr-only'}, 'MCP servers'),
-      h('thead', {}, h('tr', {}, ['Server', 'Address', 'State', 'Tools', 'Last error', 'Actions']
-        .map((name) => h('th', {scope: 'col'}, name)))),
-      h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', {colspan: '6', class: 'empty'},
-        'No MCP servers are configured. Name a JSON file in MCP_CONFIG (see the README) ',
-        'and press Reload MCP configuration.'))));
-    fill(this.servers, element);
-    labelCells(element);
+    fill(this.servers.tBodies[0], rows.length ? rows : h('tr', {}, h('td', {colspan: '6', class: 'empty'},
+      'No MCP servers are configured. Name a JSON file in MCP_CONFIG (see the README) ',
+      'and press Reload MCP configuration.')));
+    labelCells(this.servers);
   }
 
   renderTools(tools) {
-    const element = h('table', {id: 'tool-list', class: 'stack'},
-      h('caption', {class: 'sr-only'}, 'Tools the model can use'),
-      h('thead', {}, h('tr', {}, ['Tool', 'Description', 'Source', 'State']
-        .map((name) => h('th', {scope: 'col'}, name)))),
-      h('tbody', {}, tools.length
+    fill(this.tools.tBodies[0], tools.length
         ? tools.map((tool) => h('tr', {dataset: {tool: tool.name, state: tool.state}},
           h('td', {class: 'mono'}, tool.name),
           h('td', {}, tool.description || '—'),
           h('td', {}, tool.server ? `MCP: ${tool.server}` : tool.source),
           h('td', {class: tool.state === 'enabled' ? null : 'bad'}, TOOL_STATES[tool.state] ?? tool.state)))
         : h('tr', {}, h('td', {colspan: '4', class: 'empty'},
-          'No tools. The built-in tools are off and no MCP server offers any.'))));
-    fill(this.tools, element);
-    labelCells(element);
+          'No tools. The built-in tools are off and no MCP server offers any.')));
+    labelCells(this.tools);
   }
 
   async reload() {
