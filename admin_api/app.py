@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from admin_api.views import (
     sessions,
     settings,
     spaces,
+    status,
     system,
     tools,
     topics,
@@ -66,6 +68,7 @@ VIEWS = (
     activity,
     conversations,
     search,
+    status,
 )
 # The page runs only its own files: no inline script or style, no framing, no foreign fetches.
 CONTENT_SECURITY_POLICY = (
@@ -131,6 +134,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
 async def _end_streams(app: web.Application) -> None:
     # Before the server waits for open requests: endless streams end now, not at the timeout.
     app[SERVICES].live_log.end_streams()
+    status.end_streams(app)
 
 
 def create_app(services: Services, *, config: AdminConfig | None = None) -> web.Application:
@@ -140,6 +144,7 @@ def create_app(services: Services, *, config: AdminConfig | None = None) -> web.
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=config.max_import_bytes)
     app[SERVICES] = services
     app[ADMIN] = _state(services, config, routes)
+    app[status.STREAMS_END] = asyncio.Event()
     register(app, routes)
     app.router.add_get("/", _page, name="admin_page")
     app.router.add_static("/static/", STATIC_DIR, name="admin_static")

@@ -160,9 +160,10 @@ def bind_failure(host: str, port: int, exc: OSError) -> StartupError:
 
 def backup(settings: Settings, target: str) -> int:
     """`python -m bot backup PATH`: copy the database consistently, also while the bot runs."""
-    from bot.store.backup import backup_database, resolve_target
+    from bot.store.backup import backup_database, record_backup, resolve_target
 
     written = backup_database(settings.db_path, resolve_target(target))
+    record_backup(settings.db_path, "cli", str(written))
     print(written)
     return 0
 

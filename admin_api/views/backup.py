@@ -13,7 +13,7 @@ from aiohttp import web
 from admin_api.errors import ApiError
 from admin_api.routing import FileDownload, Route
 from bot.services import Services
-from bot.store.backup import BackupError, backup_name, backup_to
+from bot.store.backup import BackupError, backup_name, backup_to, record_backup
 
 CHUNK = 256 * 1024
 SQLITE_FILE = FileDownload(
@@ -29,6 +29,7 @@ async def download_backup(
     Restore it with the bot stopped: copy it over DB_PATH (README, "Backups and upgrades").
     """
     source = services.db.path
+    name = backup_name()
     copy = await asyncio.to_thread(_scratch_file, source.parent)
     try:
         try:
@@ -38,7 +39,7 @@ async def download_backup(
         response = web.StreamResponse(
             headers={
                 "Content-Type": SQLITE_FILE.media_type,
-                "Content-Disposition": f'attachment; filename="{backup_name()}"',
+                "Content-Disposition": f'attachment; filename="{name}"',
                 "Cache-Control": "no-store",
             }
         )
@@ -54,6 +55,7 @@ async def download_backup(
         finally:
             file.close()
         await response.write_eof()
+        await asyncio.to_thread(record_backup, source, "api", name)
         return response
     finally:
         await asyncio.to_thread(copy.unlink, missing_ok=True)

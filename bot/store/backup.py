@@ -3,20 +3,35 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import sqlite3
 from contextlib import closing
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from bot.errors import StartupError
 
 log = logging.getLogger(__name__)
 
 
+BackupHow = Literal["api", "cli"]
+
+
 class BackupError(StartupError):
     """A backup could not be made; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class BackupRecord:
+    """The last backup made by the owner: when, how (admin API download or CLI), which file."""
+
+    at: datetime
+    how: BackupHow
+    target: str
 
 
 def backup_name(now: datetime | None = None) -> str:
@@ -103,3 +118,33 @@ def _copy(src: sqlite3.Connection, target: Path) -> None:
 async def backup_to(source: Path, target: Path, *, overwrite: bool = False) -> Path:
     """`backup_database` in a worker thread, so the event loop keeps serving."""
     return await asyncio.to_thread(backup_database, source, target, overwrite=overwrite)
+
+
+def record_path(db_path: Path) -> Path:
+    """The small file beside the database that remembers the last backup (any process's)."""
+    return db_path.with_name(f"{db_path.name}.last-backup.json")
+
+
+def record_backup(db_path: Path, how: BackupHow, target: str, now: datetime | None = None) -> None:
+    """Remember a finished backup of `db_path`; a failure to remember is logged, not raised."""
+    at = (now or datetime.now(UTC)).isoformat(timespec="seconds")
+    path = record_path(db_path)
+    partial = path.with_name(f".{path.name}.part")
+    try:
+        partial.write_text(json.dumps({"at": at, "how": how, "target": target}), encoding="utf-8")
+        partial.replace(path)
+    except OSError as exc:
+        log.warning("could not note the backup in %s (%s); the backup itself is fine", path, exc)
+
+
+def last_backup(db_path: Path) -> BackupRecord | None:
+    """The last backup `record_backup` noted for `db_path`, or None (none, or unreadable)."""
+    try:
+        data = json.loads(record_path(db_path).read_text(encoding="utf-8"))
+        how: BackupHow = "api" if data["how"] == "api" else "cli"
+        return BackupRecord(datetime.fromisoformat(data["at"]), how, str(data["target"]))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        log.debug("the backup record of %s is unreadable", db_path, exc_info=True)
+        return None

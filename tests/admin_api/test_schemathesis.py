@@ -21,7 +21,7 @@ from tests.fakes.llm_server import Text
 EXAMPLES = {GenerationMode.POSITIVE: 8, GenerationMode.NEGATIVE: 4}
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 # Streams that never end by themselves (tested on their own): a fuzzed call would only time out.
-ENDLESS = frozenset({"GET /api/logs/live"})
+ENDLESS = frozenset({"GET /api/logs/live", "GET /api/status/stream"})
 
 
 def fuzz(spec: dict[str, Any], base_url: str) -> tuple[Counter[int], list[str]]:

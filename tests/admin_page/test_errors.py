@@ -81,6 +81,7 @@ async def test_a_server_failure_is_a_sentence_that_stays_until_dismissed(ui: Ui)
 async def test_successes_go_by_themselves(ui: Ui) -> None:
     await ui.page.clock.install()
     await ui.login()
+    await ui.go("notes")  # Status is the landing screen
     form = ui.page.get_by_role("form", name="New note page")
     await form.get_by_label("New page title").fill("Groceries")
     await form.get_by_role("button", name="Create page").click()
@@ -132,6 +133,7 @@ async def test_a_refused_field_is_marked_next_to_the_field(ui: Ui) -> None:
 async def test_something_deleted_meanwhile(ui: Ui) -> None:
     page = await ui.api("POST", "/api/notes", json_body={"title": "Soon gone"})
     await ui.login()
+    await ui.go("notes")  # Status is the landing screen
     await expect(ui.page.locator(".note-tab")).to_have_count(1)
     await ui.api("DELETE", f"/api/notes/{page['id']}")  # another admin, meanwhile
     await ui.page.get_by_role("button", name="Delete page").click()

@@ -26,7 +26,7 @@ async def test_wrong_password_is_refused_visibly_then_login_and_logout(ui: Ui) -
 
     await ui.page.get_by_label("Admin password").fill(PASSWORD)
     await ui.page.get_by_role("button", name="Log in").click()
-    await expect(ui.page.locator("#screen-notes")).to_be_visible()
+    await expect(ui.page.locator("#screen-status")).to_be_visible()
     await expect(login).to_be_hidden()
     cookies = {c["name"]: c for c in await ui.context.cookies()}
     assert cookies[COOKIE_NAME]["httpOnly"] is True
@@ -46,7 +46,7 @@ async def test_keyboard_only_login_and_navigation(ui: Ui) -> None:
     await expect(ui.page.get_by_label("Admin password")).to_be_focused()
     await ui.page.keyboard.type(PASSWORD)
     await ui.page.keyboard.press("Enter")
-    await expect(ui.page.locator("#screen-notes")).to_be_visible()
+    await expect(ui.page.locator("#screen-status")).to_be_visible()
 
     logs_link = ui.page.locator('#nav a[data-screen="logs"]')
     for _ in range(20):

@@ -39,6 +39,7 @@ async def create_in_page(ui: Ui, title: str, section: str) -> None:
 
 async def test_create_edit_and_reorder_by_drag_and_drop(ui: Ui) -> None:
     await ui.login()
+    await ui.go("notes")  # Status is the landing screen
     await expect(ui.page.locator("#note-tabs")).to_contain_text("No note pages yet")
     await create_in_page(ui, "Alpha", "Work")
     await create_in_page(ui, "Beta", "Work")
@@ -88,6 +89,7 @@ async def test_keyboard_reorder_section_rename_and_delete(ui: Ui) -> None:
     for title, section in (("One", "A"), ("Two", "A"), ("Three", "B")):
         await ui.api("POST", "/api/notes", json_body={"title": title, "section": section})
     await ui.login()
+    await ui.go("notes")  # Status is the landing screen
     await tab(ui, "One").focus()
     await ui.page.keyboard.press("Enter")
     await expect(tab(ui, "One")).to_have_attribute("aria-current", "true")
@@ -124,6 +126,7 @@ async def test_a_refused_reorder_shows_the_api_error_and_reloads(ui: Ui) -> None
     for title in ("First", "Second"):
         await ui.api("POST", "/api/notes", json_body={"title": title})
     await ui.login()
+    await ui.go("notes")  # Status is the landing screen
     await expect(ui.page.locator(".note-tab")).to_have_count(2)
     # Another admin adds a page meanwhile: this page's order no longer lists every page.
     await ui.api("POST", "/api/notes", json_body={"title": "Meanwhile"})
@@ -152,6 +155,7 @@ async def test_a_hostile_note_renders_inert(ui: Ui) -> None:
         json_body={"title": '<img src=x onerror="window.__pwned=1">', "content": HOSTILE},
     )
     await ui.login()
+    await ui.go("notes")  # Status is the landing screen
     await expect(ui.page.locator(".note-tab")).to_have_text(
         '<img src=x onerror="window.__pwned=1">'
     )

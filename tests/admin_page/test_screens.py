@@ -18,6 +18,8 @@ EMPTY_STATES: dict[str, tuple[str, ...]] = {
     "logs": ("No LLM calls match yet.", "No logs yet. Every call to a model"),
     "memory": ("No sessions yet. One starts when", "No summaries yet.", "No saved knowledge yet."),
     "topics": ("No channel has a topic schedule yet.", "run /topic enable in the channel"),
+    "activity": ("No activity in this range yet.", "No model was called in this range."),
+    "tools": ("No MCP servers are configured.", "press Reload MCP configuration"),
 }
 
 

@@ -28,6 +28,7 @@ async def seed(ui: Ui) -> None:
 async def test_the_selector_filters_notes_and_a_page_moves_to_another_space(ui: Ui) -> None:
     await seed(ui)
     await ui.login()
+    await ui.go("notes")  # Status is the landing screen
     tabs = ui.page.locator(".note-tab")
     await expect(tabs).to_have_text(["Ramen shops", "Lenses"])
     # Both spaces on one screen: each section says whose it is.

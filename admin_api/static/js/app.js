@@ -1,23 +1,31 @@
 // The page: login, navigation between screens, the space selector, logout.
 
+import {ActivityScreen} from './activity.js';
 import {Api} from './api.js';
+import {LiveLogScreen} from './live_log_screen.js';
 import {LogsScreen} from './logs.js';
 import {MemoryScreen} from './memory.js';
 import {NotesScreen} from './notes.js';
 import {SettingsScreen} from './settings.js';
 import {SpaceChoice, SpacesScreen} from './spaces.js';
 import {Status, clearFieldErrors} from './status.js';
+import {StatusScreen} from './status_screen.js';
+import {ToolsScreen} from './tools.js';
 import {TopicsScreen} from './topics.js';
 
 const SCREENS = {
+  status: StatusScreen,
+  activity: ActivityScreen,
   notes: NotesScreen,
   logs: LogsScreen,
   settings: SettingsScreen,
   memory: MemoryScreen,
   topics: TopicsScreen,
   spaces: SpacesScreen,
+  tools: ToolsScreen,
+  'live-log': LiveLogScreen,
 };
-const DEFAULT_SCREEN = 'notes';
+const DEFAULT_SCREEN = 'status';
 
 /** Owns the screens and decides which one shows. */
 class App {
@@ -60,12 +68,18 @@ class App {
     }
   }
 
+  /** Let the screen on view stop what runs only while it shows (live streams). */
+  leave() {
+    if (this.current !== null) this.screens.get(this.current).screen.hide?.();
+  }
+
   hideAll() {
     this.login.hidden = true;
     for (const {root} of this.screens.values()) root.hidden = true;
   }
 
   showLogin(message) {
+    this.leave();
     this.loggedIn = false;
     this.current = null;
     this.hideAll();
@@ -113,6 +127,7 @@ class App {
       // What was said about the last screen no longer applies to this one.
       this.status.clear();
       clearFieldErrors(this.screens.get(this.current).root);
+      this.leave();
     }
     this.current = name;
     this.hideAll();
