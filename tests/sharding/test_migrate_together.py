@@ -46,9 +46,7 @@ async def test_two_processes_opening_a_fresh_file_at_once_both_start(tmp_path: P
         for process in processes:
             assert process.stdin is not None
             process.stdin.write(b"go\n")
-        results = await asyncio.wait_for(
-            asyncio.gather(*(p.communicate() for p in processes)), 60
-        )
+        results = await asyncio.wait_for(asyncio.gather(*(p.communicate() for p in processes)), 60)
         for process, (out, err) in zip(processes, results, strict=True):
             assert process.returncode == 0, err.decode()[-2000:]
             assert out.decode().strip() == "opened"
