@@ -188,14 +188,20 @@ class Settings(BaseSettings):
     @field_validator("shard_ids", mode="before")
     @classmethod
     def _split_shards(cls, value: Any) -> Any:
-        """Accept comma-separated shard numbers as well as JSON lists."""
+        """Accept comma-separated shard numbers and ranges (0,1 or 0-3, as a systemd instance
+        name `playchat@0-3` gives them) as well as JSON lists."""
         if isinstance(value, int):
             return [value]
         if isinstance(value, str):
-            parts = [part for part in value.replace(" ", "").split(",") if part]
-            if not all(part.isdigit() for part in parts):
-                raise ValueError("expected shard numbers separated by commas, e.g. 0,1")
-            return [int(part) for part in parts]
+            shards: list[int] = []
+            for part in (part for part in value.replace(" ", "").split(",") if part):
+                first, dash, last = part.partition("-")
+                if not first.isdigit() or (dash and not last.isdigit()):
+                    raise ValueError("expected shard numbers or ranges, e.g. 0,1 or 0-3")
+                if dash and int(last) < int(first):
+                    raise ValueError(f"the shard range {part} runs backwards")
+                shards.extend(range(int(first), int(last if dash else first) + 1))
+            return shards
         return value
 
     @field_validator("shard_ids")
