@@ -11,6 +11,7 @@ import socket
 import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from tests.bot_process import bot_env
@@ -167,4 +168,4 @@ async def wait_ready(server: FakeDiscord, guilds: Sequence[FakeGuild], after: in
     """Wait until each guild was announced to a live session of its shard (a process is ready
     for a server once its shard's GUILD_CREATE came)."""
     for guild in guilds:
-        await server.wait_for(lambda g=guild: ready_session(server, g, after), START)
+        await server.wait_for(partial(ready_session, server, guild, after), START)

@@ -20,7 +20,7 @@ WAIT = 10.0
 
 
 def _settings(tmp_path: Path) -> Settings:
-    return Settings(_env_file=None, db_path=tmp_path / "shared.db", llm_model="ollama/base")  # type: ignore[call-arg]
+    return Settings(_env_file=None, db_path=tmp_path / "shared.db", llm_model="ollama/base")
 
 
 class Heard:
