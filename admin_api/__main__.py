@@ -11,6 +11,7 @@ from admin_api.app import serve
 from admin_api.config import UnsafeBindError, admin_config, check_settings, start_warnings
 from bot.config import Settings, load_settings
 from bot.errors import StartupError
+from bot.ops.settings_sync import settings_synced
 from bot.services import open_services
 from bot.utils.log_setup import configure_logging
 
@@ -31,7 +32,10 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> int:
             await readiness.check()
             readiness.start(services.tasks, lambda: services.settings().readiness_interval)
             try:
-                async with await serve(services, config=admin_config(settings)) as server:
+                async with (
+                    settings_synced(services.settings, services.tasks),
+                    await serve(services, config=admin_config(settings)) as server,
+                ):
                     print(f"PlayChat admin API on {server.url}", file=sys.stderr)
                     await stop.wait()
             finally:

@@ -99,6 +99,7 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
     from admin_api.config import admin_config, start_warnings
     from bot.bot import run_discord
     from bot.ops.probes import scheduler_probe
+    from bot.ops.settings_sync import settings_synced
     from bot.topics.scheduler import TopicScheduler
 
     settings = services.settings()
@@ -114,6 +115,7 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
         await readiness.check()
         readiness.start(services.tasks, lambda: services.settings().readiness_interval)
         async with AsyncExitStack() as stack:
+            await stack.enter_async_context(settings_synced(services.settings, services.tasks))
             if settings.admin_enabled:
                 config = admin_config(settings)
                 try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import logging
@@ -118,6 +119,13 @@ class Settings(BaseSettings):
         default_factory=list,
         description="The shards this process serves, comma-separated, each below SHARD_COUNT "
         "(e.g. 0,1). Empty: every shard of SHARD_COUNT.",
+    )
+    settings_sync_interval: float = Field(
+        default=2.0,
+        ge=0.05,
+        le=60,
+        description="Seconds between checks for runtime settings changed by another process "
+        "on the same SQLite database (PostgreSQL tells the processes at once).",
     )
     space_retention_days: float | None = Field(
         default=None,
@@ -395,14 +403,20 @@ class Settings(BaseSettings):
     @field_validator("shard_ids", mode="before")
     @classmethod
     def _split_shards(cls, value: Any) -> Any:
-        """Accept comma-separated shard numbers as well as JSON lists."""
+        """Accept comma-separated shard numbers and ranges (0,1 or 0-3, as a systemd instance
+        name `playchat@0-3` gives them) as well as JSON lists."""
         if isinstance(value, int):
             return [value]
         if isinstance(value, str):
-            parts = [part for part in value.replace(" ", "").split(",") if part]
-            if not all(part.isdigit() for part in parts):
-                raise ValueError("expected shard numbers separated by commas, e.g. 0,1")
-            return [int(part) for part in parts]
+            shards: list[int] = []
+            for part in (part for part in value.replace(" ", "").split(",") if part):
+                first, dash, last = part.partition("-")
+                if not first.isdigit() or (dash and not last.isdigit()):
+                    raise ValueError("expected shard numbers or ranges, e.g. 0,1 or 0-3")
+                if dash and int(last) < int(first):
+                    raise ValueError(f"the shard range {part} runs backwards")
+                shards.extend(range(int(first), int(last if dash else first) + 1))
+            return shards
         return value
 
     @field_validator("shard_ids")
@@ -586,6 +600,7 @@ def mask_secret(value: str) -> dict[str, Any]:
 
 
 Listener = Callable[[Settings, frozenset[str]], None]
+SavedHook = Callable[[frozenset[str]], None]
 
 
 class InvalidSettings(ValidationError):
@@ -646,6 +661,9 @@ class RuntimeSettings:
         self._overrides: dict[str, Any] = {}
         self._current = base
         self._listeners: list[Listener] = []
+        self._saved_hooks: list[SavedHook] = []
+        # Serialises a local update with a reload, so neither sees the other half done.
+        self._changing = asyncio.Lock()
 
     def __call__(self) -> Settings:
         """The settings in effect right now."""
@@ -661,39 +679,73 @@ class RuntimeSettings:
         return dict(self._overrides)
 
     def subscribe(self, listener: Listener) -> None:
-        """Call `listener(settings, changed_keys)` after every change."""
+        """Call `listener(settings, changed_keys)` after every change (local or reloaded)."""
         self._listeners.append(listener)
+
+    def on_saved(self, hook: SavedHook) -> None:
+        """Call `hook(changed_keys)` after a change made here is stored (to tell other
+        processes); not after a reload."""
+        self._saved_hooks.append(hook)
 
     async def load(self) -> None:
         """Apply the overrides stored in the database (unknown or invalid ones are skipped)."""
         if self._repo is None:
             return
-        stored = await self._repo.all()
-        valid: dict[str, Any] = {}
-        for key, value in stored.items():
-            try:
-                valid[key] = check_runtime_values({key: value})[key]
-            except ValidationError as exc:
-                log.warning("ignoring stored setting %s: %s", key, exc)
-        self._overrides = {key: self._plain(value) for key, value in valid.items()}
+        self._overrides = await self._stored()
         self._rebuild()
+
+    async def reload(self) -> frozenset[str]:
+        """Apply what another process stored meanwhile; listeners hear of the changed keys
+        (overrides set, changed or reset to the environment). Nothing changed: no call."""
+        if self._repo is None:
+            return frozenset()
+        async with self._changing:
+            stored = await self._stored()
+            keys = set(stored) | set(self._overrides)
+            changed = frozenset(k for k in keys if stored.get(k) != self._overrides.get(k))
+            if not changed:
+                return changed
+            self._overrides = stored
+            self._rebuild()
+            self._tell(changed)
+        log.info("settings reloaded (changed elsewhere): %s", ", ".join(sorted(changed)))
+        return changed
 
     async def update(self, changes: dict[str, Any]) -> frozenset[str]:
         """Validate and store overrides (None resets a key to its environment value)."""
         parsed = check_runtime_values(changes)
-        if self._repo is not None:
-            await self._repo.set_many({key: self._plain(value) for key, value in parsed.items()})
-        for key, value in parsed.items():
-            if value is None:
-                self._overrides.pop(key, None)
-            else:
-                self._overrides[key] = self._plain(value)
-        self._rebuild()
-        changed = frozenset(parsed)
-        for listener in self._listeners:
-            listener(self._current, changed)
+        async with self._changing:
+            if self._repo is not None:
+                await self._repo.set_many(
+                    {key: self._plain(value) for key, value in parsed.items()}
+                )
+            for key, value in parsed.items():
+                if value is None:
+                    self._overrides.pop(key, None)
+                else:
+                    self._overrides[key] = self._plain(value)
+            self._rebuild()
+            changed = frozenset(parsed)
+            self._tell(changed)
+        for hook in self._saved_hooks:
+            hook(changed)
         log.info("settings changed: %s", ", ".join(sorted(changed)))
         return changed
+
+    async def _stored(self) -> dict[str, Any]:
+        """The valid stored overrides as plain values (invalid ones logged and skipped)."""
+        assert self._repo is not None
+        valid: dict[str, Any] = {}
+        for key, value in (await self._repo.all()).items():
+            try:
+                valid[key] = self._plain(check_runtime_values({key: value})[key])
+            except ValidationError as exc:
+                log.warning("ignoring stored setting %s: %s", key, exc)
+        return valid
+
+    def _tell(self, changed: frozenset[str]) -> None:
+        for listener in self._listeners:
+            listener(self._current, changed)
 
     def public_view(self) -> dict[str, Any]:
         """Every runtime-editable setting with secrets masked as {set, last4}."""

@@ -109,6 +109,7 @@ class UiText:
     runner_intents_disabled: str
     runner_bad_token: str
     busy: str
+    turn_interrupted: str
 
 
 def parse_ui_text(data: object, source: str = "catalogue") -> UiText:

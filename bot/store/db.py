@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager, closing
 from datetime import UTC, datetime
@@ -52,8 +53,22 @@ def _probe(path: str) -> None:
     """Open the file once with plain sqlite3, so a bad path fails here and not inside
     aiosqlite's worker thread (which, on a failed connect, outlives a closing event loop)."""
     with closing(sqlite3.connect(path)) as conn:
-        conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        _switch_to_wal(conn)
         conn.execute("PRAGMA user_version").fetchone()
+
+
+def _switch_to_wal(conn: sqlite3.Connection, within: float = 5.0) -> None:
+    """WAL mode, waiting for another process that switches the same new file at this moment:
+    SQLite reports that as "locked" at once (no busy timeout), so it is tried again briefly."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.05)  # a worker thread's pause; the other process needs milliseconds
 
 
 async def _snapshot_before_upgrade(conn: aiosqlite.Connection, db_path: Path) -> None:

@@ -277,7 +277,13 @@ async def migrate(
     """
     context = context or MigrationContext()
     goal = SCHEMA_VERSION if target is None else min(target, SCHEMA_VERSION)
-    version = await current_version(conn)
+    # The version is read under the write lock: another process starting at the same moment
+    # on the same file may be migrating it, and is then waited for (busy_timeout).
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = await current_version(conn)
+    finally:
+        await conn.execute("ROLLBACK")
     if version > SCHEMA_VERSION:
         raise DatabaseVersionError(
             f"The database is at schema version {version}, newer than this PlayChat "
@@ -289,6 +295,10 @@ async def migrate(
     try:
         for number in range(version + 1, goal + 1):
             await conn.execute("BEGIN IMMEDIATE")
+            if await current_version(conn) >= number:
+                # Applied by another process between our read and this lock.
+                await conn.execute("ROLLBACK")
+                continue
             try:
                 await _apply(conn, MIGRATIONS[number - 1], context)
                 problems = await _foreign_key_problems(conn)

@@ -1,17 +1,22 @@
-"""`python -m bot` processes pointed at the loopback Discord (for several-process tests)."""
+"""`python -m bot` and `python -m admin_api` processes for several-process tests: the bots
+pointed at the loopback Discord, their logs read as they are written."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import signal
+import socket
 import sys
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from tests.bot_process import bot_env
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_gateway import GatewaySession
+from tests.fakes.discord_server import FakeDiscord, FakeGuild
 
 # The real entry point, with discord.py pointed at the loopback server first.
 ENTRY = """
@@ -23,26 +28,64 @@ DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(sys.argv[2])
 from bot.__main__ import main
 sys.exit(main([]))
 """
+START = 60.0
 
 
 @dataclass
 class BotProcess:
-    """A running `python -m bot`; `stderr` (its log) is read once it has stopped."""
+    """A running child process; `stderr` (its log) grows as the process writes it."""
 
     process: asyncio.subprocess.Process
     stderr: str = ""
     stopped: bool = False
+    _reader: asyncio.Task[None] | None = None
+    _grew: asyncio.Condition = field(default_factory=asyncio.Condition)
 
-    async def stop(self, timeout: float = 30) -> int:
-        """SIGTERM, wait for the exit, keep its log; the exit code (again when stopped)."""
-        if not self.stopped:
-            if self.process.returncode is None:
-                self.process.send_signal(signal.SIGTERM)
-            _, err = await asyncio.wait_for(self.process.communicate(), timeout)
-            self.stderr = err.decode()
-            self.stopped = True
+    def __post_init__(self) -> None:
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        stream = self.process.stderr
+        assert stream is not None
+        while line := await stream.readline():
+            async with self._grew:
+                self.stderr += line.decode(errors="replace")
+                self._grew.notify_all()
+
+    async def wait_for_log(self, pattern: str, timeout: float = START, count: int = 1) -> str:
+        """Wait until the log matches `pattern` (`count` times); the last match."""
+
+        def matches() -> list[str]:
+            return [m.group(0) for m in re.finditer(pattern, self.stderr)]
+
+        async with self._grew:
+            try:
+                await asyncio.wait_for(
+                    self._grew.wait_for(lambda: len(matches()) >= count), timeout
+                )
+            except TimeoutError:
+                raise AssertionError(f"no {pattern!r} in the log:\n{self.stderr[-3000:]}") from None
+        return matches()[-1]
+
+    async def _finish(self, timeout: float) -> int:
+        await asyncio.wait_for(self.process.wait(), timeout)
+        if self._reader is not None:
+            await self._reader
+        self.stopped = True
         assert self.process.returncode is not None
         return self.process.returncode
+
+    async def stop(self, timeout: float = 30) -> int:
+        """SIGTERM, wait for the exit (its log read to the end); the exit code."""
+        if not self.stopped and self.process.returncode is None:
+            self.process.send_signal(signal.SIGTERM)
+        return await self._finish(timeout)
+
+    async def kill(self) -> int:
+        """SIGKILL: no shutdown at all, as when the machine or the OOM killer stops it."""
+        if self.process.returncode is None:
+            self.process.kill()
+        return await self._finish(30)
 
 
 @contextlib.asynccontextmanager
@@ -68,3 +111,61 @@ async def bot_process(
         yield running
     finally:
         await running.stop()
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class AdminProcess:
+    """`python -m admin_api` running alone; `url` is where it listens."""
+
+    running: BotProcess
+    url: str
+
+
+@contextlib.asynccontextmanager
+async def admin_process(db_path: Path, cwd: Path, **extra: str) -> AsyncIterator[AdminProcess]:
+    """Run the admin API alone on the same database; ready once it printed its address."""
+    env = bot_env(
+        db_path, ADMIN_HOST="127.0.0.1", ADMIN_PORT=str(free_port()), LOG_LEVEL="INFO", **extra
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "admin_api",
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    running = BotProcess(process)
+    try:
+        line = await running.wait_for_log(r"PlayChat admin API on (\S+)")
+        yield AdminProcess(running, line.rsplit(" ", 1)[-1])
+    finally:
+        await running.stop()
+
+
+def ready_session(server: FakeDiscord, guild: FakeGuild, after: int = 0) -> GatewaySession | None:
+    """The newest connected session of the guild's shard (beyond its first `after`) that has
+    been told of the guild, if any."""
+    sessions = server.sessions_of_shard(server.shard_of(guild.id))[after:]
+    for session in reversed(sessions):
+        if session.connection is not None and any(
+            e == "GUILD_CREATE" and d["id"] == str(guild.id) for _, e, d in session.events
+        ):
+            return session
+    return None
+
+
+async def wait_ready(server: FakeDiscord, guilds: Sequence[FakeGuild], after: int = 0) -> None:
+    """Wait until each guild was announced to a live session of its shard (a process is ready
+    for a server once its shard's GUILD_CREATE came)."""
+    for guild in guilds:
+        await server.wait_for(partial(ready_session, server, guild, after), START)

@@ -83,6 +83,15 @@ def test_settings_read_shard_count_and_ids(clean_env: pytest.MonkeyPatch) -> Non
     assert load_settings().shards.ids == frozenset(range(4))
 
 
+def test_shard_ids_take_ranges_as_a_systemd_instance_name_gives_them(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    clean_env.setenv("SHARD_COUNT", "8")
+    for given, ids in (("0-1", [0, 1]), ("4-7", [4, 5, 6, 7]), ("3", [3]), ("0-1,5", [0, 1, 5])):
+        clean_env.setenv("SHARD_IDS", given)
+        assert load_settings().shard_ids == ids, given
+
+
 @pytest.mark.parametrize(
     ("env", "sentence"),
     [
@@ -100,7 +109,16 @@ def test_settings_read_shard_count_and_ids(clean_env: pytest.MonkeyPatch) -> Non
         ),
         (
             {"SHARD_COUNT": "2", "SHARD_IDS": "-1"},
-            "SHARD_IDS=-1 is not valid: expected shard numbers separated by commas",
+            "SHARD_IDS=-1 is not valid: expected shard numbers or ranges, e.g. 0,1 or 0-3",
+        ),
+        (
+            {"SHARD_COUNT": "4", "SHARD_IDS": "3-1"},
+            "SHARD_IDS=3-1 is not valid: the shard range 3-1 runs backwards",
+        ),
+        (
+            {"SHARD_COUNT": "4", "SHARD_IDS": "2-4"},
+            "SHARD_IDS=2-4 is not valid: shard ids run from 0 to 3 (SHARD_COUNT=4); "
+            "out of range: 4",
         ),
     ],
 )

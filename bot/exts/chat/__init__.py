@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Final, Literal
 
 import discord
@@ -13,6 +14,7 @@ from discord.ext import commands
 from bot.bot import BotDeps
 from bot.chat.attachments import PreparedFiles
 from bot.chat.engine import TurnRequest
+from bot.chat.interrupted import close_interrupted, find_interrupted
 from bot.exts._access import AccessPolicy, Cooldown, Requester
 from bot.exts._common import deps_of, space_of_message
 from bot.exts._text import readable_mentions, strip_bot_mention, thread_name
@@ -85,6 +87,25 @@ class Chat(commands.Cog):
         self.windows = ChannelWindows(clock=deps.clock)
         self.locks = KeyedLocks()
         self.files = AttachmentReader(deps.services.attachment_intake)
+        self.started = datetime.now(UTC)
+        self._caught_up = False
+
+    @commands.Cog.listener()
+    async def on_ready(self) -> None:
+        """Once connected: tell users whose turn a restart cut off (bot.chat.interrupted)."""
+        if self._caught_up:
+            return
+        self._caught_up = True
+        services = self.deps.services
+        settings = services.settings()
+        turns = await find_interrupted(services.db, settings.shards.owns_space, self.started)
+
+        async def post(channel_id: int, text: str) -> None:
+            await self.bot.get_partial_messageable(channel_id).send(text, suppress_embeds=True)
+
+        await close_interrupted(
+            turns, services.repos.messages, ui_text(settings.language).turn_interrupted, post
+        )
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:

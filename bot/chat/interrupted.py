@@ -1,0 +1,94 @@
+"""Turns cut off by a restart: the user's message was stored, the answer never was.
+
+A process killed mid-turn (a crash, SIGKILL, the machine going down) has stored the user's
+message (before the model is asked) but no answer, and Discord will not deliver the message
+again. On start the bot looks for such messages in its own shards' conversations: the last
+message of a Discord conversation, from a user, written shortly before this process started.
+Each gets a short notice in its thread ("I was restarted … please send it again"), stored as
+the answer, so the history says what happened and no later start repeats it. The half-streamed
+reply the user may have seen stays as it was; answering again late, after the user may have
+moved on or asked elsewhere, would be more surprising than an honest notice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from bot.store.db import Database
+from bot.store.messages import MessageRepository
+
+log = logging.getLogger(__name__)
+
+# Older than this, a question without an answer is left alone: the user has moved on.
+WINDOW = timedelta(minutes=15)
+
+# The SQL lives here, not in a repository, to stay out of the store's port to PostgreSQL
+# (plain SQL that both engines run).
+_UNANSWERED = """
+SELECT m.id, m.space_id, m.session_id, m.discord_message_id, s.discord_channel_id
+FROM messages m JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id
+WHERE m.role = 'user' AND m.archived_at IS NULL AND m.discord_message_id IS NOT NULL
+  AND s.discord_channel_id IS NOT NULL AND s.closed_at IS NULL
+  AND m.created_at >= ? AND m.created_at < ?
+  AND NOT EXISTS (
+    SELECT 1 FROM messages n WHERE n.session_id = m.session_id AND n.id > m.id
+  )
+ORDER BY m.id
+"""
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """A user's message whose turn a restart cut off."""
+
+    message_id: int
+    space_id: str
+    session_id: str
+    discord_message_id: int
+    channel_id: int
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+async def find_interrupted(
+    db: Database, owned: Callable[[str], bool], started: datetime, window: timedelta = WINDOW
+) -> list[Interrupted]:
+    """Unanswered user messages of this process's spaces written within `window` before
+    `started` (messages from after it are this process's own turns)."""
+    rows = await db.fetchall(_UNANSWERED, (_iso(started - window), _iso(started)))
+    found = [
+        Interrupted(
+            int(row["id"]),
+            str(row["space_id"]),
+            str(row["session_id"]),
+            int(row["discord_message_id"]),
+            int(row["discord_channel_id"]),
+        )
+        for row in rows
+    ]
+    return [turn for turn in found if owned(turn.space_id)]
+
+
+async def close_interrupted(
+    turns: list[Interrupted],
+    messages: MessageRepository,
+    notice: str,
+    post: Callable[[int, str], Awaitable[None]],
+) -> int:
+    """Store `notice` as each turn's answer, then `post(channel_id, notice)`; how many."""
+    for turn in turns:
+        await messages.add(
+            turn.space_id, turn.session_id, "assistant", notice, reply_to=turn.message_id
+        )
+        try:
+            await post(turn.channel_id, notice)
+        except Exception as exc:  # a deleted thread, a lost permission: the rest still go
+            log.warning("could not post the restart notice in %d: %s", turn.channel_id, exc)
+    if turns:
+        log.info("%d turns were cut off by a restart; their users were told", len(turns))
+    return len(turns)

@@ -1,0 +1,152 @@
+"""Runtime settings changed in one process reach the others: SQLite by a periodic check of
+app_settings, PostgreSQL by LISTEN/NOTIFY (`playchat_settings`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from bot.config import RuntimeSettings, Settings
+from bot.ops.pg_notify import PostgresNotifier, asyncpg_dsn
+from bot.ops.settings_sync import CHANNEL, SettingsSync, notifier_for
+from bot.store.app_settings import AppSettingsRepository
+from bot.store.db import Database
+from bot.utils.tasks import BackgroundTasks
+
+WAIT = 10.0
+
+
+def _settings(tmp_path: Path) -> Settings:
+    return Settings(_env_file=None, db_path=tmp_path / "shared.db", llm_model="ollama/base")
+
+
+class Heard:
+    """The changes a RuntimeSettings told its listeners of, awaitable one by one."""
+
+    def __init__(self, runtime: RuntimeSettings) -> None:
+        self.changes: asyncio.Queue[tuple[Settings, frozenset[str]]] = asyncio.Queue()
+        runtime.subscribe(lambda settings, keys: self.changes.put_nowait((settings, keys)))
+
+    async def next(self) -> tuple[Settings, frozenset[str]]:
+        """The next change (fails after WAIT seconds)."""
+        return await asyncio.wait_for(self.changes.get(), WAIT)
+
+
+@asynccontextmanager
+async def _process(
+    settings: Settings, repo: AppSettingsRepository | None = None, *, pg_url: str | None = None
+) -> AsyncIterator[tuple[RuntimeSettings, Heard]]:
+    """What one process holds: its database, runtime settings and the sync (polling fast)."""
+    async with AsyncExitStack() as stack:
+        if repo is None:
+            db = await Database.open(settings.db_path)
+            stack.push_async_callback(db.close)
+            repo = AppSettingsRepository(db)
+        runtime = RuntimeSettings(settings, repo)
+        await runtime.load()
+        tasks = BackgroundTasks()
+        stack.push_async_callback(tasks.close)
+        sync = SettingsSync(runtime, tasks, notifier=notifier_for(pg_url), interval=0.05)
+        await sync.start()
+        stack.push_async_callback(sync.stop)
+        yield runtime, Heard(runtime)
+
+
+async def test_a_change_and_a_reset_in_one_process_reach_the_other_on_sqlite(
+    tmp_path: Path,
+) -> None:
+    settings = _settings(tmp_path)
+    async with _process(settings) as (one, heard_one), _process(settings) as (two, heard_two):
+        await one.update({"llm_model": "ollama/changed", "system_prompt_extra": "Be brief."})
+        _, local = await heard_one.next()
+        reloaded, keys = await heard_two.next()
+        assert local == keys == {"llm_model", "system_prompt_extra"}
+        assert reloaded.llm_model == "ollama/changed" == two().llm_model
+        assert two().system_prompt_extra == "Be brief."
+        # A reset (override deleted: back to the environment's value) travels too.
+        await two.update({"llm_model": None})
+        _, keys = await heard_one.next()
+        assert keys == {"llm_model"} and one().llm_model == "ollama/base"
+        assert one().system_prompt_extra == "Be brief."
+        assert one.overrides() == two.overrides() == {"system_prompt_extra": "Be brief."}
+        await heard_two.next()  # its own change
+        # Nothing else was announced: a process does not hear its own change again.
+        await one.update({"language": "en"})
+        await heard_two.next()
+        await heard_one.next()
+        assert heard_one.changes.empty() and heard_two.changes.empty()
+
+
+async def test_the_sqlite_check_reads_app_settings_and_stops_with_the_process(
+    tmp_path: Path,
+) -> None:
+    settings = _settings(tmp_path)
+    async with _process(settings) as (runtime, heard):
+        db = await Database.open(settings.db_path)
+        try:
+            # Another process's write, straight into the table.
+            await AppSettingsRepository(db).set_many({"user_cooldown_seconds": 9})
+            _, keys = await heard.next()
+        finally:
+            await db.close()
+        assert keys == {"user_cooldown_seconds"} and runtime().user_cooldown_seconds == 9
+
+
+class SharedOverrides(AppSettingsRepository):
+    """app_settings as one dict shared by several "processes" (the PostgreSQL store is not
+    here yet; only the notification travels through PostgreSQL in this test)."""
+
+    def __init__(self, rows: dict[str, Any]) -> None:
+        self.rows = rows
+
+    async def all(self) -> dict[str, Any]:
+        """Every stored override."""
+        return dict(self.rows)
+
+    async def set_many(self, values: dict[str, Any]) -> None:
+        """Store overrides (None removes one)."""
+        for key, value in values.items():
+            if value is None:
+                self.rows.pop(key, None)
+            else:
+                self.rows[key] = value
+
+
+async def test_postgresql_listen_notify_tells_every_process_at_once(
+    tmp_path: Path, postgres_db: str
+) -> None:
+    settings = _settings(tmp_path)
+    rows: dict[str, Any] = {}
+    url = postgres_db.replace("postgresql://", "postgresql+asyncpg://")
+    assert isinstance(notifier_for(url), PostgresNotifier)
+    assert notifier_for("sqlite:///data/playchat.db") is None and notifier_for(None) is None
+    async with (
+        _process(settings, SharedOverrides(rows), pg_url=url) as (one, heard_one),
+        _process(settings, SharedOverrides(rows), pg_url=url) as (two, heard_two),
+    ):
+        await one.update({"system_prompt_extra": "From process one."})
+        await heard_one.next()
+        _, keys = await heard_two.next()
+        assert keys == {"system_prompt_extra"}
+        assert two().system_prompt_extra == "From process one."
+        await two.update({"system_prompt_extra": None})
+        _, keys = await heard_one.next()
+        assert keys == {"system_prompt_extra"} and one().system_prompt_extra == ""
+
+
+async def test_the_notifier_uses_the_playchat_settings_channel(postgres_db: str) -> None:
+    import asyncpg  # type: ignore[import-untyped]
+
+    heard: asyncio.Queue[str] = asyncio.Queue()
+    conn = await asyncpg.connect(asyncpg_dsn(postgres_db))
+    try:
+        await conn.add_listener(CHANNEL, lambda *args: heard.put_nowait(args[2]))
+        notifier = PostgresNotifier(postgres_db, CHANNEL)
+        await notifier.notify()
+        assert await asyncio.wait_for(heard.get(), WAIT) == "playchat_settings"
+        await notifier.close()
+    finally:
+        await conn.close()
