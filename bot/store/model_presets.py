@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
 from dataclasses import dataclass
 
 from bot.errors import ConflictError
-from bot.store.db import Database, utcnow
+from bot.store.db import Database, IntegrityError, Row, utcnow
 
 log = logging.getLogger(__name__)
 # Model strings name their provider first ("ollama/qwen3:8b"); the label is the model's own name.
@@ -27,7 +26,7 @@ class ModelPreset:
 _COLUMNS = "id, label, value, created_at"
 
 
-def _preset(row: sqlite3.Row) -> ModelPreset:
+def _preset(row: Row) -> ModelPreset:
     return ModelPreset(
         id=row["id"], label=row["label"], value=row["value"], created_at=row["created_at"]
     )
@@ -58,14 +57,13 @@ class ModelPresetRepository:
         now = utcnow()
         async with self._db.transaction() as conn:
             # One statement, so processes starting together over one database add it once.
-            cursor = await conn.execute(
+            preset_id = await conn.insert(
                 "INSERT INTO model_presets (label, value, created_at) "
                 "SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM model_presets)",
                 (label, model, now),
             )
-            if cursor.rowcount == 0:
+            if preset_id == 0:
                 return None
-            preset_id = int(cursor.lastrowid or 0)
         log.info("added the configured model %s as the first model preset", model)
         return ModelPreset(preset_id, label, model, now)
 
@@ -80,11 +78,11 @@ class ModelPresetRepository:
         """Add a preset; ConflictError when the model value is already listed."""
         now = utcnow()
         try:
-            preset_id = await self._db.execute(
+            preset_id = await self._db.insert(
                 "INSERT INTO model_presets (label, value, created_at) VALUES (?, ?, ?)",
                 (label, value, now),
             )
-        except sqlite3.IntegrityError as exc:
+        except IntegrityError as exc:
             raise _duplicate(value) from exc
         return ModelPreset(preset_id, label, value, now)
 
@@ -101,7 +99,7 @@ class ModelPresetRepository:
                 )
                 if cursor.rowcount == 0:
                     return None
-        except sqlite3.IntegrityError as exc:
+        except IntegrityError as exc:
             raise _duplicate(value or "") from exc
         return await self.get(preset_id)
 

@@ -25,11 +25,10 @@ returned as plain text plus match offsets (never HTML).
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from bot.store.db import Database
+from bot.store.db import Database, Row
 from bot.store.spaces import SpaceScope, in_space
 
 SearchKind = Literal["messages", "notes", "knowledge"]
@@ -211,7 +210,7 @@ def _short_filter(kind: _Kind, short: list[str]) -> tuple[str, list[str]]:
     return "".join(clauses), params
 
 
-def _hit(kind: SearchKind, row: sqlite3.Row, snippet: Snippet, rank: float) -> SearchHit:
+def _hit(kind: SearchKind, row: Row, snippet: Snippet, rank: float) -> SearchHit:
     return SearchHit(
         kind=kind,
         id=row["id"],
@@ -286,7 +285,7 @@ class SearchRepository:
         rows = await self._db.fetchall(
             f"SELECT {kind.select}, {text_columns} FROM "
             f"(SELECT * FROM {kind.table} WHERE {where} ORDER BY id DESC LIMIT ?) t "
-            f"WHERE 1{short_sql} ORDER BY t.id DESC LIMIT ?",
+            f"WHERE TRUE{short_sql} ORDER BY t.id DESC LIMIT ?",
             (*params, RECENT_WINDOW, *short_params, limit),
         )
         hits = []

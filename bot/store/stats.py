@@ -56,9 +56,7 @@ class StatsRepository:
             """
         )
         assert row is not None  # an aggregate SELECT always yields one row
-        page_count = await self._db.scalar("PRAGMA page_count")
-        page_size = await self._db.scalar("PRAGMA page_size")
         return Stats(
             **{key: row[key] for key in row.keys()},  # noqa: SIM118 - Row has no iter of keys
-            db_bytes=int(page_count or 0) * int(page_size or 0),
+            db_bytes=await self._db.size_bytes(),
         )

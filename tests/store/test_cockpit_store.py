@@ -15,7 +15,7 @@ from bot.store.db import Database
 from bot.store.knowledge import KnowledgeRepository
 from bot.store.messages import MessageRepository
 from bot.store.migration_cockpit import migrate_cockpit
-from bot.store.migrations import MIGRATIONS, migrate
+from bot.store.migrations import migrate, number_of
 from bot.store.notes import NoteRepository
 from bot.store.search import SearchRepository, parse_snippet
 from bot.store.sessions import SessionRepository
@@ -278,7 +278,7 @@ async def test_triggers_keep_the_index_in_step_with_edits_and_deletes(db: Databa
 
 async def test_the_migration_indexes_existing_rows(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    before = MIGRATIONS.index(migrate_cockpit)  # the schema version just before it
+    before = number_of(migrate_cockpit) - 1  # the schema version just before it
     conn = await aiosqlite.connect(path, isolation_level=None)
     try:
         await migrate(conn, target=before)

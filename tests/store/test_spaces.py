@@ -53,7 +53,7 @@ def test_space_ids_parse_and_format() -> None:
     with pytest.raises(ValidationError):
         local_space("a/b")
     assert in_space(A) == ("space_id = ?", (A,))
-    assert in_space(ALL_SPACES) == ("1", ())
+    assert in_space(ALL_SPACES) == ("TRUE", ())
     with pytest.raises(TypeError):
         in_space(None)  # type: ignore[arg-type]
 
