@@ -59,6 +59,10 @@ _PRAGMAS = (
 )
 
 
+_DRAIN_ROUNDS = 50
+_QUIET_TURNS = 3
+
+
 class IntegrityError(sqlite3.IntegrityError):
     """A constraint failed (unique, foreign key, check) on either engine."""
 
@@ -239,6 +243,10 @@ class Database:
         self._writer = writer
         self._reader = reader
         self._write_lock = asyncio.Lock()
+        # One SQLAlchemy connection is not safe for concurrent use: the SQLite reader serves
+        # one statement at a time (as aiosqlite's queue did before).
+        self._read_lock = asyncio.Lock()
+        self._started = 0  # statements begun, so close() can tell when work has gone quiet
 
     @classmethod
     async def connect(cls, url: str, *, local_space: str | None = None) -> Database:
@@ -308,17 +316,34 @@ class Database:
         return cls(engine, "postgresql", location)
 
     async def close(self) -> None:
-        """Close the connections."""
-        if self._reader is not None:
-            await self._reader.close()
-        if self._writer is not None:
-            await self._writer.close()
-        await self._engine.dispose()
+        """Close the connections once the work under way has gone quiet (see `_drain`)."""
+        await self._drain()
+        async with self._write_lock, self._read_lock:
+            if self._reader is not None:
+                await self._reader.close()
+            if self._writer is not None:
+                await self._writer.close()
+            await self._engine.dispose()
+
+    async def _drain(self) -> None:
+        """Wait until no statement has begun for a few loop turns (bounded): a task in the
+        middle of a chain of statements (read, then write) finishes it instead of meeting a
+        closed database halfway, as it did when each connection had its own thread queue."""
+        for _ in range(_DRAIN_ROUNDS):
+            seen = self._started
+            async with self._write_lock, self._read_lock:
+                pass
+            for _ in range(_QUIET_TURNS):
+                await asyncio.sleep(0)
+            if seen == self._started and not self._write_lock.locked():
+                return
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[Connection]:
+        self._started += 1
         if self._reader is not None:
-            yield Connection(self._reader, self.dialect)
+            async with self._read_lock:
+                yield Connection(self._reader, self.dialect)
             return
         async with self._engine.connect() as conn:
             await conn.execution_options(isolation_level="AUTOCOMMIT")
@@ -343,6 +368,7 @@ class Database:
     async def transaction(self) -> AsyncIterator[Connection]:
         """A write transaction (SQLite: BEGIN IMMEDIATE on the one writer); commits on
         success, rolls back on error."""
+        self._started += 1
         if self._writer is None:
             async with self._engine.begin() as pooled:
                 yield Connection(pooled, self.dialect)

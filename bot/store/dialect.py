@@ -152,5 +152,7 @@ class Row:
 
 def make_rows(columns: Sequence[str], values: Sequence[Sequence[Any]]) -> list[Row]:
     """Rows sharing one column index."""
-    index = {name: position for position, name in reversed(list(enumerate(columns)))}
+    index: dict[str, int] = {}
+    for position, name in enumerate(columns):
+        index.setdefault(name, position)  # a repeated name answers with its first column
     return [Row(index, tuple(row)) for row in values]

@@ -46,10 +46,11 @@ class MemoryRepository:
     async def live(self, space: str, session_id: str, limit: int | None = None) -> list[Memory]:
         """Summaries in effect for a session (not condensed into another), oldest first;
         with `limit`, only the newest that many."""
+        bound = "" if limit is None else f" LIMIT {int(limit)}"
         rows = await self._db.fetchall(
             f"SELECT {_COLUMNS} FROM memories WHERE space_id = ? AND session_id = ? "
-            "AND condensed_into IS NULL ORDER BY id DESC LIMIT ?",
-            (space, session_id, -1 if limit is None else limit),
+            f"AND condensed_into IS NULL ORDER BY id DESC{bound}",
+            (space, session_id),
         )
         return [_memory(row) for row in reversed(rows)]
 

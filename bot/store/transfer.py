@@ -351,8 +351,8 @@ class _ImportPlan:
 
     async def _insert_memories(self, conn: Connection) -> dict[int, int]:
         """Summaries in id order, then condensed links; returns old id → new id."""
-        first = await _reserve_ids(conn, "memories", len(self.memories))
-        memory_map = {memory.id: first + n for n, memory in enumerate(self.memories)}
+        ids = await _reserve_ids(conn, "memories", len(self.memories))
+        memory_map = {memory.id: ids[n] for n, memory in enumerate(self.memories)}
         await conn.executemany(
             "INSERT INTO memories (id, space_id, session_id, summary, level, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -381,8 +381,8 @@ class _ImportPlan:
 
     async def _insert_messages(self, conn: Connection, memory_map: dict[int, int]) -> None:
         """Messages in id order with replies (even to later messages) and summaries renumbered."""
-        first = await _reserve_ids(conn, "messages", len(self.messages))
-        message_map = {message.id: first + n for n, (message, _) in enumerate(self.messages)}
+        ids = await _reserve_ids(conn, "messages", len(self.messages))
+        message_map = {message.id: ids[n] for n, (message, _) in enumerate(self.messages)}
         await conn.executemany(
             "INSERT INTO messages (id, space_id, session_id, role, content, author_id, "
             "author_name, discord_message_id, reply_to, archived_at, memory_id, created_at) "
@@ -407,22 +407,24 @@ class _ImportPlan:
         )
 
 
-async def _reserve_ids(conn: Connection, table: Literal["messages", "memories"], count: int) -> int:
-    """The first of `count` consecutive row ids reserved for explicit inserts into `table`.
+async def _reserve_ids(
+    conn: Connection, table: Literal["messages", "memories"], count: int
+) -> list[int]:
+    """`count` new row ids for explicit inserts into `table`, ascending, never used before.
 
-    SQLite: the ids AUTOINCREMENT would hand out next (never a used one); the caller's write
-    transaction holds the only writer. PostgreSQL: the table is locked against inserts for the
-    rest of the transaction and its identity sequence moved past the block.
+    SQLite: the ids AUTOINCREMENT would hand out next; the caller's write transaction holds
+    the only writer. PostgreSQL: taken from the table's identity sequence (other writers go on
+    taking theirs meanwhile; no table lock, so no lock-order deadlock with them).
     """
+    if count <= 0:
+        return []
     if conn.dialect == "postgresql":
-        sequence = f"pg_get_serial_sequence('{table}', 'id')"
-        await conn.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
         rows = await conn.execute_fetchall(
-            f"SELECT GREATEST(nextval({sequence}), (SELECT COALESCE(MAX(id), 0) + 1 FROM {table}))"
+            f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) AS id "
+            "FROM generate_series(1, ?) ORDER BY id",
+            (count,),
         )
-        first = int(rows[0][0])
-        await conn.execute(f"SELECT setval({sequence}, ?)", (first + max(count, 1) - 1,))
-        return first
+        return [int(row[0]) for row in rows]
     rows = list(
         await conn.execute_fetchall(
             f"SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), "
@@ -430,7 +432,8 @@ async def _reserve_ids(conn: Connection, table: Literal["messages", "memories"],
             (table,),
         )
     )
-    return int(rows[0][0]) + 1
+    first = int(rows[0][0]) + 1
+    return list(range(first, first + count))
 
 
 async def _any_exists(conn: Connection, sql: str, values: list[Any]) -> bool:
