@@ -15,6 +15,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import ConfigurationError, ValidationError
+from bot.store.dialect import dialect_of, sqlite_url
 from bot.store.spaces import DEFAULT_LOCAL_NAME, LOCAL_NAME_PATTERN, local_space
 
 if TYPE_CHECKING:
@@ -48,7 +49,9 @@ RUNTIME_KEYS = frozenset(
     }
 )
 IdList = Annotated[list[int], NoDecode]
-SECRET_KEYS = frozenset({"llm_api_key", "discord_token", "admin_password", "admin_token"})
+SECRET_KEYS = frozenset(
+    {"llm_api_key", "discord_token", "admin_password", "admin_token", "database_url"}
+)
 
 
 class Settings(BaseSettings):
@@ -91,6 +94,8 @@ class Settings(BaseSettings):
     system_prompt_extra: str = ""
 
     db_path: Path = Path("data/playchat.db")
+    # sqlite:///FILE or postgresql://USER:PASSWORD@HOST/DB; unset: sqlite:/// + DB_PATH.
+    database_url: SecretStr = SecretStr("")
     kb_dir: Path = Path("knowledge_base")
     language: Literal["ja", "en"] = "ja"
     local_space: Annotated[str, Field(pattern=LOCAL_NAME_PATTERN)] = DEFAULT_LOCAL_NAME
@@ -164,6 +169,14 @@ class Settings(BaseSettings):
             return [int(part) for part in parts]
         return value
 
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, value: SecretStr) -> SecretStr:
+        """Only sqlite:/// and postgresql:// URLs (the error names both)."""
+        if value.get_secret_value():
+            dialect_of(value.get_secret_value())
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper_level(cls, value: Any) -> Any:
@@ -216,6 +229,10 @@ class Settings(BaseSettings):
         """The plain value of a secret setting, or '' when unset."""
         value = getattr(self, name)
         return value.get_secret_value() if isinstance(value, SecretStr) else ""
+
+    def database(self) -> str:
+        """The DATABASE_URL in effect (the SQLite file at DB_PATH unless one is set)."""
+        return self.secret("database_url") or sqlite_url(self.db_path)
 
     def secret_values(self) -> list[str]:
         """The plain values of the secret settings that are set (to mask them in output)."""
