@@ -17,7 +17,14 @@ from typing import Final
 
 BASELINE_VERSION: Final = 4
 
-# Tables in dependency order (a table after every table it references).
+# Tables in dependency order (a table after every table it references), as TABLES_SQL.
+TABLE_ORDER: Final = (
+    "spaces", "sessions", "memories", "messages", "message_tags", "memory_tags",
+    "knowledge_entries", "knowledge_sources", "local_knowledge_docs", "note_pages",
+    "session_note_pages", "app_settings", "model_presets", "model_token_factors", "api_logs",
+    "attachments", "topic_channels", "topic_posts", "admin_sessions", "word_pool", "tool_calls",
+)  # fmt: skip
+
 TABLES_SQL: Final = """
 CREATE TABLE spaces (
     id TEXT PRIMARY KEY,
