@@ -18,7 +18,6 @@ from tests.store.test_cockpit_store import seed_search
 from tests.store.test_spaces import fill
 from tests.store.test_transfer import export_with_odd_ids, transfer_over
 
-
 T = "2026-01-02T03:04:05+00:00"
 OPERATOR_ROWS = (
     ("INSERT INTO local_knowledge_docs (path, title, content_hash, embedding_json, embed_model, "
