@@ -35,10 +35,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "command",
         nargs="?",
         default="run",
-        choices=["run", "chat", "backup"],
+        choices=["run", "chat", "backup", "migrate-db"],
         help="run: the Discord bot and admin API (default); chat: a terminal chat; "
-        "backup PATH: a consistent copy of the database (also while the bot runs)",
+        "backup PATH: a consistent copy of the database (also while the bot runs); "
+        "migrate-db --to URL: copy the SQLite database at DB_PATH into an empty PostgreSQL",
     )
+    parser.add_argument("--to", metavar="URL", help="migrate-db: the postgresql:// URL to fill")
     parser.add_argument(
         "path", nargs="?", help="backup: the file to write, or a folder (ending in /) to write into"
     )
@@ -50,6 +52,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.command == "backup" and args.path is None:
         parser.error("backup needs a PATH, e.g.: python -m bot backup backups/")
+    if args.command == "migrate-db" and not (args.to or "").startswith("postgres"):
+        parser.error("migrate-db needs --to postgresql://USER:PASSWORD@HOST/DB")
     if args.command != "backup" and args.path is not None:
         parser.error(f"{args.command} takes no PATH")
     return args
@@ -162,8 +166,14 @@ def bind_failure(host: str, port: int, exc: OSError) -> StartupError:
 
 def backup(settings: Settings, target: str) -> int:
     """`python -m bot backup PATH`: copy the database consistently, also while the bot runs."""
-    from bot.store.backup import backup_database, record_backup, resolve_target
+    from bot.store.backup import BackupError, backup_database, record_backup, resolve_target
+    from bot.store.dialect import dialect_of
 
+    if dialect_of(settings.database()) == "postgresql":
+        raise BackupError(
+            "DATABASE_URL names PostgreSQL: back it up with pg_dump (e.g. pg_dump -Fc -f "
+            "playchat.dump DBNAME); python -m bot backup copies SQLite files only."
+        )
     written = backup_database(settings.db_path, resolve_target(target))
     record_backup(settings.db_path, "cli", str(written))
     print(written)
@@ -199,9 +209,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def migrate_db(settings: Settings, url: str) -> int:
+    """`python -m bot migrate-db --to URL`: copy DB_PATH into an empty PostgreSQL, verified."""
+    from bot.store.copy import copy_sqlite_to_postgresql
+
+    report = asyncio.run(copy_sqlite_to_postgresql(settings.db_path, url))
+    for table in report:
+        print(f"{table.table}: {table.rows} rows, checksum {table.checksum[:16]} (matches)")
+    print(f"Copied and verified {sum(t.rows for t in report)} rows; set DATABASE_URL to use it.")
+    return 0
+
+
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "backup":
         return backup(settings, args.path)
+    if args.command == "migrate-db":
+        return migrate_db(settings, args.to)
     if args.command == "run":
         # The admin API and Discord are imported for `run` only: the chat starts without them.
         from admin_api.config import UnsafeBindError, check_settings

@@ -24,6 +24,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import ConfigurationError, ValidationError
+from bot.store.dialect import dialect_of, sqlite_url
 from bot.store.shards import ShardFilter
 from bot.store.spaces import DEFAULT_LOCAL_NAME, LOCAL_NAME_PATTERN, local_space
 
@@ -58,7 +59,9 @@ RUNTIME_KEYS = frozenset(
     }
 )
 IdList = Annotated[list[int], NoDecode]
-SECRET_KEYS = frozenset({"llm_api_key", "discord_token", "admin_password", "admin_token"})
+SECRET_KEYS = frozenset(
+    {"llm_api_key", "discord_token", "admin_password", "admin_token", "database_url"}
+)
 
 
 class Settings(BaseSettings):
@@ -205,6 +208,11 @@ class Settings(BaseSettings):
     )
 
     db_path: Path = Field(default=Path("data/playchat.db"), description="The SQLite database file.")
+    database_url: SecretStr = Field(
+        default=SecretStr(""),
+        description="sqlite:///FILE or postgresql://USER:PASSWORD@HOST/DB (secret); "
+        "empty: the SQLite file at DB_PATH.",
+    )
     kb_dir: Path = Field(
         default=Path("knowledge_base"), description="Folder of the local Markdown knowledge base."
     )
@@ -440,6 +448,14 @@ class Settings(BaseSettings):
             raise ValueError("a shard id is listed twice")
         return sorted(value)
 
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, value: SecretStr) -> SecretStr:
+        """Only sqlite:/// and postgresql:// URLs (the error names both)."""
+        if value.get_secret_value():
+            dialect_of(value.get_secret_value())
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper_level(cls, value: Any) -> Any:
@@ -497,6 +513,10 @@ class Settings(BaseSettings):
         """The plain value of a secret setting, or '' when unset."""
         value = getattr(self, name)
         return value.get_secret_value() if isinstance(value, SecretStr) else ""
+
+    def database(self) -> str:
+        """The DATABASE_URL in effect (the SQLite file at DB_PATH unless one is set)."""
+        return self.secret("database_url") or sqlite_url(self.db_path)
 
     def secret_values(self) -> list[str]:
         """The plain values of the secret settings that are set (to mask them in output)."""

@@ -201,7 +201,7 @@ class _Memory:
 
 async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOptions) -> _Core:
     """The database and its repositories, the settings in effect, tasks, the LLM gateway."""
-    db = await Database.open(settings.db_path, local_space=settings.local_space_id)
+    db = await Database.connect(settings.database(), local_space=settings.local_space_id)
     stack.push_async_callback(db.close)
     repos = Repositories.over(db)
     runtime = RuntimeSettings(settings, repos.app_settings)

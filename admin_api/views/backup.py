@@ -29,6 +29,8 @@ async def download_backup(
     Restore it with the bot stopped: copy it over DB_PATH (README, "Backups and upgrades").
     """
     source = services.db.path
+    if source is None:  # PostgreSQL: no file to copy
+        raise ApiError(503, "backup_failed", "The database is PostgreSQL: back it up with pg_dump.")
     name = backup_name()
     copy = await asyncio.to_thread(_scratch_file, source.parent)
     try:

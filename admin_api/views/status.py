@@ -38,7 +38,9 @@ STREAMS_END = web.AppKey("status_streams_end", asyncio.Event)
 
 async def _snapshot(services: Services) -> StatusOut:
     readiness = services.readiness
-    backup = await asyncio.to_thread(last_backup, services.db.path)
+    path = services.db.path
+    # PostgreSQL has no backup file of ours (pg_dump is the operator's).
+    backup = None if path is None else await asyncio.to_thread(last_backup, path)
     started = process_started()
     now = datetime.now(UTC)
     shards = services.settings().shards

@@ -247,15 +247,15 @@ def database_probe(db: Database) -> Probe:
 
     async def probe() -> Check:
         try:
-            await db.scalar("SELECT count(*) FROM sqlite_master")
+            await db.scalar("SELECT 1")
         except Exception as exc:
             return Check(
                 "down",
-                f"The database at {db.path} does not answer ({exc}); check the disk and the "
-                "file's permissions, then restart PlayChat.",
+                f"The database at {db.location} does not answer ({exc}); check the disk and "
+                "the file's permissions (or the PostgreSQL server), then restart PlayChat.",
                 error=str(exc)[:300],
             )
-        return Check("ok", f"The database at {db.path} answers.")
+        return Check("ok", f"The database at {db.location} answers.")
 
     return probe
 

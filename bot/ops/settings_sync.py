@@ -123,8 +123,7 @@ async def settings_synced(runtime: RuntimeSettings, tasks: BackgroundTasks) -> A
     """Follow settings changed by other processes while the block runs (a long-running
     process: the bot, the admin API alone), through the database its settings name."""
     settings = runtime()
-    # DATABASE_URL arrives with the PostgreSQL store; until then every database is SQLite.
-    url: str | None = getattr(settings, "database_url", None)
+    url = settings.database()
     sync = SettingsSync(
         runtime, tasks, notifier=notifier_for(url), interval=settings.settings_sync_interval
     )

@@ -244,7 +244,7 @@ class ActivityRepository:
                 FROM api_logs
                 WHERE created_at >= ? AND created_at < ? AND purpose != 'mcp' AND {where}
             )
-            SELECT model, n AS calls, COUNT(error) AS errors,
+            SELECT model, MAX(n) AS calls, COUNT(error) AS errors,
                    MIN(CASE WHEN rn >= (n * 50 + 99) / 100 THEN latency_ms END) AS p50,
                    MIN(CASE WHEN rn >= (n * 95 + 99) / 100 THEN latency_ms END) AS p95,
                    COALESCE(SUM(prompt_tokens), 0) AS pt,

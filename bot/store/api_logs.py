@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from bot.store.db import Database, utcnow
+from bot.store.db import Database, Row, utcnow
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ class ApiLogFilter:
         if self.until is not None:
             clauses.append("created_at < ?")
             params.append(self.until)
-        return (" AND ".join(clauses) or "1"), params
+        return (" AND ".join(clauses) or "TRUE"), params
 
 
 _COLUMNS = (
@@ -69,7 +68,7 @@ _COLUMNS = (
 )
 
 
-def _log(row: sqlite3.Row) -> ApiLog:
+def _log(row: Row) -> ApiLog:
     return ApiLog(**{key: row[key] for key in row.keys()})  # noqa: SIM118
 
 
@@ -97,8 +96,8 @@ class ApiLogRepository:
 
         The row's space is its session's (NULL for calls outside a conversation).
         """
-        return await self._db.execute(
-            f"INSERT INTO api_logs ({_COLUMNS}) VALUES (NULL, ?, "
+        return await self._db.insert(
+            f"INSERT INTO api_logs ({_COLUMNS.removeprefix('id, ')}) VALUES (?, "
             "(SELECT space_id FROM sessions WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 session_id,

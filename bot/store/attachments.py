@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import secrets
-import sqlite3
 from dataclasses import dataclass
 
-from bot.store.db import Database, utcnow
+from bot.store.db import Database, Row, utcnow
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,7 @@ class Attachment:
 _COLUMNS = "id, space_id, session_id, filename, content_type, size, source_url, created_at"
 
 
-def _attachment(row: sqlite3.Row) -> Attachment:
+def _attachment(row: Row) -> Attachment:
     return Attachment(
         id=row["id"],
         space_id=row["space_id"],

@@ -9,10 +9,9 @@ each answer with the tool calls of its turn, plus the summaries covering the pag
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 
-from bot.store.db import Database
+from bot.store.db import Database, Row
 from bot.store.memories import Memory
 from bot.store.messages import StoredMessage, conversation_order
 from bot.store.sessions import Session
@@ -73,7 +72,7 @@ class TranscriptPage:
     last_id: int | None
 
 
-def _memory(row: sqlite3.Row) -> Memory:
+def _memory(row: Row) -> Memory:
     return Memory(
         id=row["id"],
         space_id=row["space_id"],
@@ -133,7 +132,7 @@ class ConversationRepository:
         `every_channel`; most recently active first, `before` pages by updated_at."""
         channel_params: tuple[int, ...] = ()
         if every_channel:
-            channel_sql = "1"
+            channel_sql = "TRUE"
         elif channel_id is None:
             channel_sql = f"{_CHANNEL} IS NULL"
         else:

@@ -1,4 +1,18 @@
-"""One SQLite database: a reader connection and a single serialized writer (WAL)."""
+"""The store's one entry point: a database on SQLite or PostgreSQL behind one small facade.
+
+Both engines run through SQLAlchemy's async engine (aiosqlite or asyncpg underneath), which
+does the driver, URL, pooling and error work; the store keeps writing SQL in the common subset
+of the two dialects with `?` placeholders (see `bot.store.dialect`).
+
+- SQLite (the default): one reader connection (`query_only`) and a single serialized writer,
+  WAL, foreign keys on, writes in `BEGIN IMMEDIATE`, migrations in `PRAGMA user_version` —
+  exactly as before.
+- PostgreSQL: a connection pool; reads in autocommit, writes in ordinary transactions; the
+  schema and its version row come from `bot.store.migrations`.
+
+Rows support `row["col"]` and `row[0]`; a failed constraint is `IntegrityError` on both
+engines (a `sqlite3.IntegrityError`, so callers written against SQLite keep catching it).
+"""
 
 from __future__ import annotations
 
@@ -6,22 +20,36 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager, closing
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import asynccontextmanager, closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
+from sqlalchemy import event, exc
+from sqlalchemy.engine import CursorResult
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from bot.errors import StartupError
 from bot.store.backup import backup_to, snapshot_path
+from bot.store.dialect import (
+    Dialect,
+    Params,
+    Row,
+    asyncpg_url,
+    dialect_of,
+    make_rows,
+    postgres_statement,
+    redact,
+    sqlite_path,
+)
 from bot.store.migration_spaces import MigrationContext
-from bot.store.migrations import SCHEMA_VERSION, current_version, migrate
+from bot.store.migrations import SCHEMA_VERSION, current_version, migrate, migrate_postgresql
 
 log = logging.getLogger(__name__)
 
-Params = Sequence[Any] | dict[str, Any]
+__all__ = ["Connection", "Cursor", "Database", "IntegrityError", "Params", "Row", "utcnow"]
 
 _PRAGMAS = (
     "PRAGMA journal_mode=WAL",
@@ -32,21 +60,99 @@ _PRAGMAS = (
 )
 
 
+_DRAIN_ROUNDS = 50
+_QUIET_TURNS = 3
+
+
+class IntegrityError(sqlite3.IntegrityError):
+    """A constraint failed (unique, foreign key, check) on either engine."""
+
+
 def utcnow() -> str:
     """Current UTC time as the ISO-8601 text stored in every timestamp column."""
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-async def _connect(path: str) -> aiosqlite.Connection:
-    conn = await aiosqlite.connect(path, isolation_level=None)
-    conn.row_factory = sqlite3.Row
+@contextmanager
+def _driver_errors(dialect: Dialect) -> Iterator[None]:
+    """SQLAlchemy's wrapped errors as the store's: IntegrityError on both engines, SQLite's
+    own exceptions on SQLite (as before), SQLAlchemy's on PostgreSQL."""
     try:
-        for pragma in _PRAGMAS:
-            await conn.execute(pragma)
-    except BaseException:
-        await conn.close()
+        yield
+    except exc.IntegrityError as error:
+        raise IntegrityError(str(error.orig)) from error
+    except exc.DBAPIError as error:
+        if dialect == "sqlite" and isinstance(error.orig, sqlite3.Error):
+            raise error.orig from error
         raise
-    return conn
+
+
+class Cursor:
+    """What one statement left: its rows (if any), `rowcount` and, on SQLite, `lastrowid`."""
+
+    def __init__(self, rows: list[Row], rowcount: int, lastrowid: int | None) -> None:
+        self.rowcount = rowcount
+        self.lastrowid = lastrowid
+        self._rows = rows
+
+    async def fetchone(self) -> Row | None:
+        """The first row, or None."""
+        return self._rows[0] if self._rows else None
+
+    async def fetchall(self) -> list[Row]:
+        """All rows."""
+        return list(self._rows)
+
+
+def _cursor(result: CursorResult[Any], dialect: Dialect) -> Cursor:
+    rows = make_rows(list(result.keys()), result.fetchall()) if result.returns_rows else []
+    lastrowid = result.lastrowid if dialect == "sqlite" else None
+    return Cursor(rows, result.rowcount, lastrowid)
+
+
+class Connection:
+    """One connection inside a transaction (or a read): `execute`, `execute_fetchall`,
+    `executemany` and `insert` with the store's `?` SQL."""
+
+    def __init__(self, conn: AsyncConnection, dialect: Dialect) -> None:
+        self._conn = conn
+        self.dialect: Dialect = dialect
+
+    async def execute(self, sql: str, params: Params = ()) -> Cursor:
+        """Run one statement."""
+        with _driver_errors(self.dialect):
+            if self.dialect == "postgresql":
+                text, values = postgres_statement(sql, params)
+                result = await self._conn.exec_driver_sql(text, values)
+            else:
+                result = await self._conn.exec_driver_sql(sql, _sqlite_params(params))
+            return _cursor(result, self.dialect)
+
+    async def execute_fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        """Run one statement and return its rows."""
+        return (await self.execute(sql, params))._rows
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        """Run one statement for many parameter sets."""
+        batch = list(rows)
+        if not batch:
+            return
+        with _driver_errors(self.dialect):
+            if self.dialect == "postgresql":
+                text = postgres_statement(sql, None)[0]
+                values = [postgres_statement(sql, row)[1] for row in batch]
+                await self._conn.exec_driver_sql(text, values)
+            else:
+                await self._conn.exec_driver_sql(sql, [_sqlite_params(row) for row in batch])
+
+    async def insert(self, sql: str, params: Params = ()) -> int:
+        """Run an INSERT and return the new row's `id` (via RETURNING, on both engines)."""
+        row = await (await self.execute(f"{sql} RETURNING id", params)).fetchone()
+        return 0 if row is None else int(row[0])
+
+
+def _sqlite_params(params: Params) -> tuple[Any, ...] | dict[str, Any]:
+    return dict(params) if isinstance(params, Mapping) else tuple(params)
 
 
 def _probe(path: str) -> None:
@@ -83,9 +189,9 @@ async def _snapshot_before_upgrade(conn: aiosqlite.Connection, db_path: Path) ->
         )
 
 
-def open_failure(path: Path, exc: BaseException) -> StartupError:
+def open_failure(path: Path, error: BaseException) -> StartupError:
     """One sentence naming the database file that could not be opened and what to do."""
-    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
     if path.is_dir():
         return StartupError(
             f"DB_PATH={path} is a folder, not a database file; set DB_PATH to a file such as "
@@ -96,7 +202,7 @@ def open_failure(path: Path, exc: BaseException) -> StartupError:
             f"The database {path} is locked by another program (another PlayChat on the same "
             "DB_PATH?); stop that program or set DB_PATH to another file."
         )
-    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in reason:
+    if isinstance(error, sqlite3.DatabaseError) and "not a database" in reason:
         return StartupError(
             f"{path} is not a SQLite database; set DB_PATH to PlayChat's database file or move "
             "this file away."
@@ -107,18 +213,66 @@ def open_failure(path: Path, exc: BaseException) -> StartupError:
     )
 
 
+def _sqlite_engine(path: Path) -> AsyncEngine:
+    engine = create_async_engine(
+        f"sqlite+aiosqlite:///{path}", isolation_level="AUTOCOMMIT", pool_size=2, max_overflow=0
+    )
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            for pragma in _PRAGMAS:
+                cursor.execute(pragma)
+        finally:
+            cursor.close()
+
+    return engine
+
+
+async def _aiosqlite(conn: AsyncConnection) -> aiosqlite.Connection:
+    """The aiosqlite connection under `conn` (migrations run on it directly)."""
+    raw = await conn.get_raw_connection()
+    driver = raw.driver_connection
+    assert isinstance(driver, aiosqlite.Connection)
+    return driver
+
+
 class Database:
     """Async access to the PlayChat database; all writes go through `transaction()`."""
 
-    def __init__(self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection):
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        dialect: Dialect,
+        location: str,
+        *,
+        path: Path | None = None,
+        writer: AsyncConnection | None = None,
+        reader: AsyncConnection | None = None,
+    ) -> None:
+        self.dialect: Dialect = dialect
         self.path = path
+        self.location = location
+        self._engine = engine
         self._writer = writer
         self._reader = reader
         self._write_lock = asyncio.Lock()
+        # One SQLAlchemy connection is not safe for concurrent use: the SQLite reader serves
+        # one statement at a time (as aiosqlite's queue did before).
+        self._read_lock = asyncio.Lock()
+        self._started = 0  # statements begun, so close() can tell when work has gone quiet
+
+    @classmethod
+    async def connect(cls, url: str, *, local_space: str | None = None) -> Database:
+        """Open the database a DATABASE_URL names (sqlite:///FILE or postgresql://…)."""
+        if dialect_of(url) == "sqlite":
+            return await cls.open(sqlite_path(url), local_space=local_space)
+        return await cls._open_postgresql(url, local_space)
 
     @classmethod
     async def open(cls, path: Path | str, *, local_space: str | None = None) -> Database:
-        """Open (creating if needed) and migrate the database at `path`.
+        """Open (creating if needed) and migrate the SQLite database at `path`.
 
         `local_space` is where a migration puts rows whose space cannot be told otherwise.
         A database with data at an older schema version is copied to
@@ -127,46 +281,98 @@ class Database:
         """
         db_path = Path(path)
         try:
-            return await cls._open(db_path, local_space)
-        except (sqlite3.Error, OSError) as exc:
-            raise open_failure(db_path, exc) from exc
+            return await cls._open_sqlite(db_path, local_space)
+        except (sqlite3.Error, OSError) as error:
+            raise open_failure(db_path, error) from error
 
     @classmethod
-    async def _open(cls, db_path: Path, local_space: str | None) -> Database:
+    async def _open_sqlite(cls, db_path: Path, local_space: str | None) -> Database:
         in_memory = str(db_path) == ":memory:"
         if not in_memory:
             db_path.parent.mkdir(parents=True, exist_ok=True)
             await asyncio.to_thread(_probe, str(db_path))
-        writer = await _connect(str(db_path))
+        engine = _sqlite_engine(db_path)
+        writer: AsyncConnection | None = None
         try:
-            if not in_memory:
-                await _snapshot_before_upgrade(writer, db_path)
-            context = MigrationContext() if local_space is None else MigrationContext(local_space)
-            await migrate(writer, context)
-            reader = await _connect(str(db_path))
+            with _driver_errors("sqlite"):
+                writer = await engine.connect()
+                raw = await _aiosqlite(writer)
+                if not in_memory:
+                    await _snapshot_before_upgrade(raw, db_path)
+                await migrate(raw, _context(local_space))
+                reader = await engine.connect()
+                await reader.exec_driver_sql("PRAGMA query_only=ON")
         except BaseException:
-            await writer.close()
+            if writer is not None:
+                await writer.close()
+            await engine.dispose()
             raise
-        await reader.execute("PRAGMA query_only=ON")
         log.debug("database opened at %s", db_path)
-        return cls(db_path, writer, reader)
+        return cls(engine, "sqlite", str(db_path), path=db_path, writer=writer, reader=reader)
+
+    @classmethod
+    async def _open_postgresql(cls, url: str, local_space: str | None) -> Database:
+        engine = create_async_engine(asyncpg_url(url), pool_pre_ping=True)
+        location = redact(url)
+        try:
+            async with engine.connect() as conn:
+                await migrate_postgresql(Connection(conn, "postgresql"), _context(local_space))
+                await conn.commit()
+        except (OSError, exc.DBAPIError) as error:
+            await engine.dispose()
+            raise StartupError(
+                f"PlayChat cannot use the PostgreSQL database {location} ({error}); check "
+                "DATABASE_URL, that the server runs and that the role may create tables."
+            ) from error
+        except BaseException:
+            await engine.dispose()
+            raise
+        log.debug("database opened at %s", location)
+        return cls(engine, "postgresql", location)
 
     async def close(self) -> None:
-        """Close both connections once a running write transaction has ended."""
-        async with self._write_lock:
-            await self._reader.close()
-            await self._writer.close()
+        """Close the connections once the work under way has gone quiet (see `_drain`)."""
+        await self._drain()
+        async with self._write_lock, self._read_lock:
+            if self._reader is not None:
+                await self._reader.close()
+            if self._writer is not None:
+                await self._writer.close()
+            await self._engine.dispose()
 
-    async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+    async def _drain(self) -> None:
+        """Wait until no statement has begun for a few loop turns (bounded): a task in the
+        middle of a chain of statements (read, then write) finishes it instead of meeting a
+        closed database halfway, as it did when each connection had its own thread queue."""
+        for _ in range(_DRAIN_ROUNDS):
+            seen = self._started
+            async with self._write_lock, self._read_lock:
+                pass
+            for _ in range(_QUIET_TURNS):
+                await asyncio.sleep(0)
+            if seen == self._started and not self._write_lock.locked():
+                return
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[Connection]:
+        self._started += 1
+        if self._reader is not None:
+            async with self._read_lock:
+                yield Connection(self._reader, self.dialect)
+            return
+        async with self._engine.connect() as conn:
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+            yield Connection(conn, self.dialect)
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         """Run a read query and return all rows."""
-        return list(await self._reader.execute_fetchall(sql, params))
+        async with self._read() as conn:
+            return await conn.execute_fetchall(sql, params)
 
-    async def fetchone(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         """Run a read query and return the first row, if any."""
-        rows = await self._reader.execute_fetchall(sql, params)
-        for row in rows:
-            return row
-        return None
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
 
     async def scalar(self, sql: str, params: Params = ()) -> Any:
         """First column of the first row, or None."""
@@ -174,24 +380,48 @@ class Database:
         return None if row is None else row[0]
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A write transaction (BEGIN IMMEDIATE); commits on success, rolls back on error."""
+    async def transaction(self) -> AsyncIterator[Connection]:
+        """A write transaction (SQLite: BEGIN IMMEDIATE on the one writer); commits on
+        success, rolls back on error."""
+        self._started += 1
+        if self._writer is None:
+            async with self._engine.begin() as pooled:
+                yield Connection(pooled, self.dialect)
+            return
         async with self._write_lock:
-            await self._writer.execute("BEGIN IMMEDIATE")
+            writer = Connection(self._writer, self.dialect)
+            await writer.execute("BEGIN IMMEDIATE")
             try:
-                yield self._writer
+                yield writer
             except BaseException:
-                await self._writer.execute("ROLLBACK")
+                await writer.execute("ROLLBACK")
                 raise
-            await self._writer.execute("COMMIT")
+            await writer.execute("COMMIT")
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one write statement in its own transaction; returns lastrowid."""
+        """Run one write statement in its own transaction; returns SQLite's lastrowid (0 on
+        PostgreSQL: use `insert` for a new row's id)."""
         async with self.transaction() as conn:
-            cursor = await conn.execute(sql, params)
-            return cursor.lastrowid or 0
+            return (await conn.execute(sql, params)).lastrowid or 0
+
+    async def insert(self, sql: str, params: Params = ()) -> int:
+        """Run one INSERT in its own transaction; returns the new row's id."""
+        async with self.transaction() as conn:
+            return await conn.insert(sql, params)
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         """Run one write statement for many parameter sets in a single transaction."""
         async with self.transaction() as conn:
             await conn.executemany(sql, rows)
+
+    async def size_bytes(self) -> int:
+        """How much room the database takes (SQLite: pages × page size)."""
+        if self.dialect == "postgresql":
+            return int(await self.scalar("SELECT pg_database_size(current_database())") or 0)
+        page_count = await self.scalar("PRAGMA page_count")
+        page_size = await self.scalar("PRAGMA page_size")
+        return int(page_count or 0) * int(page_size or 0)
+
+
+def _context(local_space: str | None) -> MigrationContext:
+    return MigrationContext() if local_space is None else MigrationContext(local_space)

@@ -7,11 +7,10 @@ server's own name is its `spaces` row's.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.store.db import Database, utcnow
+from bot.store.db import Database, Row, utcnow
 from bot.store.space_records import ensure_space_row
 from bot.store.spaces import SpaceScope, in_space, parse_space
 
@@ -45,7 +44,7 @@ class DirectoryServer:
 _COLUMNS = "channel_id, space_id, name, kind, parent_id, position, updated_at"
 
 
-def _channel(row: sqlite3.Row) -> DirectoryChannel:
+def _channel(row: Row) -> DirectoryChannel:
     return DirectoryChannel(**{key: row[key] for key in row.keys()})  # noqa: SIM118
 
 

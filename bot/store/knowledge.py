@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.db import Database, utcnow
+from bot.store.db import Database, Row, utcnow
 from bot.store.space_records import ensure_space_row
 from bot.store.spaces import SpaceScope, in_space
 
@@ -62,13 +61,12 @@ class KnowledgeRepository:
         async with self._db.transaction() as conn:
             await ensure_space_row(conn, space)
             # The session may have been deleted meanwhile; keep the knowledge anyway.
-            cursor = await conn.execute(
+            entry_id = await conn.insert(
                 "INSERT INTO knowledge_entries (space_id, query, title, summary, session_id, "
                 "md_path, created_at) VALUES (?, ?, ?, ?, "
                 "(SELECT id FROM sessions WHERE space_id = ? AND id = ?), ?, ?)",
                 (space, query, title, summary, space, session_id, md_path, now),
             )
-            entry_id = int(cursor.lastrowid or 0)
             await conn.executemany(
                 "INSERT INTO knowledge_sources (entry_id, title, url) VALUES (?, ?, ?)",
                 [(entry_id, source.title, source.url) for source in sources],
@@ -190,7 +188,7 @@ class KnowledgeRepository:
         )
         return [(str(row["space_id"]), int(row["id"]), str(row["md_path"])) for row in rows]
 
-    async def _with_sources(self, rows: Sequence[sqlite3.Row]) -> list[KnowledgeEntry]:
+    async def _with_sources(self, rows: Sequence[Row]) -> list[KnowledgeEntry]:
         if not rows:
             return []
         ids = [int(row["id"]) for row in rows]

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.db import Database, utcnow
+from bot.store.db import Database, Row, utcnow
 from bot.store.spaces import SpaceScope, in_space
 
 
@@ -26,7 +25,7 @@ class Memory:
 _COLUMNS = "id, space_id, session_id, summary, level, condensed_into, created_at"
 
 
-def _memory(row: sqlite3.Row) -> Memory:
+def _memory(row: Row) -> Memory:
     return Memory(
         id=row["id"],
         space_id=row["space_id"],
@@ -47,10 +46,11 @@ class MemoryRepository:
     async def live(self, space: str, session_id: str, limit: int | None = None) -> list[Memory]:
         """Summaries in effect for a session (not condensed into another), oldest first;
         with `limit`, only the newest that many."""
+        bound = "" if limit is None else f" LIMIT {int(limit)}"
         rows = await self._db.fetchall(
             f"SELECT {_COLUMNS} FROM memories WHERE space_id = ? AND session_id = ? "
-            "AND condensed_into IS NULL ORDER BY id DESC LIMIT ?",
-            (space, session_id, -1 if limit is None else limit),
+            f"AND condensed_into IS NULL ORDER BY id DESC{bound}",
+            (space, session_id),
         )
         return [_memory(row) for row in reversed(rows)]
 
@@ -87,12 +87,11 @@ class MemoryRepository:
             )
             if next(iter(rows))[0] != len(message_ids):
                 return None
-            cursor = await conn.execute(
+            memory_id = await conn.insert(
                 "INSERT INTO memories (space_id, session_id, summary, level, created_at) "
                 "VALUES (?, ?, ?, 0, ?)",
                 (space, session_id, summary, now),
             )
-            memory_id = cursor.lastrowid or 0
             await conn.execute(
                 f"UPDATE messages SET archived_at = ?, memory_id = ? WHERE id IN ({placeholders}) "
                 "AND space_id = ?",
@@ -114,12 +113,11 @@ class MemoryRepository:
             )
             if next(iter(rows))[0] != len(memory_ids):
                 return None
-            cursor = await conn.execute(
+            memory_id = await conn.insert(
                 "INSERT INTO memories (space_id, session_id, summary, level, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (space, session_id, summary, level, now),
             )
-            memory_id = cursor.lastrowid or 0
             await conn.execute(
                 f"UPDATE memories SET condensed_into = ? WHERE id IN ({placeholders}) "
                 "AND space_id = ?",

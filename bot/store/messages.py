@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.db import Database, utcnow
+from bot.store.db import Database, Row, utcnow
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ _COLUMNS = (
 )
 
 
-def _message(row: sqlite3.Row) -> StoredMessage:
+def _message(row: Row) -> StoredMessage:
     return StoredMessage(
         id=row["id"],
         space_id=row["space_id"],
@@ -85,7 +84,7 @@ class MessageRepository:
         """
         now = created_at or utcnow()
         async with self._db.transaction() as conn:
-            cursor = await conn.execute(
+            message_id = await conn.insert(
                 "INSERT INTO messages (space_id, session_id, role, content, author_id, "
                 "author_name, discord_message_id, reply_to, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -106,7 +105,7 @@ class MessageRepository:
                 (now, space, session_id),
             )
         return StoredMessage(
-            id=cursor.lastrowid or 0,
+            id=message_id,
             space_id=space,
             session_id=session_id,
             role=role,

@@ -23,3 +23,19 @@ CREATE TABLE directory_channels (
 );
 CREATE INDEX ix_directory_channels_space ON directory_channels(space_id, position, channel_id);
 """
+
+POSTGRESQL = """
+ALTER TABLE model_presets ADD COLUMN api_base TEXT;
+ALTER TABLE model_presets ADD COLUMN api_key TEXT;
+
+CREATE TABLE directory_channels (
+    channel_id BIGINT PRIMARY KEY,
+    space_id TEXT NOT NULL REFERENCES spaces(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    parent_id BIGINT,
+    position BIGINT NOT NULL DEFAULT 0,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX ix_directory_channels_space ON directory_channels(space_id, position, channel_id);
+"""

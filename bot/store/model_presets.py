@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import builtins
 import logging
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bot.config import is_ollama_model
 from bot.errors import ConflictError
-from bot.store.db import Database, utcnow
+from bot.store.db import Database, IntegrityError, Row, utcnow
 
 log = logging.getLogger(__name__)
 # Model strings name their provider first ("ollama/qwen3:8b"); the label is the model's own name.
@@ -53,7 +52,7 @@ class ModelPreset:
 _COLUMNS = "id, label, value, created_at, api_base, api_key"
 
 
-def _preset(row: sqlite3.Row) -> ModelPreset:
+def _preset(row: Row) -> ModelPreset:
     return ModelPreset(
         id=row["id"],
         label=row["label"],
@@ -89,14 +88,13 @@ class ModelPresetRepository:
         now = utcnow()
         async with self._db.transaction() as conn:
             # One statement, so processes starting together over one database add it once.
-            cursor = await conn.execute(
+            preset_id = await conn.insert(
                 "INSERT INTO model_presets (label, value, created_at) "
                 "SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM model_presets)",
                 (label, model, now),
             )
-            if cursor.rowcount == 0:
+            if preset_id == 0:
                 return None
-            preset_id = int(cursor.lastrowid or 0)
         log.info("added the configured model %s as the first model preset", model)
         return ModelPreset(preset_id, label, model, now)
 
@@ -125,12 +123,12 @@ class ModelPresetRepository:
         """Add a preset; ConflictError when the model value is already listed."""
         now = utcnow()
         try:
-            preset_id = await self._db.execute(
+            preset_id = await self._db.insert(
                 "INSERT INTO model_presets (label, value, created_at, api_base, api_key) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (label, value, now, api_base, api_key),
             )
-        except sqlite3.IntegrityError as exc:
+        except IntegrityError as exc:
             raise _duplicate(value) from exc
         return ModelPreset(preset_id, label, value, now, api_base, api_key)
 
@@ -151,7 +149,7 @@ class ModelPresetRepository:
                 )
                 if cursor.rowcount == 0:
                     return None
-        except sqlite3.IntegrityError as exc:
+        except IntegrityError as exc:
             raise _duplicate(str(changes.get("value") or "")) from exc
         return await self.get(preset_id)
 

@@ -8,15 +8,12 @@ writes back only the rows that changed, so concurrent writers cannot interleave.
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import aiosqlite
-
 from bot.errors import ConflictError, NotFoundError, ValidationError
-from bot.store.db import Database, utcnow
+from bot.store.db import Connection, Database, Row, utcnow
 from bot.store.space_records import ensure_space_row
 
 # (page id, section) in position order.
@@ -52,7 +49,7 @@ class NoteOutline:
 _COLUMNS = "id, space_id, title, content, position, section, created_at, updated_at"
 
 
-def _page(row: sqlite3.Row) -> NotePage:
+def _page(row: Row) -> NotePage:
     return NotePage(
         id=row["id"],
         space_id=row["space_id"],
@@ -191,12 +188,11 @@ class NoteRepository:
         async with self._db.transaction() as conn:
             await ensure_space_row(conn, space)
             await _ensure_title_free(conn, space, title, None)
-            cursor = await conn.execute(
+            page_id = await conn.insert(
                 "INSERT INTO note_pages (space_id, title, content, position, section, created_at, "
                 "updated_at) VALUES (?, ?, ?, -1, ?, ?, ?)",
                 (space, title, content, section, now, now),
             )
-            page_id = int(cursor.lastrowid or 0)
             slots = [slot for slot in await _slots(conn, space) if slot[0] != page_id]
             await _write_order(conn, space, insert_at_section_end(slots, (page_id, section)))
             return await _get(conn, space, page_id)
@@ -359,8 +355,8 @@ class NoteRepository:
             await _ensure_session(conn, space, session_id)
             await _get(conn, space, page_id)
             cursor = await conn.execute(
-                "INSERT OR IGNORE INTO session_note_pages (space_id, session_id, page_id, "
-                "created_at) VALUES (?, ?, ?, ?)",
+                "INSERT INTO session_note_pages (space_id, session_id, page_id, "
+                "created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (space, session_id, page_id, utcnow()),
             )
             return cursor.rowcount > 0
@@ -379,14 +375,14 @@ class NoteRepository:
 # ---------------------------------------------------------------------- helpers (inside a write)
 
 
-async def _slots(conn: aiosqlite.Connection, space: str) -> list[Slot]:
+async def _slots(conn: Connection, space: str) -> list[Slot]:
     rows = await conn.execute_fetchall(
         "SELECT id, section FROM note_pages WHERE space_id = ? ORDER BY position, id", (space,)
     )
     return [(int(row[0]), str(row[1])) for row in rows]
 
 
-async def _get(conn: aiosqlite.Connection, space: str, page_id: int) -> NotePage:
+async def _get(conn: Connection, space: str, page_id: int) -> NotePage:
     rows = list(
         await conn.execute_fetchall(
             f"SELECT {_COLUMNS} FROM note_pages WHERE space_id = ? AND id = ?", (space, page_id)
@@ -397,7 +393,7 @@ async def _get(conn: aiosqlite.Connection, space: str, page_id: int) -> NotePage
     return _page(rows[0])
 
 
-async def _write_order(conn: aiosqlite.Connection, space: str, slots: Sequence[Slot]) -> None:
+async def _write_order(conn: Connection, space: str, slots: Sequence[Slot]) -> None:
     """Store `slots` as the space's positions 0..n-1, touching only the rows that change."""
     rows = await conn.execute_fetchall(
         "SELECT id, position, section FROM note_pages WHERE space_id = ?", (space,)
@@ -415,9 +411,7 @@ async def _write_order(conn: aiosqlite.Connection, space: str, slots: Sequence[S
         )
 
 
-async def _ensure_title_free(
-    conn: aiosqlite.Connection, space: str, title: str, own_id: int | None
-) -> None:
+async def _ensure_title_free(conn: Connection, space: str, title: str, own_id: int | None) -> None:
     rows = await conn.execute_fetchall(
         "SELECT id, title FROM note_pages WHERE space_id = ?", (space,)
     )
@@ -427,7 +421,7 @@ async def _ensure_title_free(
             raise ConflictError(f"A note page titled {row[1]!r} already exists (id {row[0]}).")
 
 
-async def _ensure_session(conn: aiosqlite.Connection, space: str, session_id: str) -> None:
+async def _ensure_session(conn: Connection, space: str, session_id: str) -> None:
     rows = list(
         await conn.execute_fetchall(
             "SELECT 1 FROM sessions WHERE space_id = ? AND id = ?", (space, session_id)
@@ -437,9 +431,7 @@ async def _ensure_session(conn: aiosqlite.Connection, space: str, session_id: st
         raise NotFoundError(f"No conversation with id {session_id!r}.")
 
 
-async def _existing_ids(
-    conn: aiosqlite.Connection, space: str, page_ids: Iterable[int]
-) -> set[int]:
+async def _existing_ids(conn: Connection, space: str, page_ids: Iterable[int]) -> set[int]:
     ids = list(page_ids)
     if not ids:
         return set()

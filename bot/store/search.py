@@ -25,11 +25,10 @@ returned as plain text plus match offsets (never HTML).
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from bot.store.db import Database
+from bot.store.db import Database, Row
 from bot.store.spaces import SpaceScope, in_space
 
 SearchKind = Literal["messages", "notes", "knowledge"]
@@ -200,18 +199,19 @@ _KINDS: Final[dict[SearchKind, _Kind]] = {
 }
 
 
-def _short_filter(kind: _Kind, short: list[str]) -> tuple[str, list[str]]:
-    """`AND (col LIKE ? OR …)` for every short term, and the patterns."""
+def _short_filter(kind: _Kind, short: list[str], like: str = "LIKE") -> tuple[str, list[str]]:
+    """`AND (col LIKE ? OR …)` for every term, and the patterns (`like`: ILIKE on PostgreSQL,
+    whose LIKE is case-sensitive where SQLite's is not)."""
     clauses: list[str] = []
     params: list[str] = []
     for term in short:
-        ors = " OR ".join(f"t.{column} LIKE ? ESCAPE '\\'" for column in kind.columns)
+        ors = " OR ".join(f"t.{column} {like} ? ESCAPE '\\'" for column in kind.columns)
         clauses.append(f" AND ({ors})")
         params.extend([_like_pattern(term)] * len(kind.columns))
     return "".join(clauses), params
 
 
-def _hit(kind: SearchKind, row: sqlite3.Row, snippet: Snippet, rank: float) -> SearchHit:
+def _hit(kind: SearchKind, row: Row, snippet: Snippet, rank: float) -> SearchHit:
     return SearchHit(
         kind=kind,
         id=row["id"],
@@ -249,7 +249,9 @@ class SearchRepository:
         wanted = limit + offset
         hits: list[SearchHit] = []
         for kind in kinds:
-            if terms.long:
+            if terms.long and self._db.dialect == "postgresql":
+                hits += await self._trigram(scope, kind, terms, wanted)
+            elif terms.long:
                 hits += await self._fts(scope, kind, terms, wanted)
             else:
                 hits += await self._like(scope, kind, terms.short, wanted)
@@ -276,25 +278,49 @@ class SearchRepository:
         )
         return [_hit(name, row, parse_snippet(row["marked"]), float(row["rank"])) for row in rows]
 
+    async def _trigram(
+        self, scope: SpaceScope, name: SearchKind, terms: _Terms, limit: int
+    ) -> list[SearchHit]:
+        """PostgreSQL: every term as an ILIKE substring (served by the pg_trgm GIN indexes),
+        ranked by trigram similarity (negated, so lower is better as with bm25)."""
+        kind = _KINDS[name]
+        where, params = in_space(scope, "t.space_id")
+        all_terms = [*terms.long, *terms.short]
+        term_sql, term_params = _short_filter(kind, all_terms, "ILIKE")
+        text_columns = ", ".join(f"t.{column}" for column in kind.columns)
+        document = " || ' ' || ".join(f"t.{column}" for column in kind.columns)
+        rows = await self._db.fetchall(
+            f"SELECT {kind.select}, {text_columns}, -similarity({document}, ?) AS rank "
+            f"FROM {kind.table} t WHERE {where}{term_sql} ORDER BY rank, t.id DESC LIMIT ?",
+            (" ".join(terms.long), *params, *term_params, limit),
+        )
+        return [
+            _hit(name, row, _matched_snippet(row, kind, all_terms), float(row["rank"]))
+            for row in rows
+        ]
+
     async def _like(
         self, scope: SpaceScope, name: SearchKind, short: list[str], limit: int
     ) -> list[SearchHit]:
         kind = _KINDS[name]
         where, params = in_space(scope)
-        short_sql, short_params = _short_filter(kind, short)
+        like = "ILIKE" if self._db.dialect == "postgresql" else "LIKE"
+        short_sql, short_params = _short_filter(kind, short, like)
         text_columns = ", ".join(f"t.{column}" for column in kind.columns)
         rows = await self._db.fetchall(
             f"SELECT {kind.select}, {text_columns} FROM "
             f"(SELECT * FROM {kind.table} WHERE {where} ORDER BY id DESC LIMIT ?) t "
-            f"WHERE 1{short_sql} ORDER BY t.id DESC LIMIT ?",
+            f"WHERE TRUE{short_sql} ORDER BY t.id DESC LIMIT ?",
             (*params, RECENT_WINDOW, *short_params, limit),
         )
-        hits = []
-        for row in rows:
-            texts = [str(row[column] or "") for column in kind.columns]
-            matched = next(
-                (t for t in reversed(texts) if any(s.lower() in t.lower() for s in short)),
-                texts[-1],
-            )
-            hits.append(_hit(name, row, like_snippet(matched, short), 0.0))
-        return hits
+        return [_hit(name, row, _matched_snippet(row, kind, short), 0.0) for row in rows]
+
+
+def _matched_snippet(row: Row, kind: _Kind, terms: list[str]) -> Snippet:
+    """A snippet from the last text column that holds a term (the body before the title)."""
+    texts = [str(row[column] or "") for column in kind.columns]
+    matched = next(
+        (t for t in reversed(texts) if any(s.lower() in t.lower() for s in terms)),
+        texts[-1],
+    )
+    return like_snippet(matched, terms)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from dataclasses import dataclass
 
-from bot.store.db import Database, utcnow
+from bot.store.db import Database, Row, utcnow
 from bot.store.space_records import ensure_space_row
 from bot.store.spaces import SpaceScope, in_space
 
@@ -47,7 +46,7 @@ _COLUMNS = (
 )
 
 
-def _session(row: sqlite3.Row) -> Session:
+def _session(row: Row) -> Session:
     return Session(**{key: row[key] for key in row.keys()})  # noqa: SIM118 - Row has no iter of keys
 
 

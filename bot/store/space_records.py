@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import logging
 import re
-import sqlite3
 from dataclasses import dataclass
 from typing import Final
 
-import aiosqlite
-
 from bot.errors import NotFoundError
-from bot.store.db import Database, utcnow
+from bot.store.db import Connection, Database, Row, utcnow
 from bot.store.spaces import parse_space
 
 log = logging.getLogger(__name__)
@@ -70,7 +67,7 @@ _PURGED_TABLES: Final = (
 _COUNTED_TABLES: Final = ("sessions", "note_pages", "knowledge_entries")
 
 
-def _record(row: sqlite3.Row) -> SpaceRecord:
+def _record(row: Row) -> SpaceRecord:
     return SpaceRecord(**{key: row[key] for key in row.keys()})  # noqa: SIM118
 
 
@@ -79,7 +76,7 @@ def _clean_name(name: str) -> str:
     return text[:MAX_SPACE_NAME_CHARS]
 
 
-async def ensure_space_row(conn: aiosqlite.Connection, space_id: str, name: str = "") -> None:
+async def ensure_space_row(conn: Connection, space_id: str, name: str = "") -> None:
     """Insert the `spaces` row of `space_id` if missing (inside the caller's write)."""
     space = parse_space(space_id)
     await conn.execute(

@@ -104,9 +104,9 @@ def space_dirname(space_id: str) -> str:
 
 
 def in_space(scope: SpaceScope, column: str = "space_id") -> tuple[str, tuple[str, ...]]:
-    """A WHERE fragment and its parameters limiting `column` to `scope` ("1" for ALL_SPACES)."""
+    """A WHERE fragment and its parameters limiting `column` to `scope` ("TRUE" for ALL_SPACES)."""
     if scope is ALL_SPACES:
-        return "1", ()
+        return "TRUE", ()
     if not isinstance(scope, str) or not scope:
         raise TypeError(f"a space id or ALL_SPACES is required, got {scope!r}")
     return f"{column} = ?", (scope,)

@@ -62,7 +62,5 @@ class StatsRepository:
         )
 
     async def db_bytes(self) -> int:
-        """The database file's size in bytes (its pages; cheap, no table is read)."""
-        page_count = await self._db.scalar("PRAGMA page_count")
-        page_size = await self._db.scalar("PRAGMA page_size")
-        return int(page_count or 0) * int(page_size or 0)
+        """The database's size in bytes (cheap: no table is read)."""
+        return await self._db.size_bytes()

@@ -152,13 +152,13 @@ class TagRepository:
                     SELECT t.message_id FROM message_tags t
                     WHERE t.space_id = :space AND (t.tag = :word OR t.tag LIKE :pattern ESCAPE '\\')
                     {messages_in}
-                    ORDER BY t.id DESC LIMIT :scan)
+                    ORDER BY t.id DESC LIMIT :scan) AS recent
             ), hit_memories AS (
                 SELECT DISTINCT memory_id FROM (
                     SELECT t.memory_id FROM memory_tags t
                     WHERE t.space_id = :space AND (t.tag = :word OR t.tag LIKE :pattern ESCAPE '\\')
                     {memories_in}
-                    ORDER BY t.id DESC LIMIT :scan)
+                    ORDER BY t.id DESC LIMIT :scan) AS recent
             ), co AS (
                 SELECT t.tag, t.created_at FROM message_tags t
                 JOIN hit_messages h ON h.message_id = t.message_id WHERE t.space_id = :space
@@ -201,12 +201,12 @@ class TagRepository:
             SELECT tag, MAX(created_at) AS last FROM (
                 SELECT * FROM (SELECT t.tag, t.created_at FROM message_tags t
                                WHERE t.space_id = :space{messages_in}
-                               ORDER BY t.id DESC LIMIT :scan)
+                               ORDER BY t.id DESC LIMIT :scan) AS recent_messages
                 UNION ALL
                 SELECT * FROM (SELECT t.tag, t.created_at FROM memory_tags t
                                WHERE t.space_id = :space{memories_in}
-                               ORDER BY t.id DESC LIMIT :scan)
-            ) GROUP BY tag ORDER BY last DESC, tag LIMIT :limit
+                               ORDER BY t.id DESC LIMIT :scan) AS recent_memories
+            ) AS recent GROUP BY tag ORDER BY last DESC, tag LIMIT :limit
             """,
             {"space": space, "scan": _SCAN_ROWS, "limit": limit, "channel": channel_id},
         )

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.store.db import Database, utcnow
+from bot.store.db import Database, Row, utcnow
 
 MAX_ARGUMENTS_CHARS = 2000
 MAX_ERROR_CHARS = 300
@@ -64,7 +63,7 @@ def _sources(text: str) -> list[ToolCallSource]:
     ]
 
 
-def _record(row: sqlite3.Row) -> ToolCallRecord:
+def _record(row: Row) -> ToolCallRecord:
     return ToolCallRecord(
         id=row["id"],
         space_id=row["space_id"],
@@ -131,7 +130,7 @@ class ToolCallRepository:
             {"title": s.title[:MAX_SOURCE_FIELD_CHARS], "url": s.url[:MAX_SOURCE_FIELD_CHARS]}
             for s in sources[:MAX_SOURCES]
         ]
-        return await self._db.execute(
+        return await self._db.insert(
             "INSERT INTO tool_calls (space_id, session_id, message_id, call_id, tool, "
             "arguments_json, ok, error, sources_json, duration_ms, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, fields
 from typing import Any
 
 from bot.errors import ConflictError
-from bot.store.db import Database, utcnow
+from bot.store.db import Database, Row, utcnow
 from bot.store.space_records import ensure_space_row
 from bot.store.spaces import SpaceScope, in_space
 
@@ -70,13 +69,13 @@ _POST_COLUMNS = (
 )
 
 
-def _channel(row: sqlite3.Row) -> TopicChannel:
+def _channel(row: Row) -> TopicChannel:
     values: dict[str, Any] = {key: row[key] for key in row.keys()}  # noqa: SIM118
     values["enabled"] = bool(values["enabled"])
     return TopicChannel(**values)
 
 
-def _post(row: sqlite3.Row) -> TopicPost:
+def _post(row: Row) -> TopicPost:
     return TopicPost(
         id=row["id"],
         space_id=row["space_id"],
@@ -177,7 +176,7 @@ class TopicRepository:
         """Record a posted opener."""
         async with self._db.transaction() as conn:
             await ensure_space_row(conn, space)
-            cursor = await conn.execute(
+            return await conn.insert(
                 "INSERT INTO topic_posts (space_id, channel_id, kind, topic, words_json, "
                 "content, discord_message_id, posted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -191,7 +190,6 @@ class TopicRepository:
                     posted_at,
                 ),
             )
-            return cursor.lastrowid or 0
 
     async def posts_since(self, space: str, channel_id: int, since: str) -> int:
         """How many openers were posted in the channel at or after `since`."""

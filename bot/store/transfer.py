@@ -38,18 +38,16 @@ import json
 import logging
 import re
 import secrets
-import sqlite3
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Final, Literal
 
-import aiosqlite
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from bot.errors import ConflictError, NotFoundError
 from bot.store.attachments import AttachmentRepository
-from bot.store.db import Database, utcnow
+from bot.store.db import Connection, Database, IntegrityError, utcnow
 from bot.store.memories import MemoryRepository
 from bot.store.messages import MessageRepository
 from bot.store.sessions import SessionRepository
@@ -237,7 +235,7 @@ class SessionTransfer:
         """Store an exported session in `space`; returns its id. Never overwrites anything."""
         try:
             return await self._import(space, data, as_new=as_new)
-        except sqlite3.IntegrityError as exc:
+        except IntegrityError as exc:
             # The checks below run inside the same write transaction, so this is a backstop.
             raise ConflictError("The import clashes with data already stored.") from exc
 
@@ -334,7 +332,7 @@ class _ImportPlan:
             as_new=as_new,
         )
 
-    async def insert(self, conn: aiosqlite.Connection) -> None:
+    async def insert(self, conn: Connection) -> None:
         """Insert the session, its summaries, messages and files in bulk (inside the caller's
         write transaction, which makes the row ids assigned here safe to predict)."""
         await conn.execute(
@@ -351,10 +349,10 @@ class _ImportPlan:
             self.attachments,
         )
 
-    async def _insert_memories(self, conn: aiosqlite.Connection) -> dict[int, int]:
+    async def _insert_memories(self, conn: Connection) -> dict[int, int]:
         """Summaries in id order, then condensed links; returns old id → new id."""
-        first = await _next_id(conn, "memories")
-        memory_map = {memory.id: first + n for n, memory in enumerate(self.memories)}
+        ids = await _reserve_ids(conn, "memories", len(self.memories))
+        memory_map = {memory.id: ids[n] for n, memory in enumerate(self.memories)}
         await conn.executemany(
             "INSERT INTO memories (id, space_id, session_id, summary, level, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -381,12 +379,10 @@ class _ImportPlan:
         )
         return memory_map
 
-    async def _insert_messages(
-        self, conn: aiosqlite.Connection, memory_map: dict[int, int]
-    ) -> None:
+    async def _insert_messages(self, conn: Connection, memory_map: dict[int, int]) -> None:
         """Messages in id order with replies (even to later messages) and summaries renumbered."""
-        first = await _next_id(conn, "messages")
-        message_map = {message.id: first + n for n, (message, _) in enumerate(self.messages)}
+        ids = await _reserve_ids(conn, "messages", len(self.messages))
+        message_map = {message.id: ids[n] for n, (message, _) in enumerate(self.messages)}
         await conn.executemany(
             "INSERT INTO messages (id, space_id, session_id, role, content, author_id, "
             "author_name, discord_message_id, reply_to, archived_at, memory_id, created_at) "
@@ -411,8 +407,24 @@ class _ImportPlan:
         )
 
 
-async def _next_id(conn: aiosqlite.Connection, table: Literal["messages", "memories"]) -> int:
-    """The first row id AUTOINCREMENT would hand out next in `table` (never a used one)."""
+async def _reserve_ids(
+    conn: Connection, table: Literal["messages", "memories"], count: int
+) -> list[int]:
+    """`count` new row ids for explicit inserts into `table`, ascending, never used before.
+
+    SQLite: the ids AUTOINCREMENT would hand out next; the caller's write transaction holds
+    the only writer. PostgreSQL: taken from the table's identity sequence (other writers go on
+    taking theirs meanwhile; no table lock, so no lock-order deadlock with them).
+    """
+    if count <= 0:
+        return []
+    if conn.dialect == "postgresql":
+        rows = await conn.execute_fetchall(
+            f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) AS id "
+            "FROM generate_series(1, ?) ORDER BY id",
+            (count,),
+        )
+        return [int(row[0]) for row in rows]
     rows = list(
         await conn.execute_fetchall(
             f"SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), "
@@ -420,19 +432,22 @@ async def _next_id(conn: aiosqlite.Connection, table: Literal["messages", "memor
             (table,),
         )
     )
-    return int(rows[0][0]) + 1
+    first = int(rows[0][0]) + 1
+    return list(range(first, first + count))
 
 
-async def _any_exists(conn: aiosqlite.Connection, sql: str, values: list[Any]) -> bool:
-    """Whether `sql` (taking the values as one JSON array) finds a row."""
+async def _any_exists(conn: Connection, sql: str, values: list[Any]) -> bool:
+    """Whether `sql` (taking the values as one list parameter) finds a row."""
     if not values:
         return False
-    rows = await conn.execute_fetchall(sql, (json.dumps(values),))
+    param = values if conn.dialect == "postgresql" else json.dumps(values)
+    rows = await conn.execute_fetchall(sql, (param,))
     return bool(list(rows))
 
 
-async def _refuse_existing(conn: aiosqlite.Connection, data: SessionExport) -> None:
-    in_list = "IN (SELECT value FROM json_each(?))"
+async def _refuse_existing(conn: Connection, data: SessionExport) -> None:
+    # One parameter holding the whole list: a JSON array on SQLite, an array on PostgreSQL.
+    in_list = "= ANY(?)" if conn.dialect == "postgresql" else "IN (SELECT value FROM json_each(?))"
     if await _any_exists(conn, f"SELECT 1 FROM sessions WHERE id {in_list}", [data.session.id]):
         raise ConflictError(
             f"Session {data.session.id!r} already exists; import it as a new session instead."

@@ -48,7 +48,7 @@ class WordPoolRepository:
             await conn.executemany(
                 "INSERT INTO word_pool (space_id, channel_id, word, count, last_seen) "
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT(space_id, channel_id, word) DO UPDATE SET "
-                "count = count + excluded.count, last_seen = excluded.last_seen",
+                "count = word_pool.count + excluded.count, last_seen = excluded.last_seen",
                 [(space, channel_id, word, count, now) for word, count in counts.items()],
             )
             await conn.execute(

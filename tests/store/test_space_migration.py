@@ -12,13 +12,13 @@ import pytest
 from bot.services import ServiceOptions, open_services
 from bot.store.db import Database
 from bot.store.migration_spaces import MigrationContext, migrate_to_spaces
-from bot.store.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
+from bot.store.migrations import SCHEMA_VERSION, migrate, number_of
 from tests.conftest import SettingsFactory
 
 T = "2026-01-01T00:00:00.000000+00:00"
 LOCAL = "local:home"
 # The last schema version without spaces (the release this migration upgrades from).
-BEFORE_SPACES = MIGRATIONS.index(migrate_to_spaces)
+BEFORE_SPACES = number_of(migrate_to_spaces) - 1
 
 
 async def old_database(path: Path) -> None:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -53,19 +51,9 @@ def test_space_ids_parse_and_format() -> None:
     with pytest.raises(ValidationError):
         local_space("a/b")
     assert in_space(A) == ("space_id = ?", (A,))
-    assert in_space(ALL_SPACES) == ("1", ())
+    assert in_space(ALL_SPACES) == ("TRUE", ())
     with pytest.raises(TypeError):
         in_space(None)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    """A fresh SQLite file."""
-    database = await Database.open(tmp_path / "p.db")
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 async def test_spaces_table_ensure_rename_settings_left(db: Database) -> None:
@@ -347,7 +335,8 @@ async def test_purge_removes_one_space_and_leaves_the_other(db: Database) -> Non
     assert await table_counts(db, B) == before_b
     assert await spaces.get(A) is None
     assert await db.scalar("SELECT COUNT(*) FROM knowledge_sources") == 1
-    assert await db.scalar("PRAGMA foreign_key_check") is None
+    if db.dialect == "sqlite":  # PostgreSQL enforces foreign keys on every write
+        assert await db.scalar("PRAGMA foreign_key_check") is None
     with pytest.raises(NotFoundError):
         await spaces.purge(A)
     assert (await w.sessions.get(B, str(w.ids[B]["session"]))) is not None
@@ -355,13 +344,17 @@ async def test_purge_removes_one_space_and_leaves_the_other(db: Database) -> Non
 
 async def table_counts(db: Database, space: str) -> dict[str, int]:
     """Rows of `space` in every table that has a space column."""
-    tables = [
-        row[0]
-        for row in await db.fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
-        if any(
-            col["name"] == "space_id" for col in await db.fetchall(f"PRAGMA table_info({row[0]})")
+    if db.dialect == "postgresql":
+        sql = (
+            "SELECT table_name FROM information_schema.columns "
+            "WHERE table_schema = 'public' AND column_name = 'space_id'"
         )
-    ]
+    else:
+        sql = (
+            "SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) p "
+            "WHERE m.type = 'table' AND p.name = 'space_id'"
+        )
+    tables = [row[0] for row in await db.fetchall(sql)]
     return {
         table: int(await db.scalar(f"SELECT COUNT(*) FROM {table} WHERE space_id = ?", (space,)))
         for table in sorted(tables)

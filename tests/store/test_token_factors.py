@@ -13,7 +13,9 @@ from bot.store.token_factors import StoredTokenFactor, TokenFactorRepository
 def version_one_database(path: Path) -> None:
     """A database as the first release left it, with a conversation in it."""
     conn = sqlite3.connect(path)
-    conn.executescript(MIGRATIONS[0])
+    first = MIGRATIONS[0].sqlite
+    assert isinstance(first, str)
+    conn.executescript(first)
     conn.execute(
         "INSERT INTO sessions (id, title, created_at, updated_at) VALUES ('s', 't', 'x', 'x')"
     )

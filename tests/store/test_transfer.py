@@ -7,9 +7,8 @@ import base64
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from types import FrameType
 
 import pytest
@@ -25,16 +24,6 @@ from bot.store.transfer import SessionExport, SessionTransfer
 T = "2026-01-02T03:04:05+00:00"
 A = "guild:222"
 B = "guild:333"
-
-
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    """A fresh SQLite database."""
-    database = await Database.open(tmp_path / "p.db")
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 def transfer_over(db: Database) -> SessionTransfer:
