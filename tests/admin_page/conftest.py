@@ -45,7 +45,18 @@ CHROMIUM_ARGS = [
 ]
 TIMEOUT_MS = 10_000
 # Every screen of the page: a new screen joins the screenshot, layout and axe runs by its name here.
-SCREENS = ("notes", "logs", "settings", "memory", "topics", "spaces")
+SCREENS = (
+    "notes",
+    "logs",
+    "settings",
+    "memory",
+    "topics",
+    "spaces",
+    "conversations",
+    "chat",
+    "words",
+    "connections",
+)
 # Accessibility problems that fail a test (axe's "moderate" and "minor" are reported only).
 AXE_FAILING_IMPACTS = frozenset({"serious", "critical"})
 # Finds the controls that are cut off (tests/admin_page/cut_controls.js).

@@ -1,6 +1,9 @@
 // The page: login, navigation between screens, the space selector, logout.
 
 import {Api} from './api.js';
+import {ChatScreen} from './chat_screen.js';
+import {ConnectionsScreen} from './connections.js';
+import {ConversationsScreen} from './conversations.js';
 import {LogsScreen} from './logs.js';
 import {MemoryScreen} from './memory.js';
 import {NotesScreen} from './notes.js';
@@ -8,6 +11,7 @@ import {SettingsScreen} from './settings.js';
 import {SpaceChoice, SpacesScreen} from './spaces.js';
 import {Status, clearFieldErrors} from './status.js';
 import {TopicsScreen} from './topics.js';
+import {WordsScreen} from './words.js';
 
 const SCREENS = {
   notes: NotesScreen,
@@ -16,6 +20,10 @@ const SCREENS = {
   memory: MemoryScreen,
   topics: TopicsScreen,
   spaces: SpacesScreen,
+  conversations: ConversationsScreen,
+  chat: ChatScreen,
+  words: WordsScreen,
+  connections: ConnectionsScreen,
 };
 const DEFAULT_SCREEN = 'notes';
 
