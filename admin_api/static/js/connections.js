@@ -16,6 +16,15 @@ function shownModel(preset) {
   return preset.backend === 'ollama' ? preset.value.replace(/^ollama(_chat)?\//, '') : preset.value;
 }
 
+/** What kind of failure a test reported, in words (the API's sentence follows). */
+const FAILURES = {
+  unreachable: 'No server answers at this address',
+  auth: 'The key was refused',
+  not_found: 'The server does not have this model',
+  timeout: 'No answer in time',
+  error: 'The call failed',
+};
+
 function keyText(key) {
   return key.set ? `set (…${key.last4})` : 'not set';
 }
@@ -83,7 +92,7 @@ export class ConnectionsScreen {
     output.dataset.ok = String(result.ok);
     output.textContent = result.ok
       ? `✓ Works (${result.latency_ms} ms): ${result.message}`
-      : `✗ ${result.message}`;
+      : `✗ ${FAILURES[result.kind] ?? FAILURES.error}: ${result.message}`;
   }
 
   async remove(preset) {
