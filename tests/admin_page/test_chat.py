@@ -23,6 +23,7 @@ async def test_the_chat_streams_an_answer_with_tool_activity_and_sources(ui: Ui)
         Text("# Ramen\nGood."),
         Text("Try the shop near the station.", chunks=4),
     )
+    await ui.enable_axe()
     await ui.login()
     await ui.go("chat")
     screen = ui.screen("chat")
@@ -42,6 +43,7 @@ async def test_the_chat_streams_an_answer_with_tool_activity_and_sources(ui: Ui)
     await expect(screen.get_by_role("button", name="Stop")).to_be_disabled()
     sessions = await ui.admin.services.repos.sessions.list(GUILD)
     assert len(sessions) == 1, "the turn ran in the chosen space"
+    assert await ui.axe("chat") == []
     await ui.shoot("chat")
     ui.assert_clean()
 

@@ -23,6 +23,7 @@ def closed_port() -> int:
 
 
 async def test_create_edit_test_and_delete_a_connection(ui: Ui) -> None:
+    await ui.enable_axe()
     await ui.login()
     await ui.go("connections")
     screen = ui.screen("connections")
@@ -84,6 +85,7 @@ async def test_create_edit_test_and_delete_a_connection(ui: Ui) -> None:
     await expect(failed).to_have_attribute("data-ok", "false")
     await expect(failed).to_contain_text("✗")
     await expect(failed).to_contain_text("No server answers at this address")
+    assert await ui.axe("connections tested") == []
     await ui.shoot("connections")
 
     delete = down_row.get_by_role("button", name="Delete Office box")

@@ -54,6 +54,7 @@ async def seed_tool_turn(ui: Ui) -> str:
 
 async def test_a_transcript_shows_tool_calls_and_their_sources(ui: Ui) -> None:
     session_id = await seed_tool_turn(ui)
+    await ui.enable_axe()
     await ui.login()
     await ui.go("conversations")
     screen = ui.screen("conversations")
@@ -72,6 +73,7 @@ async def test_a_transcript_shows_tool_calls_and_their_sources(ui: Ui) -> None:
     await expect(failed).to_contain_text("✗ failed")
     await expect(failed.locator(".reason")).not_to_be_empty()
     assert session_id
+    assert await ui.axe("transcript") == []
     await ui.shoot("conversations-tool-calls")
     ui.assert_clean()
 

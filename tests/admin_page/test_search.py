@@ -21,6 +21,7 @@ async def test_search_finds_a_japanese_word_and_opens_the_transcript(ui: Ui) -> 
     await repos.messages.add(GUILD, session.id, "assistant", "いいですね")
     await services.notes.create(GUILD, "旅行メモ", "東京タワーは333m")
 
+    await ui.enable_axe()
     await ui.login()
     await ui.go("conversations")
     screen = ui.screen("conversations")
@@ -44,5 +45,6 @@ async def test_search_finds_a_japanese_word_and_opens_the_transcript(ui: Ui) -> 
     await expect(target).to_be_in_viewport()
     await expect(target).to_contain_text("東京タワーに登った")
     await expect(screen.get_by_label("Server or space")).to_have_value(GUILD)
+    assert await ui.axe("search hits and transcript") == []
     await ui.shoot("search")
     ui.assert_clean()

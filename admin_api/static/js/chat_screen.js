@@ -171,8 +171,10 @@ export class ChatScreen {
           tools.append(line);
         }
         line.dataset.status = status;
+        // Only the start carries the label ("Searching the web…"); the end keeps showing it.
+        if (label) line.dataset.label = label;
         const mark = status === 'running' ? '…' : status === 'done' ? '✓' : '✗';
-        fill(line, h('span', {'aria-hidden': 'true'}, `${icon} `), label || name, ' ',
+        fill(line, h('span', {'aria-hidden': 'true'}, `${icon} `), line.dataset.label || name, ' ',
           h('span', {class: status === 'error' ? 'bad' : 'meta'}, mark,
             status === 'error' && result ? ` ${result}` : ''),
           detail ? h('span', {class: 'meta'}, ` ${detail}`) : null);

@@ -62,10 +62,10 @@ export class ConversationsScreen {
     root.append(
       this.search.root,
       h('div', {class: 'conv-browse'},
-        h('nav', {class: 'card conv-column', 'aria-label': 'Channels'},
+        h('section', {class: 'card conv-column', 'aria-label': 'Channels'},
           h('div', {class: 'field'}, h('label', {for: 'conv-space'}, 'Server or space'), this.spacePick),
           h('h3', {}, 'Channels'), this.channelList),
-        h('nav', {class: 'card conv-column', 'aria-label': 'Threads'},
+        h('section', {class: 'card conv-column', 'aria-label': 'Threads'},
           h('h3', {}, 'Threads'), this.threadList),
         h('section', {class: 'card conv-transcript', 'aria-labelledby': 'conv-transcript-title'},
           h('h3', {id: 'conv-transcript-title'}, 'Transcript'), this.transcript)));
