@@ -37,7 +37,7 @@ export class ChatScreen {
     this.where = h('p', {class: 'meta', id: 'chat-session'});
     const form = h('form', {class: 'card', 'aria-label': 'Chat'},
       h('div', {class: 'inline-fields'},
-        h('div', {class: 'field'}, h('label', {for: 'chat-space'}, 'Space'), this.spacePick),
+        h('div', {class: 'field'}, h('label', {for: 'chat-space'}, 'Chat in space'), this.spacePick),
         h('div', {class: 'field'}, h('label', {for: 'chat-model'}, 'Model'), this.modelPick)),
       h('div', {class: 'field'}, h('label', {for: 'chat-input'}, 'Message'), this.input),
       h('div', {class: 'actions'}, this.send, this.stop, this.fresh),
