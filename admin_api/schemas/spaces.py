@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from admin_api.schemas.common import Body, SpaceId
+from admin_api.schemas.models import ModelName
 
 
 class SpaceOut(BaseModel):
@@ -40,3 +41,10 @@ class MoveIn(Body):
     """The space a record moves to."""
 
     space_id: SpaceId
+
+
+class SpaceUpdateIn(Body):
+    """Changes to a space: `default_model` is the model string of a connection (preset) its
+    conversations use unless a person picks another; null goes back to the global model."""
+
+    default_model: ModelName | None

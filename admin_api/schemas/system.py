@@ -6,7 +6,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from admin_api.schemas.common import Body
+from admin_api.schemas.common import Body, SpaceId
+from admin_api.schemas.conversations import ChannelParam
+from bot.store.word_pool import PoolWord
 
 
 class BackfillIn(Body):
@@ -26,3 +28,21 @@ class WordPoolOut(BaseModel):
 
     space_id: str | None
     words: list[str]
+
+
+class ChannelWordsQuery(BaseModel):
+    """One channel of a space (a Discord channel id, as digits)."""
+
+    space: SpaceId
+    channel: ChannelParam
+    limit: Annotated[int, Field(ge=1, le=200)] = 50
+
+
+class ChannelWordsOut(BaseModel):
+    """A channel's word pool (most recently seen first, with counts) and its recent tags
+    (those of the messages and summaries of its conversations, most recently used first)."""
+
+    space_id: str
+    channel_id: str
+    words: list[PoolWord]
+    tags: list[str]

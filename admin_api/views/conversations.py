@@ -37,6 +37,7 @@ async def list_channels(services: Services, query: ChannelsQuery) -> Page[Channe
     items = [
         ChannelOut(
             channel_id=_text_id(row.channel_id),
+            name=row.name,
             threads=row.threads,
             open_threads=row.open_threads,
             last_activity=row.last_activity,

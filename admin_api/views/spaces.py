@@ -2,34 +2,57 @@
 
 from __future__ import annotations
 
-from admin_api.errors import not_found
+from admin_api.errors import ApiError, not_found
 from admin_api.routing import Route
 from admin_api.schemas.common import SpaceId
-from admin_api.schemas.spaces import PurgeOut, SpaceListOut, SpaceOut
+from admin_api.schemas.spaces import PurgeOut, SpaceListOut, SpaceOut, SpaceUpdateIn
 from bot.errors import NotFoundError
 from bot.services import Services
+from bot.store.space_records import SpaceRecord
+
+
+def _space(record: SpaceRecord, held: dict[str, int]) -> SpaceOut:
+    return SpaceOut(
+        id=record.id,
+        kind=record.kind,
+        name=record.name,
+        discord_id=record.discord_id,
+        sessions=held.get("sessions", 0),
+        notes=held.get("note_pages", 0),
+        knowledge=held.get("knowledge_entries", 0),
+        left_at=record.left_at,
+        default_model=record.default_model,
+    )
 
 
 async def list_spaces(services: Services) -> SpaceListOut:
     """Every space with its name, kind, counts and when the bot left it (local first)."""
     counts = await services.spaces.counts()
-    spaces = []
-    for record in await services.spaces.list():
-        held = counts.get(record.id, {})
-        spaces.append(
-            SpaceOut(
-                id=record.id,
-                kind=record.kind,
-                name=record.name,
-                discord_id=record.discord_id,
-                sessions=held.get("sessions", 0),
-                notes=held.get("note_pages", 0),
-                knowledge=held.get("knowledge_entries", 0),
-                left_at=record.left_at,
-                default_model=record.default_model,
+    return SpaceListOut(
+        spaces=[
+            _space(record, counts.get(record.id, {})) for record in await services.spaces.list()
+        ]
+    )
+
+
+async def update_space(services: Services, id: SpaceId, body: SpaceUpdateIn) -> SpaceOut:
+    """Set a space's default model (a connection's model string; null: the global model).
+
+    404 when the space is unknown; 422 when no connection (preset) has that model.
+    """
+    if body.default_model is not None:
+        presets = await services.repos.presets.list()
+        if body.default_model not in {preset.value for preset in presets}:
+            raise ApiError(
+                422,
+                "validation_error",
+                f"body.default_model: no model connection uses {body.default_model!r}",
             )
-        )
-    return SpaceListOut(spaces=spaces)
+    if not any(record.id == id for record in await services.spaces.list()):
+        raise not_found(f"Space {id!r}")
+    record = await services.spaces.set_default_model(id, body.default_model)
+    counts = await services.spaces.counts()
+    return _space(record, counts.get(record.id, {}))
 
 
 async def delete_space(services: Services, id: SpaceId) -> PurgeOut:
@@ -50,5 +73,6 @@ def routes() -> list[Route]:
     """Space routes."""
     return [
         Route("GET", "/api/spaces", list_spaces),
+        Route("PATCH", "/api/spaces/{id}", update_space),
         Route("DELETE", "/api/spaces/{id}", delete_space),
     ]

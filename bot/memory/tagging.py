@@ -99,6 +99,12 @@ class Tagger:
         self._completer = completer
         self._mode_fn = mode_fn
 
+    async def recent_tags(
+        self, space: str, *, channel_id: int | None = None, limit: int = 50
+    ) -> list[str]:
+        """The space's (or one channel's) distinct tags, most recently used first."""
+        return await self._repo.recent_tags(space, limit, channel_id=channel_id)
+
     async def tags_for_text(self, text: str, *, session_id: str | None = None) -> list[str]:
         """Three tags for `text` in the current mode (fewer when the text has fewer nouns)."""
         if self._mode_fn() == "llm":

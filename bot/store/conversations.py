@@ -24,12 +24,16 @@ _NEWEST = "9999"  # sorts after every stored time: "before" this is "from the ne
 
 @dataclass(frozen=True)
 class ChannelSummary:
-    """A channel of a space with its conversations (None: sessions outside Discord)."""
+    """A channel of a space with its conversations (None: sessions outside Discord).
+
+    `name` is the channel's name from the channel directory (None: not seen by the bot).
+    """
 
     channel_id: int | None
     threads: int
     open_threads: int
     last_activity: str
+    name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,15 +110,22 @@ class ConversationRepository:
     ) -> list[ChannelSummary]:
         """The space's channels, most recently active first; `before` pages by last activity."""
         rows = await self._db.fetchall(
+            "SELECT g.channel_id, g.threads, g.open_threads, g.last_activity, d.name FROM ("
             f"SELECT {_CHANNEL} AS channel_id, COUNT(*) AS threads, "
             "COUNT(*) - COUNT(closed_at) AS open_threads, MAX(updated_at) AS last_activity "
             f"FROM sessions WHERE space_id = ? GROUP BY {_CHANNEL} "
-            "HAVING MAX(updated_at) < ? ORDER BY last_activity DESC LIMIT ?",
-            (space, before or _NEWEST, limit),
+            "HAVING MAX(updated_at) < ?) AS g "
+            "LEFT JOIN directory_channels d ON d.space_id = ? AND d.channel_id = g.channel_id "
+            "ORDER BY g.last_activity DESC LIMIT ?",
+            (space, before or _NEWEST, space, limit),
         )
         return [
             ChannelSummary(
-                row["channel_id"], row["threads"], row["open_threads"], row["last_activity"]
+                row["channel_id"],
+                row["threads"],
+                row["open_threads"],
+                row["last_activity"],
+                row["name"],
             )
             for row in rows
         ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from bot.store.directory import ChannelSeen
 from bot.store.spaces import local_space
 from bot.tools.web_search import web_search_sources
 from tests.admin_api.conftest import Admin, sse_events
@@ -149,6 +150,16 @@ async def test_channels_and_threads_of_a_space(admin: Admin) -> None:
         (str(CHANNEL), None, 1),
         (None, None, 1),
     ]
+    # Named from the channel directory once the bot has seen the channel (its own space only).
+    await repos.directory.upsert(GUILD_A, ChannelSeen(CHANNEL, "general", "text"))
+    await repos.directory.upsert(GUILD_B, ChannelSeen(7, "elsewhere-chat", "text"))
+    channels = (await admin.get("/api/conversations/channels", params={"space": GUILD_A})).json
+    assert [(c["channel_id"], c["name"]) for c in channels["items"]] == [
+        (str(CHANNEL), "general"),
+        (None, None),
+    ]
+    others = (await admin.get("/api/conversations/channels", params={"space": GUILD_B})).json
+    assert [(c["channel_id"], c["name"]) for c in others["items"]] == [("7", "elsewhere-chat")]
     threads = (
         await admin.get(
             "/api/conversations/threads", params={"space": GUILD_A, "channel": str(CHANNEL)}

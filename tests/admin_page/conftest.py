@@ -56,6 +56,10 @@ SCREENS = (
     "spaces",
     "tools",
     "live-log",
+    "conversations",
+    "chat",
+    "words",
+    "connections",
 )
 # Accessibility problems that fail a test (axe's "moderate" and "minor" are reported only).
 AXE_FAILING_IMPACTS = frozenset({"serious", "critical"})

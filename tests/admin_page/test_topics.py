@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from playwright.async_api import expect
 
+from bot.store.directory import ChannelSeen
 from tests.admin_page.conftest import Ui
 
 # A real Discord snowflake: larger than JavaScript's exact integers (2**53).
@@ -67,4 +68,46 @@ async def test_create_a_schedule_see_status_and_run_now(ui: Ui) -> None:
     await screen.get_by_role("button", name=f"Edit channel {CHANNEL}").click()
     await expect(editor.get_by_label("Guild id")).to_have_value(str(GUILD))
     await expect(editor.get_by_label("Active from")).to_have_value("08:30")
+    ui.assert_clean()
+
+
+async def test_a_channel_is_picked_by_name_and_shows_its_openers(ui: Ui) -> None:
+    services = ui.admin.services
+    space = f"guild:{GUILD}"
+    await services.spaces.ensure(space, "Ramen Club")
+    await services.repos.directory.replace_server(
+        space,
+        [ChannelSeen(CHANNEL, "ramen-talk", "text"), ChannelSeen(CHANNEL + 1, "rules", "text")],
+    )
+    await ui.login()
+    await ui.go("topics")
+    screen = ui.screen("topics")
+    await screen.get_by_label("Channel", exact=True).select_option(label="#ramen-talk")
+    await screen.get_by_role("button", name="Open channel").click()
+    editor = screen.locator("#topic-editor")
+    await expect(editor).to_contain_text(f"#ramen-talk (Channel {CHANNEL})")
+    # The server comes with the channel: no guild id to type.
+    await expect(editor.get_by_label("Guild id")).to_have_value(str(GUILD))
+    await editor.get_by_label("Post after idle (minutes)").fill("20")
+    await editor.get_by_role("button", name="Create schedule").click()
+    await expect(ui.status).to_contain_text(f"Schedule of channel {CHANNEL} saved.")
+    stored = (await ui.api("GET", f"/api/topics/{CHANNEL}"))["channel"]
+    assert (stored["space_id"], stored["guild_id"], stored["idle_minutes"]) == (space, GUILD, 20)
+
+    await services.repos.topics.add_post(
+        space,
+        CHANNEL,
+        kind="idle",
+        topic="豚骨",
+        words=["豚骨"],
+        content="豚骨と醤油、どっちが好き？",
+        discord_message_id=None,
+        posted_at="2026-03-01T09:00:00.000000+00:00",
+    )
+    await ui.page.reload()
+    await expect(screen).to_be_visible()
+    row = screen.locator(f'#topic-table tr[data-id="{CHANNEL}"]')
+    await expect(row).to_contain_text("#ramen-talk")
+    await expect(row).to_contain_text("豚骨と醤油、どっちが好き？")
+    await expect(row.locator("td").nth(6)).not_to_be_empty()
     ui.assert_clean()

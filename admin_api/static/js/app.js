@@ -3,6 +3,9 @@
 import {ActivityScreen} from './activity.js';
 import {Api} from './api.js';
 import {LiveLogScreen} from './live_log_screen.js';
+import {ChatScreen} from './chat_screen.js';
+import {ConnectionsScreen} from './connections.js';
+import {ConversationsScreen} from './conversations.js';
 import {LogsScreen} from './logs.js';
 import {MemoryScreen} from './memory.js';
 import {NotesScreen} from './notes.js';
@@ -12,6 +15,7 @@ import {Status, clearFieldErrors} from './status.js';
 import {StatusScreen} from './status_screen.js';
 import {ToolsScreen} from './tools.js';
 import {TopicsScreen} from './topics.js';
+import {WordsScreen} from './words.js';
 
 const SCREENS = {
   status: StatusScreen,
@@ -24,6 +28,10 @@ const SCREENS = {
   spaces: SpacesScreen,
   tools: ToolsScreen,
   'live-log': LiveLogScreen,
+  conversations: ConversationsScreen,
+  chat: ChatScreen,
+  words: WordsScreen,
+  connections: ConnectionsScreen,
 };
 const DEFAULT_SCREEN = 'status';
 

@@ -77,6 +77,7 @@ export class SpacesScreen {
     this.api = api;
     this.status = status;
     this.spaces = spaces;
+    this.presets = [];
     this.rows = h('tbody');
     this.confirm = h('div', {id: 'space-confirm'});
     root.append(
@@ -87,7 +88,7 @@ export class SpacesScreen {
       h('div', {class: 'table-wrap'},
         this.table = h('table', {id: 'space-table', class: 'stack'},
           h('thead', {}, h('tr', {}, ['Name', 'Id', 'Kind', 'Sessions', 'Notes', 'Knowledge', 'Left',
-            'Actions'].map((name) => h('th', {scope: 'col'}, name)))),
+            'Default model', 'Actions'].map((name) => h('th', {scope: 'col'}, name)))),
           this.rows)),
       this.confirm);
   }
@@ -95,10 +96,12 @@ export class SpacesScreen {
   async show() {
     fill(this.confirm);
     await this.spaces.load();
+    const presets = await this.status.guard(() => this.api.get('/api/models/presets'));
+    this.presets = presets?.presets ?? [];
     const list = this.spaces.spaces;
     fill(this.rows, list.length
       ? list.map((space) => this.row(space))
-      : h('tr', {}, h('td', {colspan: '8', class: 'empty'}, 'No spaces yet. A space appears ',
+      : h('tr', {}, h('td', {colspan: '9', class: 'empty'}, 'No spaces yet. A space appears ',
         'when the bot is added to a Discord server, when someone sends it a direct message, or ',
         'with the first local chat.')));
     labelCells(this.table);
@@ -113,9 +116,35 @@ export class SpacesScreen {
       h('td', {class: 'num'}, String(space.notes)),
       h('td', {class: 'num'}, String(space.knowledge)),
       h('td', {}, space.left_at ? when(space.left_at) : '—'),
+      h('td', {}, this.modelPick(space)),
       h('td', {class: 'actions'},
         h('button', {type: 'button', class: 'danger', onclick: () => this.ask(space)},
           'Delete this space\'s data…')));
+  }
+
+  /** The space's default model, picked among the model connections (presets). */
+  modelPick(space) {
+    const current = space.default_model ?? '';
+    const options = [h('option', {value: ''}, 'Global model (.env)'),
+      this.presets.map((preset) => h('option', {value: preset.value}, `${preset.label} (${preset.value})`))];
+    if (current && !this.presets.some((preset) => preset.value === current)) {
+      options.push(h('option', {value: current}, `${current} (no connection)`));
+    }
+    const select = h('select', {'aria-label': `Default model of ${spaceLabel(space)}`}, options);
+    select.value = current;
+    select.addEventListener('change', async () => {
+      select.disabled = true;
+      const result = await this.status.guard(() => this.api.patch(
+        `/api/spaces/${encodeURIComponent(space.id)}`, {default_model: select.value || null}));
+      select.disabled = false;
+      if (!result) {
+        select.value = space.default_model ?? '';
+        return;
+      }
+      space.default_model = result.default_model;
+      this.status.info(`${spaceLabel(space)} now uses ${result.default_model ?? 'the global model'}.`);
+    });
+    return select;
   }
 
   ask(space) {

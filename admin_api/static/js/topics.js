@@ -1,6 +1,7 @@
 // Topic posts: per-channel schedule editor, what an idle check would decide now, run-now.
 
 import {busy, clip, field, fill, h, labelCells, when} from './dom.js';
+import {directoryChannels} from './words.js';
 
 const NUMBER_FIELDS = {
   idle_minutes: ['Post after idle (minutes)', 1, 10080],
@@ -25,13 +26,26 @@ export class TopicsScreen {
     this.status = status;
     this.spaces = spaces;
     this.channels = [];
+    this.known = [];
     this.current = null;
     this.rows = h('tbody');
     this.editor = h('div', {class: 'topic-editor', id: 'topic-editor'});
     const channelInput = h('input', {type: 'text', inputmode: 'numeric', pattern: '[0-9]{1,19}',
       required: true, name: 'channel_id'});
+    this.channelPick = h('select', {name: 'channel_pick', id: 'topic-channel-pick'});
+    const pickForm = h('form', {class: 'inline-fields', 'aria-label': 'Pick a channel'},
+      field('Channel', this.channelPick, 'The channels of the bot\'s servers, by name.').row,
+      h('button', {type: 'submit'}, 'Open channel'));
+    pickForm.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const channel = this.known.find((item) => item.id === this.channelPick.value);
+      if (!channel) return;
+      const configured = this.channels.find((c) => String(c.channel_id) === channel.id);
+      if (configured) this.open(configured.channel_id);
+      else this.renderEditor({channel: null, channelId: channel.id, picked: channel});
+    });
     const addForm = h('form', {class: 'inline-fields', 'aria-label': 'Add a channel'},
-      field('Discord channel id', channelInput, 'Right-click the channel in Discord → Copy ID.').row,
+      field('Discord channel id', channelInput, 'Or by id: right-click the channel in Discord → Copy ID.').row,
       h('button', {type: 'submit'}, 'Add channel'));
     addForm.addEventListener('submit', (event) => {
       event.preventDefault();
@@ -49,17 +63,35 @@ export class TopicsScreen {
       h('div', {class: 'card'},
         h('div', {class: 'table-wrap'},
           this.table = h('table', {id: 'topic-table', class: 'stack'},
-            h('thead', {}, h('tr', {}, ['Channel', 'Enabled', 'Idle', 'Active hours', 'Cron', 'Per day', '']
-              .map((name) => h('th', {scope: 'col'}, name)))),
+            h('thead', {}, h('tr', {}, ['Channel', 'Enabled', 'Idle', 'Active hours', 'Cron', 'Per day',
+              'Next runs', 'Last openers', ''].map((name) => h('th', {scope: 'col'}, name)))),
             this.rows)),
-        addForm),
+        pickForm, addForm),
       this.editor,
     );
   }
 
   async show() {
-    await this.load();
+    await Promise.all([this.load(), this.loadDirectory()]);
     if (this.current) await this.open(this.current);
+  }
+
+  async loadDirectory() {
+    const known = await this.status.guard(() => directoryChannels(this.api, this.spaces.current));
+    this.known = known ?? [];
+    const servers = new Map();
+    for (const channel of this.known) {
+      if (!servers.has(channel.space)) servers.set(channel.space, h('optgroup', {label: channel.server}));
+      servers.get(channel.space).append(h('option', {value: channel.id}, `#${channel.name}`));
+    }
+    fill(this.channelPick, servers.size ? [...servers.values()]
+      : h('option', {value: ''}, 'No channels known yet (the bot has not connected)'));
+    this.channelPick.disabled = !servers.size;
+  }
+
+  /** A channel as people know it: its name when the bot has seen it, else its id. */
+  channelName(channel) {
+    return channel.channel_name ? `#${channel.channel_name}` : `Channel ${channel.channel_id}`;
   }
 
   async load() {
@@ -68,18 +100,31 @@ export class TopicsScreen {
     this.channels = result.channels;
     fill(this.rows, this.channels.length
       ? this.channels.map((channel) => h('tr', {dataset: {id: String(channel.channel_id)}},
-        h('td', {class: 'mono'}, String(channel.channel_id)),
+        h('td', {}, channel.channel_name ? `#${channel.channel_name}` : '',
+          h('div', {class: 'meta mono'}, String(channel.channel_id))),
         h('td', {}, channel.enabled ? 'yes' : 'no'),
         h('td', {}, `${channel.idle_minutes} min`),
         h('td', {}, `${channel.active_start}–${channel.active_end} ${channel.timezone}`),
         h('td', {class: 'mono'}, channel.cron ?? '—'),
         h('td', {class: 'num'}, String(channel.max_posts_per_day)),
+        h('td', {}, this.nextRuns(channel)),
+        h('td', {}, channel.last_openers.length
+          ? h('ul', {class: 'openers'}, channel.last_openers.slice(0, 3).map((post) =>
+            h('li', {}, h('span', {class: 'meta'}, when(post.posted_at), ' · '), clip(post.content, 80))))
+          : h('span', {class: 'meta'}, 'none yet')),
         h('td', {}, h('button', {type: 'button', onclick: () => this.open(channel.channel_id),
           'aria-label': `Edit channel ${channel.channel_id}`}, 'Edit'))))
-      : h('tr', {}, h('td', {colspan: '7', class: 'empty'}, 'No channel has a topic schedule ',
+      : h('tr', {}, h('td', {colspan: '9', class: 'empty'}, 'No channel has a topic schedule ',
         'yet. In Discord, run /topic enable in the channel where the bot should start ',
-        'conversations when it is quiet, or add the channel\'s id below.')));
+        'conversations when it is quiet, or pick the channel below.')));
     labelCells(this.table);
+  }
+
+  nextRuns(channel) {
+    const lines = [];
+    if (channel.next_idle_check) lines.push(h('div', {}, 'Idle check: ', when(channel.next_idle_check)));
+    if (channel.next_cron_post) lines.push(h('div', {}, 'Cron post: ', when(channel.next_cron_post)));
+    return lines.length ? lines : h('span', {class: 'meta'}, channel.enabled ? 'not scheduled' : 'disabled');
   }
 
   async open(channelId) {
@@ -87,9 +132,12 @@ export class TopicsScreen {
     if (result) this.renderEditor({status: result, channel: result.channel, channelId: String(channelId)});
   }
 
-  renderEditor({status, channel, channelId}) {
+  renderEditor({status, channel, channelId, picked = null}) {
     this.current = channel ? channelId : null;
     const value = (key, fallback = '') => (channel ? channel[key] ?? fallback : fallback);
+    // A channel picked by name brings its server: the guild id need not be typed.
+    const guild = picked && picked.space.startsWith('guild:') ? picked.space.slice(6) : '';
+    const name = channel?.channel_name ?? picked?.name ?? null;
     const inputs = {
       enabled: h('input', {type: 'checkbox', name: 'enabled', checked: channel ? channel.enabled : true}),
       active_start: h('input', {type: 'time', name: 'active_start', value: hhmm(value('active_start'))}),
@@ -100,7 +148,8 @@ export class TopicsScreen {
         maxlength: '100'}),
       language: h('select', {name: 'language'}, [['', 'Bot default'], ['ja', 'ja'], ['en', 'en']]
         .map(([code, text]) => h('option', {value: code, selected: value('language') === code}, text))),
-      guild_id: h('input', {type: 'text', inputmode: 'numeric', name: 'guild_id', value: String(value('guild_id'))}),
+      guild_id: h('input', {type: 'text', inputmode: 'numeric', name: 'guild_id',
+        value: String(value('guild_id', guild))}),
       persona: h('textarea', {name: 'persona', rows: '3', maxlength: '2000', value: value('persona')}),
     };
     for (const [key, [, min, max]] of Object.entries(NUMBER_FIELDS)) {
@@ -110,7 +159,7 @@ export class TopicsScreen {
     inputs.enabled.id = 'topic-enabled';
     const save = h('button', {type: 'submit', class: 'primary'}, channel ? 'Save schedule' : 'Create schedule');
     const form = h('form', {class: 'card', 'aria-label': `Schedule of channel ${channelId}`},
-      h('h3', {}, `Channel ${channelId}`),
+      h('h3', {}, name ? `#${name} (Channel ${channelId})` : `Channel ${channelId}`),
       h('div', {class: 'field check'}, inputs.enabled, h('label', {for: 'topic-enabled'}, 'Enabled')),
       h('div', {class: 'grid'},
         Object.entries(NUMBER_FIELDS).map(([key, [label]]) => field(label, inputs[key]).row),

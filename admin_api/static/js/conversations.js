@@ -1,0 +1,225 @@
+// Conversations: spaces → channels → threads → transcript (tool calls, sources, summaries,
+// archived messages), with full-text search whose hits open the transcript at the message.
+
+import {fill, h, when} from './dom.js';
+import {SearchPanel} from './search.js';
+import {spaceLabel} from './spaces.js';
+
+const PAGE = 200;
+
+/** A channel as people know it. */
+export function channelLabel(channel) {
+  if (channel.channel_id === null) return 'Outside Discord (terminal, admin chat, imports)';
+  return channel.name ? `#${channel.name}` : `Channel ${channel.channel_id}`;
+}
+
+/** A link that opens in a new tab without handing the page over to it. */
+export function sourceLink(source) {
+  let safe = null;
+  try {
+    const url = new URL(source.url);
+    if (url.protocol === 'http:' || url.protocol === 'https:') safe = url.href;
+  } catch {
+    safe = null;
+  }
+  const label = source.title || source.url;
+  return safe
+    ? h('a', {href: safe, target: '_blank', rel: 'noopener noreferrer'}, label)
+    : h('span', {}, label);
+}
+
+/** A tool call as Discord shows it: its name, ✓ or ✗ (with why), and its sources. */
+export function toolCallView(call) {
+  const state = call.ok ? h('span', {class: 'ok'}, '✓ ', h('span', {class: 'sr-only'}, 'succeeded'))
+    : h('span', {class: 'bad'}, '✗ failed');
+  return h('li', {class: 'tool-call', dataset: {ok: String(call.ok), tool: call.tool}},
+    h('span', {'aria-hidden': 'true'}, '🔧 '), h('strong', {}, call.tool), ' ', state,
+    call.duration_ms !== null && call.duration_ms !== undefined ? h('span', {class: 'meta'}, ` ${call.duration_ms} ms`) : null,
+    call.ok ? null : h('span', {class: 'bad reason'}, ` — ${call.error ?? 'no reason given'}`),
+    h('details', {}, h('summary', {}, 'Arguments'), h('pre', {}, call.arguments)),
+    call.sources.length
+      ? h('ul', {class: 'sources', 'aria-label': `Sources of ${call.tool}`},
+        call.sources.map((source) => h('li', {}, sourceLink(source))))
+      : null);
+}
+
+/** The conversations screen. */
+export class ConversationsScreen {
+  constructor({api, status, root, spaces}) {
+    this.api = api;
+    this.status = status;
+    this.spaces = spaces;
+    this.space = '';
+    this.channel = null;
+    this.session = null;
+    this.search = new SearchPanel({api, status, spaces,
+      openMessage: (space, session, message) => this.openMessage(space, session, message)});
+    this.spacePick = h('select', {id: 'conv-space', name: 'conv_space'});
+    this.spacePick.addEventListener('change', () => this.pickSpace(this.spacePick.value));
+    this.channelList = h('ul', {id: 'conv-channels', class: 'pick-list'});
+    this.threadList = h('ul', {id: 'conv-threads', class: 'pick-list'});
+    this.transcript = h('div', {id: 'conv-transcript'});
+    root.append(
+      this.search.root,
+      h('div', {class: 'conv-browse'},
+        h('section', {class: 'card conv-column', 'aria-label': 'Channels'},
+          h('div', {class: 'field'}, h('label', {for: 'conv-space'}, 'Server or space'), this.spacePick),
+          h('h3', {}, 'Channels'), this.channelList),
+        h('section', {class: 'card conv-column', 'aria-label': 'Threads'},
+          h('h3', {}, 'Threads'), this.threadList),
+        h('section', {class: 'card conv-transcript', 'aria-labelledby': 'conv-transcript-title'},
+          h('h3', {id: 'conv-transcript-title'}, 'Transcript'), this.transcript)));
+  }
+
+  async show() {
+    const list = this.spaces.spaces;
+    const wanted = this.spaces.current || this.space || list[0]?.id || '';
+    fill(this.spacePick, list.map((space) => h('option', {value: space.id}, spaceLabel(space))));
+    if (!list.length) {
+      fill(this.channelList, h('li', {class: 'empty'}, 'No conversations yet. They appear here ',
+        'once someone talks to the bot in Discord, in the terminal or on the Chat screen.'));
+      fill(this.threadList);
+      fill(this.transcript);
+      return;
+    }
+    this.spacePick.value = wanted;
+    if (wanted !== this.space) await this.pickSpace(wanted);
+    else await this.loadChannels();
+  }
+
+  async pickSpace(space) {
+    this.space = space;
+    this.spacePick.value = space;
+    this.channel = null;
+    this.session = null;
+    fill(this.threadList, h('li', {class: 'empty'}, 'Pick a channel to see its threads.'));
+    fill(this.transcript, h('p', {class: 'empty'}, 'Pick a thread to read it.'));
+    await this.loadChannels();
+  }
+
+  async loadChannels() {
+    const page = await this.status.guard(() =>
+      this.api.get('/api/conversations/channels', {space: this.space, limit: 200}));
+    if (!page) return;
+    fill(this.channelList, page.items.length
+      ? page.items.map((channel) => {
+        const key = channel.channel_id ?? '0';
+        return h('li', {}, h('button', {type: 'button', class: 'pick', dataset: {channel: key},
+          'aria-current': this.channel === key ? 'true' : null,
+          onclick: () => this.pickChannel(key)},
+        h('span', {class: 'pick-name'}, channelLabel(channel)),
+        h('span', {class: 'meta'}, `${channel.threads} thread(s) · ${when(channel.last_activity)}`)));
+      })
+      : h('li', {class: 'empty'}, 'No conversations in this space yet.'));
+  }
+
+  mark(list, attribute, value) {
+    for (const button of list.querySelectorAll('button.pick')) {
+      if (button.dataset[attribute] === value) button.setAttribute('aria-current', 'true');
+      else button.removeAttribute('aria-current');
+    }
+  }
+
+  async pickChannel(key) {
+    this.channel = key;
+    this.mark(this.channelList, 'channel', key);
+    const page = await this.status.guard(() =>
+      this.api.get('/api/conversations/threads', {space: this.space, channel: key, limit: 200}));
+    if (!page) return;
+    fill(this.threadList, page.items.length
+      ? page.items.map((thread) => h('li', {}, h('button', {type: 'button', class: 'pick',
+        dataset: {session: thread.session_id}, onclick: () => this.openSession(thread.session_id)},
+      h('span', {class: 'pick-name'}, thread.title || 'Untitled'),
+      h('span', {class: 'meta'}, `${thread.messages} message(s)`,
+        thread.archived_messages ? `, ${thread.archived_messages} archived` : '',
+        ` · ${when(thread.updated_at)}`, thread.closed_at ? ' · closed' : ''))))
+      : h('li', {class: 'empty'}, 'No threads in this channel.'));
+  }
+
+  /** Show a session's transcript; with `messageId`, scroll to that message and focus it. */
+  async openSession(sessionId, messageId = null) {
+    this.session = sessionId;
+    this.mark(this.threadList, 'session', sessionId);
+    const items = [];
+    const summaries = new Map();
+    let cursor = null;
+    let session = null;
+    let more = false;
+    do {
+      const page = await this.status.guard(() => this.api.get(
+        `/api/conversations/${encodeURIComponent(sessionId)}/transcript`, {limit: PAGE, cursor}));
+      if (!page) return;
+      session = page.session;
+      items.push(...page.items);
+      for (const summary of page.summaries) summaries.set(summary.id, summary);
+      cursor = page.next_cursor;
+      more = cursor !== null && cursor !== undefined;
+      // Read on while the wanted message is not loaded yet (bounded by the transcript's end).
+    } while (more && messageId !== null && !items.some((item) => item.id === messageId));
+    this.render(session, items, [...summaries.values()], more ? cursor : null);
+    if (messageId !== null) {
+      const target = this.transcript.querySelector(`[data-message-id="${messageId}"]`);
+      if (target) {
+        target.classList.add('found');
+        target.scrollIntoView({block: 'center'});
+        target.focus({preventScroll: true});
+      }
+    } else {
+      this.transcript.querySelector('h4')?.focus({preventScroll: false});
+    }
+  }
+
+  /** Follow a search hit: its space, its channel's threads, its transcript at the message. */
+  async openMessage(spaceId, sessionId, messageId) {
+    if (spaceId !== this.space) await this.pickSpace(spaceId);
+    await this.openSession(sessionId, messageId);
+  }
+
+  render(session, items, summaries, cursor) {
+    const starts = new Map();
+    for (const summary of summaries) {
+      if (summary.first_message_id === null) continue;
+      const list = starts.get(summary.first_message_id) ?? [];
+      list.push(summary);
+      starts.set(summary.first_message_id, list);
+    }
+    const parts = [h('h4', {tabindex: '-1'}, session.title || 'Untitled',
+      h('span', {class: 'meta'}, ` · ${session.source}`, session.model ? ` · ${session.model}` : ''))];
+    if (!items.length) parts.push(h('p', {class: 'empty'}, 'This conversation has no messages.'));
+    const list = h('ol', {class: 'transcript'});
+    for (const item of items) {
+      for (const summary of starts.get(item.id) ?? []) list.append(this.summary(summary));
+      list.append(this.message(item));
+    }
+    parts.push(list);
+    const loose = summaries.filter((summary) => summary.first_message_id === null);
+    if (loose.length) parts.push(h('h4', {}, 'Older summaries'), h('ol', {class: 'transcript'}, loose.map((s) => this.summary(s))));
+    if (cursor !== null) {
+      parts.push(h('p', {class: 'hint'}, `Showing the first ${items.length} messages.`));
+    }
+    fill(this.transcript, parts);
+  }
+
+  summary(summary) {
+    const covers = summary.messages
+      ? `covers ${summary.messages} message(s), #${summary.first_message_id}–#${summary.last_message_id}`
+      : 'covers older summaries';
+    return h('li', {class: 'summary', dataset: {summaryId: String(summary.id)}},
+      h('div', {class: 'meta'}, `Summary ${summary.id}`, summary.level ? ` (level ${summary.level})` : '',
+        ` · ${covers} · ${when(summary.created_at)}`,
+        summary.condensed_into ? ` · condensed into summary ${summary.condensed_into}` : ''),
+      h('p', {class: 'text'}, summary.summary));
+  }
+
+  message(item) {
+    const who = item.role === 'assistant' ? 'Bot' : (item.author_name || item.role);
+    return h('li', {class: `msg msg-${item.role}${item.archived ? ' archived' : ''}`, tabindex: '-1',
+      id: `msg-${item.id}`, dataset: {messageId: String(item.id)}},
+    h('div', {class: 'meta'}, h('strong', {}, who), ` · #${item.id} · ${when(item.created_at)}`,
+      item.archived ? h('span', {class: 'badge'}, `Archived — in summary ${item.memory_id ?? '?'}`) : null),
+    item.tool_calls.length
+      ? h('ul', {class: 'tool-calls', 'aria-label': 'Tool calls'}, item.tool_calls.map(toolCallView))
+      : null,
+    h('p', {class: 'text'}, item.content));
+  }
+}

@@ -1,0 +1,65 @@
+"""Chat on the page: an answer streams from the loopback model with its tool activity and
+sources as Discord shows them; the stop button stops reading a long answer."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.async_api import expect
+
+from tests.admin_page.conftest import Ui
+from tests.admin_page.test_conversations import seed_tool_turn
+from tests.conftest import LOCAL
+from tests.fakes.llm_server import Text, ToolCalls
+
+GUILD = "guild:1234567890123456789"
+
+
+async def test_the_chat_streams_an_answer_with_tool_activity_and_sources(ui: Ui) -> None:
+    await ui.admin.services.spaces.ensure(GUILD, "Ramen Club")
+    await seed_tool_turn(ui)  # registers the tools; its turn is already over
+    ui.admin.llm.script(
+        ToolCalls([("web_search", {"query": "ramen kyoto"})]),
+        Text("# Ramen\nGood."),
+        Text("Try the shop near the station.", chunks=4),
+    )
+    await ui.enable_axe()
+    await ui.login()
+    await ui.go("chat")
+    screen = ui.screen("chat")
+    await screen.get_by_label("Chat in space").select_option(GUILD)
+    await screen.get_by_label("Message").fill("Where to eat ramen?")
+    await screen.get_by_role("button", name="Send").click()
+    log = screen.locator("#chat-log")
+    answer = log.locator(".msg-assistant").last
+    await expect(answer.locator(".text")).to_have_text("Try the shop near the station.")
+    tool = answer.locator('.tool-call[data-tool="web_search"]')
+    await expect(tool).to_have_attribute("data-status", "done")
+    await expect(tool).to_contain_text("✓")
+    source = answer.locator(".sources").get_by_role("link", name="Kyoto weather")
+    await expect(source).to_have_attribute("rel", "noopener noreferrer")
+    await expect(answer).to_have_attribute("data-message-id", re.compile(r"^\d+$"))
+    await expect(screen.locator("#chat-session")).to_contain_text("Ramen Club")
+    await expect(screen.get_by_role("button", name="Stop")).to_be_disabled()
+    sessions = await ui.admin.services.repos.sessions.list(GUILD)
+    assert len(sessions) == 1, "the turn ran in the chosen space"
+    assert await ui.axe("chat") == []
+    await ui.shoot("chat")
+    ui.assert_clean()
+
+
+async def test_stop_ends_a_long_answer(ui: Ui) -> None:
+    ui.admin.llm.script(Text(" ".join(f"word{n}" for n in range(400)), delay=0.02))
+    await ui.login()
+    await ui.go("chat")
+    screen = ui.screen("chat")
+    await screen.get_by_label("Chat in space").select_option(LOCAL)
+    await screen.get_by_label("Message").fill("Tell me a long story")
+    await screen.get_by_role("button", name="Send").click()
+    answer = screen.locator("#chat-log .msg-assistant")
+    await expect(answer.locator(".text")).to_contain_text("word3")
+    await screen.get_by_role("button", name="Stop").click()
+    await expect(answer.locator(".stopped")).to_contain_text("Stopped.")
+    await expect(screen.get_by_role("button", name="Send")).to_be_enabled()
+    assert "word399" not in await answer.locator(".text").inner_text()
+    ui.assert_clean()

@@ -1,0 +1,119 @@
+"""Model connections on the page: create one with a key (never shown again), edit it keeping
+the key, the Test button reporting success (loopback LLM up) and failure (a closed port) in
+words, delete; a server picks its default model among the connections."""
+
+from __future__ import annotations
+
+import socket
+
+from playwright.async_api import expect
+
+from tests.admin_page.conftest import Ui
+from tests.fakes.llm_server import Text
+
+GUILD = "guild:100"
+SECRET = "sk-test-abcdef123456"
+
+
+def closed_port() -> int:
+    """A local port nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_create_edit_test_and_delete_a_connection(ui: Ui) -> None:
+    await ui.enable_axe()
+    await ui.login()
+    await ui.go("connections")
+    screen = ui.screen("connections")
+    before = len((await ui.api("GET", "/api/models/presets"))["presets"])
+
+    await screen.get_by_role("button", name="New connection").click()
+    form = screen.get_by_role("form", name="New connection")
+    await form.get_by_label("Name").fill("Local GPU")
+    await form.get_by_label("Backend").select_option("ollama")
+    await form.get_by_label("Model").fill("gpu-model")
+    await form.get_by_label("API key").fill(SECRET)
+    await form.get_by_role("button", name="Create connection").click()
+    await expect(ui.status).to_contain_text("Connection Local GPU saved.")
+    presets = (await ui.api("GET", "/api/models/presets"))["presets"]
+    (stored,) = [p for p in presets if p["label"] == "Local GPU"]
+    assert (stored["value"], stored["backend"], stored["api_key"]["last4"]) == (
+        "ollama/gpu-model",
+        "ollama",
+        "3456",
+    )
+    row = screen.locator(f'#connection-table tr[data-id="{stored["id"]}"]')
+    await expect(row).to_contain_text("set (…3456)")
+    assert SECRET not in await ui.page.content()
+
+    # Editing shows an empty key field; leaving it empty keeps the stored key.
+    await row.get_by_role("button", name="Edit Local GPU").click()
+    form = screen.get_by_role("form", name="Edit Local GPU")
+    await expect(form.get_by_label("API key")).to_have_value("")
+    await expect(form.get_by_label("Model")).to_have_value("gpu-model")
+    await form.get_by_label("Name").fill("Local GPU box")
+    await form.get_by_role("button", name="Save connection").click()
+    await expect(ui.status).to_contain_text("Connection Local GPU box saved.")
+    preset = await ui.admin.services.repos.presets.get(stored["id"])
+    assert preset is not None and (preset.label, preset.api_key) == ("Local GPU box", SECRET)
+
+    # Test: the loopback model answers.
+    ui.admin.llm.script(Text("OK"))
+    await row.get_by_role("button", name="Test Local GPU box").click()
+    result = row.locator("output.result")
+    await expect(result).to_have_attribute("data-ok", "true")
+    await expect(result).to_contain_text("Works")
+    await expect(result).to_contain_text("OK")
+
+    # Test: nothing listens at the address.
+    down = await ui.api(
+        "POST",
+        "/api/models/presets",
+        json_body={
+            "label": "Office box",
+            "value": "ollama/other-model",
+            "api_base": f"http://127.0.0.1:{closed_port()}",
+        },
+    )
+    await ui.page.reload()
+    await expect(screen).to_be_visible()
+    down_row = screen.locator(f'#connection-table tr[data-id="{down["id"]}"]')
+    await down_row.get_by_role("button", name="Test Office box").click()
+    failed = down_row.locator("output.result")
+    await expect(failed).to_have_attribute("data-ok", "false")
+    await expect(failed).to_contain_text("✗")
+    await expect(failed).to_contain_text("No server answers at this address")
+    assert await ui.axe("connections tested") == []
+    await ui.shoot("connections")
+
+    delete = down_row.get_by_role("button", name="Delete Office box")
+    await delete.click()
+    await expect(delete).to_have_text("Press again to delete")
+    await delete.click()
+    await expect(ui.status).to_contain_text("Deleted the connection Office box.")
+    await expect(down_row).to_have_count(0)
+    assert len((await ui.api("GET", "/api/models/presets"))["presets"]) == before + 1
+    ui.assert_clean()
+
+
+async def test_a_server_picks_its_default_model_among_the_connections(ui: Ui) -> None:
+    await ui.admin.services.spaces.ensure(GUILD, "Ramen Club")
+    await ui.api(
+        "POST", "/api/models/presets", json_body={"label": "Local", "value": "ollama/qwen3:8b"}
+    )
+    await ui.login()
+    await ui.go("spaces")
+    pick = ui.page.get_by_label("Default model of Ramen Club (guild:100)")
+    await expect(pick).to_have_value("")
+    await pick.select_option("ollama/qwen3:8b")
+    await expect(ui.status).to_contain_text("Ramen Club (guild:100) now uses ollama/qwen3:8b.")
+    record = await ui.admin.services.spaces.get(GUILD)
+    assert record is not None and record.default_model == "ollama/qwen3:8b"
+    await ui.page.reload()
+    await ui.go("spaces")
+    await expect(pick).to_have_value("ollama/qwen3:8b")
+    await pick.select_option("")
+    await expect(ui.status).to_contain_text("now uses the global model.")
+    ui.assert_clean()
