@@ -29,7 +29,7 @@ from bot.chat.context import ContextRequest  # noqa: E402
 from bot.config import Settings  # noqa: E402
 from bot.llm.backend import ChatBackend  # noqa: E402
 from bot.llm.gateway import default_backend_factory  # noqa: E402
-from bot.memory.japanese import JapaneseAnalyzer  # noqa: E402
+from bot.memory.japanese import InProcessAnalyzer  # noqa: E402
 from bot.services import ServiceOptions, open_services  # noqa: E402
 from bot.store.db import Database  # noqa: E402
 from tests.fakes.llm_server import FakeLLMServer  # noqa: E402
@@ -143,7 +143,7 @@ async def measure(tmp: Path) -> dict[str, object]:
             assert built is not None
             layers = built.layer_tokens
     costs.sort()
-    analyzer = JapaneseAnalyzer()
+    analyzer = InProcessAnalyzer()
     lines = chat_lines(600)
     analyzer.nouns(lines[0])
     start = time.perf_counter()

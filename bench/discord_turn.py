@@ -62,6 +62,27 @@ def process_age() -> float:
 IMPORT_S = process_age()
 
 
+def rss_mib(pid: int | str = "self") -> float:
+    """Resident set size of a process in MiB (0 if it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    line = next((line for line in status.splitlines() if line.startswith("VmRSS:")), "0 0")
+    return int(line.split()[1]) / 1024
+
+
+def cpu_s(pid: int | None) -> float:
+    """CPU seconds (user + system) of another process, e.g. the analysis worker (0 if none)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def answer_text(index: int, tokens: int) -> str:
     """A deterministic answer of `tokens` word tokens (about 7 characters each)."""
     return " ".join(f"w{index}x{n}" for n in range(tokens))
@@ -242,6 +263,8 @@ class Harness:
     services: Services
     bot: PlayChatBot
     ready_s: float  # open_services → bot ready, plus this process's imports
+    rss_at_ready_mib: float  # this process (the bot and the bench's client), right after ready
+    fakes_pid: int  # the child process serving the loopback Discord and LLM
 
 
 @asynccontextmanager
@@ -285,7 +308,7 @@ async def running_bot(args: argparse.Namespace) -> AsyncIterator[Harness]:
                 client = await start_bot(bot, info)
                 ready_s = time.monotonic() - began + IMPORT_S
                 try:
-                    yield Harness(control, services, bot, ready_s)
+                    yield Harness(control, services, bot, ready_s, rss_mib(), child.pid)
                     await services.tasks.drain()
                 finally:
                     await bot.close()
@@ -303,19 +326,26 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         cpu = time.process_time()
         cold = await one_turn(control, 0, args.tokens)
         cold_cpu_ms = (time.process_time() - cpu) * 1000
-        cpu = time.process_time()
+        worker = getattr(harness.services.analyzer, "worker_pid", None)
+        cpu, worker_cpu = time.process_time(), cpu_s(worker)
         warm = [await one_turn(control, i, args.tokens) for i in range(1, args.turns)]
+        await harness.services.tasks.drain()
         warm_cpu_ms = (time.process_time() - cpu) * 1000 / max(1, len(warm))
+        worker_cpu_ms = (cpu_s(worker) - worker_cpu) * 1000 / max(1, len(warm))
+        worker_rss_mib = rss_mib(worker) if worker else 0.0
         await control.call("POST", "/users", {"count": args.threads})
         monitor = LagMonitor()
         monitor.start()
-        cpu = time.process_time()
+        cpu, fakes_cpu = time.process_time(), cpu_s(harness.fakes_pid)
+        worker_cpu = cpu_s(worker)
         began = time.monotonic()
         concurrent = await asyncio.gather(
             *(one_turn(control, 1000 + i, args.tokens, user=i + 1) for i in range(args.threads))
         )
         wall = time.monotonic() - began
         cpu = time.process_time() - cpu
+        fakes_cpu = cpu_s(harness.fakes_pid) - fakes_cpu
+        worker_cpu = cpu_s(worker) - worker_cpu
         await monitor.stop()
     sequential = [cold, *warm]
     first = [t["first_reply_ms"] for t in warm]
@@ -324,12 +354,15 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "token_rate_per_s": args.rate,
         "stream_edit_interval_s": args.interval,
         "startup_to_ready_s": round(harness.ready_s, 3),
+        "rss_at_ready_mib": round(harness.rss_at_ready_mib, 1),
+        "analysis_worker_rss_mib": round(worker_rss_mib, 1),
         "cold_first_reply_ms": round(cold["first_reply_ms"], 1),
         "cold_cpu_ms": round(cold_cpu_ms, 1),
         "sequential_turns": args.turns,
         "first_reply_ms_p50": round(percentile(first, 0.5), 1),
         "first_reply_ms_p99": round(percentile(first, 0.99), 1),
         "cpu_ms_per_reply": round(warm_cpu_ms, 1),
+        "analysis_worker_cpu_ms_per_reply": round(worker_cpu_ms, 1),
         "rest_calls_per_reply_mean": round(statistics.mean(t["rest_calls"] for t in sequential), 2),
         "message_writes_per_reply_mean": round(statistics.mean(t["writes"] for t in sequential), 2),
         "concurrent_threads": args.threads,
@@ -337,6 +370,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "turns_per_s": round(args.threads / wall, 2),
         "bot_cpu_s_concurrent": round(cpu, 2),
         "cpu_ms_per_turn_concurrent": round(cpu * 1000 / args.threads, 1),
+        "analysis_worker_cpu_ms_per_turn_concurrent": round(worker_cpu * 1000 / args.threads, 1),
+        "fakes_cpu_s_concurrent": round(fakes_cpu, 2),
         "loop_lag_ms_p50": round(percentile(monitor.lags, 0.5) * 1000, 2),
         "loop_lag_ms_p99": round(percentile(monitor.lags, 0.99) * 1000, 2),
         "loop_lag_ms_max": round(max(monitor.lags, default=0.0) * 1000, 2),
@@ -372,7 +407,10 @@ if __name__ == "__main__":
         f"ready {result['startup_to_ready_s']} s (<= 1.5); "
         f"first visible text: cold {result['cold_first_reply_ms']} ms (<= 50), "
         f"warm p50 {result['first_reply_ms_p50']} ms / p99 {result['first_reply_ms_p99']} ms; "
-        f"bot CPU {result['cpu_ms_per_reply']} ms per warm reply (<= 25); "
+        f"bot CPU {result['cpu_ms_per_reply']} ms per warm reply (<= 25) "
+        f"+ {result['analysis_worker_cpu_ms_per_reply']} ms in the analysis worker; "
+        f"RSS at ready {result['rss_at_ready_mib']} MiB "
+        f"(+ worker {result['analysis_worker_rss_mib']} MiB); "
         f"{result['rest_calls_per_reply_mean']} REST calls per reply; "
         f"{result['concurrent_threads']} threads at once: {result['turns_per_s']} turns/s, "
         f"loop lag p50 {result['loop_lag_ms_p50']} / p99 {result['loop_lag_ms_p99']} ms "

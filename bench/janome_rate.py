@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.memory.japanese import JapaneseAnalyzer
+from bot.memory.japanese import InProcessAnalyzer
 
 TOPICS = [
     "ラーメン",
@@ -86,7 +86,7 @@ def main() -> None:
     args = parser.parse_args()
 
     lines = chat_lines(args.lines)
-    analyzer = JapaneseAnalyzer()
+    analyzer = InProcessAnalyzer()
     rss_before = rss_mib()
     start = time.perf_counter()
     analyzer.nouns("準備")  # loads the Tokenizer (import + dictionary)

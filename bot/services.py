@@ -250,7 +250,7 @@ def _open_memory(stack: AsyncExitStack, core: _Core, tool_deps: ToolDeps | None)
     """Word analysis, the word pool, tagging, the local KB, notes and knowledge."""
     runtime, gateway = core.runtime, core.gateway
     analyzer = JapaneseAnalyzer()
-    stack.callback(analyzer.close)
+    stack.push_async_callback(analyzer.close)
     local_kb = LocalKnowledgeBase(runtime().kb_dir, core.db, gateway, analyzer, runtime)
     knowledge = KnowledgeService(
         core.db,

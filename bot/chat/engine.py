@@ -177,7 +177,12 @@ class ChatEngine:
                 discord_guild_id=request.discord_guild_id,
             )
         except sqlite3.IntegrityError:
-            # The id is taken, and not in this space: another space's conversation.
+            # The id is taken: by a turn of this space that created it a moment ago (two turns
+            # at once for a new named session), or by another space's conversation.
+            if request.session_id is not None:
+                session = await self._sessions.get(request.space_id, request.session_id)
+                if session is not None:
+                    return session, False
             raise _ForeignSession(request.session_id, request.space_id) from None
         return session, True
 

@@ -98,6 +98,24 @@ class _CallLog:
     started: float
 
 
+# A logged request larger than this (characters of message text) is serialised and redacted on
+# a thread, so a long conversation or a pasted document does not hold the event loop.
+LOG_ON_THREAD_CHARS = 32_000
+
+
+def _rough_chars(request: dict[str, Any]) -> int:
+    """About how many characters the request's JSON has (the text of its messages)."""
+    total = 50 * len(request.get("tools") or ())
+    for message in request.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        total += len(content) if isinstance(content, str) else 1_000
+    return total
+
+
+def _redacted_json(redact: Redactor, request: dict[str, Any]) -> str:
+    return redact(json.dumps(request, ensure_ascii=False, default=str))
+
+
 class LLMGateway:
     """Chooses the backend for a model, retries transient errors and logs every call."""
 
@@ -209,11 +227,15 @@ class LLMGateway:
             return
         redact = self._redactor()
         try:
+            if _rough_chars(call.request) > LOG_ON_THREAD_CHARS:
+                request_json = await asyncio.to_thread(_redacted_json, redact, call.request)
+            else:
+                request_json = _redacted_json(redact, call.request)
             await self._logs.add(
                 session_id=call.session_id,
                 model=call.model,
                 purpose=call.purpose,
-                request_json=redact(json.dumps(call.request, ensure_ascii=False, default=str)),
+                request_json=request_json,
                 response_text=None if response is None else redact(response),
                 error=None if error is None else redact(error),
                 latency_ms=int((time.perf_counter() - call.started) * 1000),

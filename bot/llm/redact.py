@@ -15,7 +15,33 @@ _PATTERNS = (
         re.IGNORECASE,
     ),
 )
+# What each pattern's match must contain, found with str methods (a scan of every position
+# with the patterns above costs about 0.25 ms per 1,000 characters): a literal (case-folded for
+# the IGNORECASE patterns), or a cheap regex on the original text.
+_HINTS: tuple[tuple[str, ...] | re.Pattern[str], ...] = (
+    ("sk-",),
+    ("bearer", "bot"),
+    re.compile(r"\.[A-Za-z\d_\-]{6}\."),
+    ("api", "authorization", "token", "password", "secret"),
+)
 MASK = "[REDACTED]"
+
+
+def _fold(text: str) -> str:
+    """`text` case-folded so that whatever an IGNORECASE pattern matches contains its literal.
+
+    re's IGNORECASE also matches "i" with "İ" and "ı", which case-fold to other text.
+    """
+    return text.casefold().replace("i\u0307", "i").replace("ı", "i")
+
+
+def _may_match(
+    pattern: re.Pattern[str], hint: tuple[str, ...] | re.Pattern[str], text: str
+) -> bool:
+    if isinstance(hint, re.Pattern):
+        return hint.search(text) is not None
+    haystack = _fold(text) if pattern.flags & re.IGNORECASE else text
+    return any(word in haystack for word in hint)
 
 
 class Redactor:
@@ -28,7 +54,9 @@ class Redactor:
         """`text` with every secret replaced by [REDACTED]."""
         for secret in self._secrets:
             text = text.replace(secret, MASK)
-        for pattern in _PATTERNS:
+        for pattern, hint in zip(_PATTERNS, _HINTS, strict=True):
+            if not _may_match(pattern, hint, text):
+                continue
             if "key" in pattern.groupindex:
                 text = pattern.sub(lambda m: m.group("key") + MASK, text)
             else:

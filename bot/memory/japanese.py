@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+from bot.memory.analysis_worker import AnalyzerProcess, serve
+
 log = logging.getLogger(__name__)
 
 # Longer inputs are cut: Janome runs at roughly 45,000 characters per second, and chat messages
@@ -137,8 +139,11 @@ class NounExtractor(Protocol):
         ...
 
 
-class JapaneseAnalyzer:
+class InProcessAnalyzer:
     """Noun extraction over one lazily loaded Janome Tokenizer, serialised on one thread.
+
+    The analysis worker process runs this; the bot uses `JapaneseAnalyzer` (the worker's
+    client), so the dictionary and the tokenising stay out of its process.
 
     Janome's Tokenizer is not safe to share between threads (its matcher cache is checked
     outside its lock), so every use goes through `_lock`, and the async methods run on a
@@ -203,3 +208,51 @@ class JapaneseAnalyzer:
         if self._executor is not None:
             self._executor.shutdown(wait=False)
             self._executor = None
+
+
+class JapaneseAnalyzer:
+    """Noun extraction in one worker process (see `bot.memory.analysis_worker`).
+
+    Started by `warm_up` (at start-up) or on first use; replaced if it dies. The event loop
+    only encodes and decodes one JSON line per batch.
+    """
+
+    def __init__(self, *, max_chars: int = MAX_CHARS) -> None:
+        self._worker = AnalyzerProcess(__name__, max_chars)
+
+    @property
+    def loaded(self) -> bool:
+        """True while the worker runs with its dictionary loaded."""
+        return self._worker.running
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The worker's process id, while one runs (benchmarks read its CPU)."""
+        return self._worker.pid
+
+    async def warm_up(self) -> None:
+        """Start the worker now (it loads the dictionary) instead of on the first message."""
+        await self._worker.start()
+
+    async def nouns_async(self, text: str) -> list[str]:
+        """Content nouns of `text` (none if the analysis failed; that is logged)."""
+        return (await self._worker.nouns_many([text]))[0]
+
+    async def nouns_many(self, texts: Sequence[str]) -> list[list[str]]:
+        """Nouns of each text, in one batch with whatever else is waiting."""
+        return await self._worker.nouns_many(texts)
+
+    async def close(self) -> None:
+        """Stop the worker once queued work is answered."""
+        await self._worker.close()
+
+
+def _serve_worker() -> None:
+    """The analysis worker process: load the dictionary, then answer batches (see `serve`)."""
+    analyzer = InProcessAnalyzer()
+    analyzer.nouns("準備")
+    serve(analyzer.nouns)
+
+
+if __name__ == "__main__":
+    _serve_worker()

@@ -469,3 +469,28 @@ async def test_three_queued_messages_in_one_session_never_overlap(
     ]
     convo = [m["content"] for m in llm.chat_requests[-1].messages if m["role"] != "system"]
     assert convo[-3:] == ["question two", "answer two", "question three"]
+
+
+async def test_two_turns_at_once_for_a_new_named_session_are_both_answered(
+    services: Services, llm: FakeLLMServer
+) -> None:
+    llm.script(Text("answer A"), Text("answer B"))
+    results = await asyncio.gather(
+        run(services, "one", "named-session"), run(services, "two", "named-session")
+    )
+    assert not [e for events in results for e in events if isinstance(e, ErrorEvent)]
+    assert sorted(answer(events) for events in results) == ["answer A", "answer B"]
+    created = [e for events in results for e in events if isinstance(e, SessionEvent)]
+    assert [(e.session_id, e.created) for e in created] == [("named-session", True)]
+    stored = await services.repos.messages.all_for_session(LOCAL, "named-session")
+    assert sorted(m.content for m in stored) == ["answer A", "answer B", "one", "two"]
+
+
+async def test_a_named_session_of_another_space_is_still_refused(
+    services: Services, llm: FakeLLMServer
+) -> None:
+    await services.repos.sessions.create("guild:1", session_id="theirs")
+    events = await run(services, "hello", "theirs")
+    assert isinstance(events[-1], ErrorEvent)
+    assert not llm.chat_requests
+    assert await services.repos.messages.all_for_session("guild:1", "theirs") == []

@@ -1,4 +1,5 @@
-"""JapaneseAnalyzer: content nouns, stop words, noise removal, off-loop and serialised use."""
+"""InProcessAnalyzer (what the analysis worker runs): content nouns, stop words, noise removal,
+off-loop and serialised use."""
 
 from __future__ import annotations
 
@@ -8,22 +9,22 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.memory.japanese import EN_STOP_WORDS, JA_STOP_WORDS, JapaneseAnalyzer, clean_text
+from bot.memory.japanese import EN_STOP_WORDS, JA_STOP_WORDS, InProcessAnalyzer, clean_text
 
 
 @pytest.fixture(scope="module")
-def analyzer() -> Iterator[JapaneseAnalyzer]:
-    a = JapaneseAnalyzer()
+def analyzer() -> Iterator[InProcessAnalyzer]:
+    a = InProcessAnalyzer()
     yield a
     a.close()
 
 
-def test_japanese_sentence_gives_content_nouns(analyzer: JapaneseAnalyzer) -> None:
+def test_japanese_sentence_gives_content_nouns(analyzer: InProcessAnalyzer) -> None:
     nouns = analyzer.nouns("今日は東京で美味しいラーメンを食べました。")
     assert nouns == ["東京", "ラーメン"]
 
 
-def test_short_compounds_are_joined(analyzer: JapaneseAnalyzer) -> None:
+def test_short_compounds_are_joined(analyzer: InProcessAnalyzer) -> None:
     nouns = analyzer.nouns("最近、機械学習の勉強を始めた。円安が進んでいる。")
     assert "機械学習" in nouns
     assert "円安" in nouns
@@ -31,21 +32,21 @@ def test_short_compounds_are_joined(analyzer: JapaneseAnalyzer) -> None:
     assert "機械" not in nouns
 
 
-def test_english_sentence_keeps_words_and_drops_stop_words(analyzer: JapaneseAnalyzer) -> None:
+def test_english_sentence_keeps_words_and_drops_stop_words(analyzer: InProcessAnalyzer) -> None:
     nouns = analyzer.nouns("I learned about Kubernetes and Python with my friends")
     assert "Kubernetes" in nouns
     assert "Python" in nouns
     assert not {"I", "about", "and", "with", "my"} & set(nouns)
 
 
-def test_stop_words_are_dropped(analyzer: JapaneseAnalyzer) -> None:
+def test_stop_words_are_dropped(analyzer: InProcessAnalyzer) -> None:
     nouns = analyzer.nouns("自分のことは本当に感じで、その人の事は the thing と猫")
     assert nouns == ["猫"]
     assert "自分" in JA_STOP_WORDS
     assert "the" in EN_STOP_WORDS
 
 
-def test_urls_mentions_code_and_emoji_are_dropped(analyzer: JapaneseAnalyzer) -> None:
+def test_urls_mentions_code_and_emoji_are_dropped(analyzer: InProcessAnalyzer) -> None:
     text = (
         "<@1234> <#99> <:blob:555> https://example.com/path?q=写真 を見て :smile: 😀\n"
         "```python\nvariable_name = カメラ\n```\n`inline_code` 天気の話"
@@ -53,15 +54,15 @@ def test_urls_mentions_code_and_emoji_are_dropped(analyzer: JapaneseAnalyzer) ->
     assert analyzer.nouns(text) == ["天気"]
 
 
-def test_numbers_pronouns_and_single_kana_are_dropped(analyzer: JapaneseAnalyzer) -> None:
+def test_numbers_pronouns_and_single_kana_are_dropped(analyzer: InProcessAnalyzer) -> None:
     assert analyzer.nouns("私はこれを3つ持っている。それは2024年のものだ") == []
 
 
-def test_full_width_is_normalised(analyzer: JapaneseAnalyzer) -> None:
+def test_full_width_is_normalised(analyzer: InProcessAnalyzer) -> None:
     assert analyzer.nouns("ＡＩとｶﾒﾗ") == ["AI", "カメラ"]
 
 
-def test_empty_and_blank_text(analyzer: JapaneseAnalyzer) -> None:
+def test_empty_and_blank_text(analyzer: InProcessAnalyzer) -> None:
     assert analyzer.nouns("") == []
     assert analyzer.nouns("   \n ") == []
 
@@ -70,10 +71,10 @@ def test_clean_text_strips_unterminated_fence() -> None:
     assert "secret_code" not in clean_text("見て ```\nsecret_code")
 
 
-async def test_async_calls_run_on_the_analyzer_thread(analyzer: JapaneseAnalyzer) -> None:
+async def test_async_calls_run_on_the_analyzer_thread(analyzer: InProcessAnalyzer) -> None:
     threads: list[str] = []
 
-    class Recording(JapaneseAnalyzer):
+    class Recording(InProcessAnalyzer):
         def nouns(self, text: str) -> list[str]:
             threads.append(threading.current_thread().name)
             return super().nouns(text)
@@ -89,7 +90,7 @@ async def test_async_calls_run_on_the_analyzer_thread(analyzer: JapaneseAnalyzer
     assert threading.main_thread().name not in threads
 
 
-async def test_concurrent_use_matches_sequential_results(analyzer: JapaneseAnalyzer) -> None:
+async def test_concurrent_use_matches_sequential_results(analyzer: InProcessAnalyzer) -> None:
     texts = [f"東京のラーメンとカメラの話{i}。機械学習も好き" for i in range(40)]
     expected = [analyzer.nouns(text) for text in texts]
     got = await asyncio.gather(*(analyzer.nouns_async(text) for text in texts))
@@ -98,7 +99,7 @@ async def test_concurrent_use_matches_sequential_results(analyzer: JapaneseAnaly
 
 
 async def test_one_tokenizer_is_loaded_once() -> None:
-    a = JapaneseAnalyzer()
+    a = InProcessAnalyzer()
     try:
         await a.warm_up()
         first = a._tokenizer
@@ -110,7 +111,7 @@ async def test_one_tokenizer_is_loaded_once() -> None:
 
 
 def test_long_input_is_cut() -> None:
-    short = JapaneseAnalyzer(max_chars=7)
+    short = InProcessAnalyzer(max_chars=7)
     try:
         assert short.nouns("猫と犬の写真。カメラの話") == ["猫", "犬", "写真"]
     finally:

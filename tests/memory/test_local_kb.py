@@ -17,7 +17,7 @@ from bot.config import Settings
 from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway, RetryPolicy
 from bot.memory import kb_files, local_kb
-from bot.memory.japanese import JapaneseAnalyzer
+from bot.memory.japanese import InProcessAnalyzer
 from bot.memory.local_kb import EMBED_MAX_CHARS, LocalKnowledgeBase
 from bot.services import ServiceOptions, open_services
 from bot.store.db import Database
@@ -84,8 +84,8 @@ class Clock:
 
 
 @pytest.fixture(scope="module")
-def analyzer() -> Iterator[JapaneseAnalyzer]:
-    a = JapaneseAnalyzer()
+def analyzer() -> Iterator[InProcessAnalyzer]:
+    a = InProcessAnalyzer()
     yield a
     a.close()
 
@@ -127,7 +127,7 @@ def kb(
     kb_dir: Path,
     db: Database,
     embedder: KeywordEmbedder,
-    analyzer: JapaneseAnalyzer,
+    analyzer: InProcessAnalyzer,
     conf: Conf,
     clock: Clock,
 ) -> LocalKnowledgeBase:
@@ -174,7 +174,7 @@ async def test_restart_reuses_cached_vectors(
     kb_dir: Path,
     db: Database,
     embedder: KeywordEmbedder,
-    analyzer: JapaneseAnalyzer,
+    analyzer: InProcessAnalyzer,
     conf: Conf,
 ) -> None:
     await kb.sync()
@@ -444,7 +444,7 @@ async def test_large_file_is_embedded_by_its_first_part(
 
 
 async def test_missing_directory_is_empty_not_an_error(
-    tmp_path: Path, db: Database, embedder: KeywordEmbedder, analyzer: JapaneseAnalyzer
+    tmp_path: Path, db: Database, embedder: KeywordEmbedder, analyzer: InProcessAnalyzer
 ) -> None:
     kb = LocalKnowledgeBase(tmp_path / "nope", db, embedder, analyzer, Conf)
     assert (await kb.sync()).files == 0
@@ -459,7 +459,7 @@ async def test_undecodable_bytes_are_replaced(kb: LocalKnowledgeBase, kb_dir: Pa
 
 
 async def test_works_with_real_settings(
-    kb_dir: Path, db: Database, embedder: KeywordEmbedder, analyzer: JapaneseAnalyzer
+    kb_dir: Path, db: Database, embedder: KeywordEmbedder, analyzer: InProcessAnalyzer
 ) -> None:
     settings = Settings(_env_file=None, local_kb_top_k=2, local_kb_min_score=0.5)  # type: ignore[call-arg]
     kb = LocalKnowledgeBase(kb_dir, db, embedder, analyzer, lambda: settings)
@@ -470,7 +470,7 @@ async def test_works_with_real_settings(
 async def test_through_the_gateway_and_the_loopback_llm(
     kb_dir: Path,
     db: Database,
-    analyzer: JapaneseAnalyzer,
+    analyzer: InProcessAnalyzer,
     llm: FakeLLMServer,
     make_settings: Callable[..., Settings],
 ) -> None:
@@ -496,7 +496,7 @@ async def test_directory_is_rescanned_at_most_every_interval_unless_invalidated(
     kb_dir: Path,
     db: Database,
     embedder: KeywordEmbedder,
-    analyzer: JapaneseAnalyzer,
+    analyzer: InProcessAnalyzer,
     conf: Conf,
     clock: Clock,
 ) -> None:
@@ -518,7 +518,7 @@ async def test_directory_is_rescanned_at_most_every_interval_unless_invalidated(
 
 
 async def test_the_folders_own_readme_is_not_knowledge(
-    tmp_path: Path, db: Database, embedder: KeywordEmbedder, analyzer: JapaneseAnalyzer, conf: Conf
+    tmp_path: Path, db: Database, embedder: KeywordEmbedder, analyzer: InProcessAnalyzer, conf: Conf
 ) -> None:
     kb_dir = tmp_path / "kb_with_readme"
     (kb_dir / "sub").mkdir(parents=True)
@@ -557,7 +557,7 @@ def test_visibility_rules() -> None:
 
 @pytest.mark.parametrize("mode", ["embedding", "bm25"])
 async def test_a_space_sees_shared_files_and_only_its_own_folders(
-    tmp_path: Path, db: Database, analyzer: JapaneseAnalyzer, mode: str
+    tmp_path: Path, db: Database, analyzer: InProcessAnalyzer, mode: str
 ) -> None:
     root = tmp_path / "spaced_kb"
     for rel, text in SPACE_FILES.items():

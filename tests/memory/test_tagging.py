@@ -11,7 +11,7 @@ import pytest
 
 from bot.errors import LLMError
 from bot.llm.types import Completion
-from bot.memory.japanese import JapaneseAnalyzer
+from bot.memory.japanese import InProcessAnalyzer
 from bot.memory.tagging import MAX_TAG_CHARS, Tagger, keyword_tags, parse_llm_tags
 from bot.store.db import Database, utcnow
 from bot.store.tags import TagRepository
@@ -40,8 +40,8 @@ class ScriptedLLM:
 
 
 @pytest.fixture(scope="module")
-def analyzer() -> Iterator[JapaneseAnalyzer]:
-    a = JapaneseAnalyzer()
+def analyzer() -> Iterator[InProcessAnalyzer]:
+    a = InProcessAnalyzer()
     yield a
     a.close()
 
@@ -139,7 +139,7 @@ def test_parse_caps_length() -> None:
 
 
 async def test_keyword_mode_gives_three_tags_without_llm(
-    db: Database, analyzer: JapaneseAnalyzer
+    db: Database, analyzer: InProcessAnalyzer
 ) -> None:
     repo = TagRepository(db)
     tagger = Tagger(analyzer, repo, NoLLM(), lambda: "keywords")
@@ -151,7 +151,7 @@ async def test_keyword_mode_gives_three_tags_without_llm(
     assert await db.scalar("SELECT tagged_at FROM messages WHERE id = ?", (message_id,))
 
 
-async def test_llm_mode_uses_one_call_and_parses(db: Database, analyzer: JapaneseAnalyzer) -> None:
+async def test_llm_mode_uses_one_call_and_parses(db: Database, analyzer: InProcessAnalyzer) -> None:
     llm = ScriptedLLM("1. 猫, #犬 , 'カメラ'")
     repo = TagRepository(db)
     tagger = Tagger(analyzer, repo, llm, lambda: "llm")
@@ -169,7 +169,7 @@ async def test_llm_mode_uses_one_call_and_parses(db: Database, analyzer: Japanes
 
 
 async def test_llm_failure_falls_back_to_keywords(
-    db: Database, analyzer: JapaneseAnalyzer, caplog: pytest.LogCaptureFixture
+    db: Database, analyzer: InProcessAnalyzer, caplog: pytest.LogCaptureFixture
 ) -> None:
     llm = ScriptedLLM(error=LLMError("model offline"))
     tagger = Tagger(analyzer, TagRepository(db), llm, lambda: "llm")
@@ -183,19 +183,19 @@ async def test_llm_failure_falls_back_to_keywords(
     assert text not in caplog.text
 
 
-async def test_llm_short_answer_is_topped_up(db: Database, analyzer: JapaneseAnalyzer) -> None:
+async def test_llm_short_answer_is_topped_up(db: Database, analyzer: InProcessAnalyzer) -> None:
     tagger = Tagger(analyzer, TagRepository(db), ScriptedLLM("旅行"), lambda: "llm")
     assert await tagger.tags_for_text("沖縄の海と空と旅行") == ["旅行", "沖縄", "海"]
 
 
-async def test_llm_mode_skips_empty_text(db: Database, analyzer: JapaneseAnalyzer) -> None:
+async def test_llm_mode_skips_empty_text(db: Database, analyzer: InProcessAnalyzer) -> None:
     llm = ScriptedLLM("a, b, c")
     tagger = Tagger(analyzer, TagRepository(db), llm, lambda: "llm")
     assert await tagger.tags_for_text("   ") == []
     assert llm.calls == []
 
 
-async def test_mode_is_read_on_every_call(db: Database, analyzer: JapaneseAnalyzer) -> None:
+async def test_mode_is_read_on_every_call(db: Database, analyzer: InProcessAnalyzer) -> None:
     mode = {"value": "keywords"}
     llm = ScriptedLLM("x, y, z")
     tagger = Tagger(analyzer, TagRepository(db), llm, lambda: mode["value"])
@@ -205,7 +205,7 @@ async def test_mode_is_read_on_every_call(db: Database, analyzer: JapaneseAnalyz
     assert len(llm.calls) == 1
 
 
-async def test_backfill_tags_everything_once(db: Database, analyzer: JapaneseAnalyzer) -> None:
+async def test_backfill_tags_everything_once(db: Database, analyzer: InProcessAnalyzer) -> None:
     repo = TagRepository(db)
     ids = [await add_message(db, f"カメラと写真と公園の話 {i}") for i in range(7)]
     empty_id = await add_message(db, "うん、そうだね")
@@ -230,7 +230,7 @@ async def test_backfill_tags_everything_once(db: Database, analyzer: JapaneseAna
     assert await db.scalar("SELECT COUNT(*) FROM message_tags") == rows_before
 
 
-async def test_backfill_respects_limit(db: Database, analyzer: JapaneseAnalyzer) -> None:
+async def test_backfill_respects_limit(db: Database, analyzer: InProcessAnalyzer) -> None:
     for i in range(5):
         await add_message(db, f"猫の話 {i}")
     await add_memory(db, "犬の要約")

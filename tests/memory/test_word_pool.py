@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.memory.japanese import JapaneseAnalyzer
+from bot.memory.japanese import InProcessAnalyzer
 from bot.memory.word_pool import POOL_SIZE, WordPool
 from bot.store.db import Database
 from bot.store.word_pool import WordPoolRepository
@@ -20,8 +20,8 @@ B = "guild:2"
 
 
 @pytest.fixture(scope="module")
-def analyzer() -> Iterator[JapaneseAnalyzer]:
-    a = JapaneseAnalyzer()
+def analyzer() -> Iterator[InProcessAnalyzer]:
+    a = InProcessAnalyzer()
     yield a
     a.close()
 
@@ -44,7 +44,7 @@ def chat_line(i: int) -> str:
     return f"昨日は{first}の話をした。{second}も気になる"
 
 
-async def test_each_message_adds_its_nouns(analyzer: JapaneseAnalyzer, db: Database) -> None:
+async def test_each_message_adds_its_nouns(analyzer: InProcessAnalyzer, db: Database) -> None:
     pool = WordPool(analyzer, WordPoolRepository(db))
     assert await pool.add_text(A, 10, "東京でラーメンを食べた") == ["東京", "ラーメン"]
     assert await pool.add_text(A, 10, "https://example.com <@1>") == []
@@ -52,7 +52,7 @@ async def test_each_message_adds_its_nouns(analyzer: JapaneseAnalyzer, db: Datab
     assert [(w.word, w.count) for w in await pool.words(A, 10)] == [("ラーメン", 1), ("東京", 1)]
 
 
-async def test_pools_are_per_space_and_channel(analyzer: JapaneseAnalyzer, db: Database) -> None:
+async def test_pools_are_per_space_and_channel(analyzer: InProcessAnalyzer, db: Database) -> None:
     pool = WordPool(analyzer, WordPoolRepository(db))
     await pool.add_texts(A, 10, ["猫とカメラ"])
     await pool.add_texts(A, 11, ["沖縄の天気"])
@@ -66,7 +66,7 @@ async def test_pools_are_per_space_and_channel(analyzer: JapaneseAnalyzer, db: D
 
 
 async def test_the_201st_word_evicts_the_least_recent(
-    analyzer: JapaneseAnalyzer, db: Database
+    analyzer: InProcessAnalyzer, db: Database
 ) -> None:
     words = one_noun_words(POOL_SIZE + 1)
     pool = WordPool(analyzer, WordPoolRepository(db))
@@ -81,7 +81,7 @@ async def test_the_201st_word_evicts_the_least_recent(
 
 
 async def test_pool_after_restart_equals_pool_before(
-    analyzer: JapaneseAnalyzer, tmp_path: Path
+    analyzer: InProcessAnalyzer, tmp_path: Path
 ) -> None:
     path = tmp_path / "restart.db"
     db = await Database.open(path)
@@ -98,7 +98,7 @@ async def test_pool_after_restart_equals_pool_before(
 
 
 async def test_pick_respects_exclusions_and_counts(
-    analyzer: JapaneseAnalyzer, db: Database
+    analyzer: InProcessAnalyzer, db: Database
 ) -> None:
     pool = WordPool(analyzer, WordPoolRepository(db))
     assert await pool.pick(A, 1, random.Random(1)) is None
@@ -113,7 +113,7 @@ async def test_pick_respects_exclusions_and_counts(
     assert counts.count("猫") > 150, "a word seen more often is picked more often"
 
 
-async def test_pick_exclusion_ignores_case(analyzer: JapaneseAnalyzer, db: Database) -> None:
+async def test_pick_exclusion_ignores_case(analyzer: InProcessAnalyzer, db: Database) -> None:
     pool = WordPool(analyzer, WordPoolRepository(db))
     await pool.add_text(A, 1, "Python and Kubernetes")
     assert await pool.pick(A, 1, random.Random(0), exclude={"python"}) == "Kubernetes"

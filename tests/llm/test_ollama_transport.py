@@ -1,0 +1,74 @@
+"""The ollama client over aiohttp keeps httpx's meaning for each way a connection fails.
+
+The real `ollama.AsyncClient` with `OllamaTransport`, against the loopback LLM (or a closed port).
+"""
+
+from __future__ import annotations
+
+import socket
+
+from bot.llm.backend import BackendError, ModelErrorKind
+from bot.llm.ollama_backend import OllamaBackend
+from bot.llm.ollama_transport import OllamaTransport
+from bot.llm.types import Message
+from tests.fakes.llm_server import Drop, FakeLLMServer, Hang, Text
+
+QUESTION: list[Message] = [{"role": "user", "content": "hello"}]
+
+
+async def stream_text(backend: OllamaBackend) -> str:
+    return "".join([delta.text async for delta in backend.stream("ollama/m", QUESTION, None, 64)])
+
+
+async def stream_error(backend: OllamaBackend) -> BackendError:
+    try:
+        await stream_text(backend)
+    except BackendError as exc:
+        return exc
+    raise AssertionError("the stream did not fail")
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_the_backend_streams_through_one_aiohttp_transport() -> None:
+    async with FakeLLMServer() as llm:
+        backend = OllamaBackend(llm.url, timeout=5)
+        llm.script(Text("one two three", chunks=3), Text("four five", chunks=2))
+        assert await stream_text(backend) == "one two three"
+        assert await stream_text(backend) == "four five"
+        assert isinstance(backend._client._client._transport, OllamaTransport)
+        await backend.close()
+
+
+async def test_a_refused_connection_is_unavailable_not_a_timeout() -> None:
+    backend = OllamaBackend(f"http://127.0.0.1:{closed_port()}", timeout=5)
+    error = await stream_error(backend)
+    assert error.kind is ModelErrorKind.UNREACHABLE
+    assert "not reachable" in str(error)
+    await backend.close()
+
+
+async def test_a_dropped_stream_is_an_interrupted_answer() -> None:
+    async with FakeLLMServer() as llm:
+        backend = OllamaBackend(llm.url, timeout=5)
+        llm.script(Drop(after_chunks=1))
+        error = await stream_error(backend)
+        # Part of the answer came: sending it again would bill it twice (not retried).
+        assert error.kind is ModelErrorKind.INTERRUPTED and not error.transient
+        assert "broke off" in str(error)
+        await backend.close()
+
+
+async def test_a_stalled_stream_is_a_timeout() -> None:
+    async with FakeLLMServer() as llm:
+        backend = OllamaBackend(llm.url, timeout=0.3)
+        llm.script(Hang(after_chunks=1))
+        error = await stream_error(backend)
+        # Part of the answer came before the stall: not sent again (it would bill twice).
+        assert error.kind is ModelErrorKind.TIMEOUT and not error.transient
+        assert "did not answer m within 0.3 s" in str(error) and "LLM_TIMEOUT" in str(error)
+        await backend.close()
