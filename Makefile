@@ -7,7 +7,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # Progress bars make CI logs unreadable; pip's one line per package says what it is doing.
 PIP_INSTALL := $(BIN)/python -m pip install --progress-bar off --disable-pip-version-check
 
-.PHONY: install run chat test lint typecheck unit bench clean
+.PHONY: install run chat test test-postgresql lint typecheck unit bench clean
 
 $(BIN)/python:
 	@echo "== creating the virtual environment in $(VENV)"
@@ -48,6 +48,12 @@ unit: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck unit
+
+# The whole suite with every test database on a temporary PostgreSQL cluster (not in `make test`:
+# CI time is limited). Needs Debian's postgresql package; .ci/run installs it.
+test-postgresql: $(DEV_STAMP)
+	@echo "== pytest --database postgresql (a few minutes)"
+	$(BIN)/python -m pytest -q --database postgresql
 
 bench: $(DEV_STAMP)
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -18,9 +18,17 @@ import pytest
 from bot.config import Settings
 from bot.llm.gateway import RetryPolicy
 from bot.services import ServiceOptions, Services, open_services
+from bot.store.dialect import sqlite_url
 from bot.utils.log_setup import CHATTY_LOGGERS, NOISY_LOGGERS
 from tests.fakes.llm_server import FakeLLMServer
-from tests.fakes.postgres import postgres_db, postgres_server, postgres_url
+from tests.fakes.postgres import (
+    SKIP_REASON,
+    TempPostgres,
+    find_bin_dir,
+    postgres_db,
+    postgres_server,
+    postgres_url,
+)
 from tests.fakes.web_server import FakeWebServer
 
 # A temporary PostgreSQL (tests/fakes/postgres.py), for any test that asks for it by name.
@@ -32,6 +40,11 @@ LOCAL = "local:local"
 
 SettingsFactory = Callable[..., Settings]
 
+# `--database` (or PLAYCHAT_TEST_DATABASE): the engine under `make_settings` for the whole run.
+TEST_DATABASES = ("sqlite", "postgresql")
+TEST_DATABASE_ENV = "PLAYCHAT_TEST_DATABASE"
+SUITE_DB_NAME = "playchat.db"
+
 # What `import litellm` adds to the process's warning filters (litellm._process_defaults).
 # pytest restores the filters after every test, so they held only in the test that happened to
 # import LiteLLM; in later tests LiteLLM's first streamed chunk builds pydantic schemas whose
@@ -42,10 +55,65 @@ LITELLM_WARNING_FILTERS = (
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """`--database {sqlite,postgresql}`: the engine every `make_settings` database lives on."""
+    parser.addoption(
+        "--database",
+        choices=TEST_DATABASES,
+        default=os.environ.get(TEST_DATABASE_ENV) or "sqlite",
+        help=f"engine of the suite's databases (default sqlite, or ${TEST_DATABASE_ENV})",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep LiteLLM's own warning filters in every test, not only the one that imported it."""
+    """Keep LiteLLM's own warning filters in every test; register the `sqlite_only` marker."""
     for line in LITELLM_WARNING_FILTERS:
         config.addinivalue_line("filterwarnings", line)
+    config.addinivalue_line(
+        "markers",
+        "sqlite_only(reason): tests SQLite itself (its file, WAL, online backup); "
+        "skipped with the reason under --database postgresql",
+    )
+    if suite_engine(config) == "postgresql" and find_bin_dir() is None:
+        # Asked for by name: a run whose every database test skipped would look green.
+        raise pytest.UsageError(f"--database postgresql: {SKIP_REASON}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under --database postgresql, skip the `sqlite_only` tests with their reason."""
+    if suite_engine(config) != "postgresql":
+        return
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        if marker is not None:
+            reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {reason}"))
+
+
+def suite_engine(config: pytest.Config) -> str:
+    """The engine of this run: `sqlite` or `postgresql` (--database)."""
+    return str(config.getoption("--database"))
+
+
+@pytest.fixture
+def new_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
+    """new_database_url(name): another empty database of this run's engine, a SQLite file
+    `name` in tmp_path or a fresh database on the session's temporary PostgreSQL cluster."""
+
+    server: TempPostgres | None = None
+    if suite_engine(request.config) == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+
+    def make(name: str) -> str:
+        return sqlite_url(tmp_path / name) if server is None else server.create_database()
+
+    return make
+
+
+@pytest.fixture
+def suite_database_url(new_database_url: Callable[[str], str]) -> str:
+    """This test's own database (the one make_settings uses) on the run's engine."""
+    return new_database_url(SUITE_DB_NAME)
 
 
 @pytest.fixture(autouse=True)
@@ -78,16 +146,19 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def make_settings(tmp_path: Path, llm: FakeLLMServer) -> SettingsFactory:
-    """Settings on a temporary database, pointed at the loopback LLM (Ollama by default)."""
+def make_settings(tmp_path: Path, llm: FakeLLMServer, suite_database_url: str) -> SettingsFactory:
+    """Settings on a temporary database (SQLite file, or PostgreSQL under --database
+    postgresql), pointed at the loopback LLM (Ollama by default)."""
 
     def factory(backend: str = "ollama", **overrides: Any) -> Settings:
         values: dict[str, Any] = {
-            "db_path": tmp_path / "playchat.db",
+            "db_path": tmp_path / SUITE_DB_NAME,
             "kb_dir": tmp_path / "kb",
             "language": "en",
             "llm_timeout": 10.0,
         }
+        if not suite_database_url.startswith("sqlite"):
+            values["database_url"] = suite_database_url
         if backend == "ollama":
             values.update(llm_model="ollama/test-model", llm_api_base=llm.url)
         else:

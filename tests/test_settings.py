@@ -30,8 +30,8 @@ def test_env_lists_and_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert is_ollama_model("ollama/x") and not is_ollama_model("openai/gpt-4o")
 
 
-async def test_overrides_persist_and_mask_secrets(tmp_path: Path) -> None:
-    db = await Database.open(tmp_path / "s.db")
+async def test_overrides_persist_and_mask_secrets(suite_database_url: str) -> None:
+    db = await Database.connect(suite_database_url)
     base = Settings(_env_file=None, llm_api_key="sk-original-key-1234")  # type: ignore[call-arg]
     runtime = RuntimeSettings(base, AppSettingsRepository(db))
     seen: list[frozenset[str]] = []
@@ -58,9 +58,9 @@ async def test_overrides_persist_and_mask_secrets(tmp_path: Path) -> None:
 
 
 async def test_runtime_changes_obey_the_fields_bounds_and_save_all_or_nothing(
-    tmp_path: Path,
+    suite_database_url: str,
 ) -> None:
-    db = await Database.open(tmp_path / "s.db")
+    db = await Database.connect(suite_database_url)
     repo = AppSettingsRepository(db)
     runtime = RuntimeSettings(Settings(_env_file=None), repo)  # type: ignore[call-arg]
     seen: list[frozenset[str]] = []
@@ -85,9 +85,9 @@ async def test_runtime_changes_obey_the_fields_bounds_and_save_all_or_nothing(
 
 
 async def test_a_stored_override_out_of_range_is_skipped_at_start(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    suite_database_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    db = await Database.open(tmp_path / "s.db")
+    db = await Database.connect(suite_database_url)
     repo = AppSettingsRepository(db)
     # Saved by an older version that did not check bounds.
     await repo.set_many({"llm_context_tokens": -5, "user_cooldown_seconds": 10})

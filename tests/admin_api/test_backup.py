@@ -7,12 +7,16 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from bot.store.spaces import local_space
-from tests.admin_api.conftest import TOKEN, Admin
+from tests.admin_api.conftest import TOKEN, Admin, StartAdmin
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+ONLINE_BACKUP = "SQLite's online backup of the DB_PATH file; PostgreSQL is pg_dump's (below)"
 
 
+@pytest.mark.sqlite_only(reason=ONLINE_BACKUP)
 async def test_backup_download_is_a_consistent_copy_and_needs_authentication(
     admin: Admin, tmp_path: Path
 ) -> None:
@@ -55,6 +59,7 @@ async def test_the_backup_route_is_documented_as_a_file(admin: Admin) -> None:
     assert list(operation["responses"]["200"]["content"]) == ["application/vnd.sqlite3"]
 
 
+@pytest.mark.sqlite_only(reason=ONLINE_BACKUP)
 async def test_a_backup_that_cannot_be_made_is_a_503_naming_the_cause(admin: Admin) -> None:
     path = admin.services.db.path
     # The database file vanished under the running bot (e.g. a mistaken cleanup).
@@ -67,3 +72,13 @@ async def test_a_backup_that_cannot_be_made_is_a_503_naming_the_cause(admin: Adm
     assert reply.status == 503
     assert reply.json["error"] == "backup_failed"
     assert str(path) in reply.json["detail"]
+
+
+async def test_on_postgresql_the_backup_is_a_503_naming_pg_dump(
+    start_admin: StartAdmin, postgres_db: str
+) -> None:
+    admin = await start_admin(database_url=postgres_db)
+    reply = await admin.get("/api/backup")
+    assert reply.status == 503
+    assert reply.json["error"] == "backup_failed" and "pg_dump" in reply.json["detail"]
+    assert (await admin.get("/api/status")).json["last_backup"] is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from tests.admin_api.conftest import Admin, StartAdmin
@@ -77,7 +77,7 @@ def normalized(export: dict[str, Any], *, detached: bool = False) -> dict[str, A
 
 
 async def test_export_import_round_trip_gives_an_equal_session(
-    start_admin: StartAdmin, tmp_path: Any
+    start_admin: StartAdmin, new_database_url: Callable[[str], str]
 ) -> None:
     admin = await start_admin()
     session_id = await build_session(admin)
@@ -103,7 +103,7 @@ async def test_export_import_round_trip_gives_an_equal_session(
     original = await admin.services.repos.sessions.open_for_channel(LOCAL, 111)
     assert original is not None and original.id == session_id
 
-    other = await start_admin(db_path=tmp_path / "other.db")
+    other = await start_admin(database_url=new_database_url("other.db"))
     moved = await other.post("/api/sessions/import", exported)
     assert moved.status == 201 and moved.json["session_id"] == session_id, "id kept when free"
     moved_export = (await other.get(f"/api/sessions/{session_id}/export")).json

@@ -13,6 +13,7 @@ from typing import Any
 
 import aiohttp
 import jsonschema
+import pytest
 
 from bot.__main__ import backup as cli_backup
 from bot.ops.readiness import Check
@@ -81,6 +82,7 @@ async def test_status_needs_a_login_and_says_everything_at_once(admin: Admin) ->
     assert status["shards"] is None
 
 
+@pytest.mark.sqlite_only(reason="backs up the DB_PATH file (API and CLI); PostgreSQL is pg_dump's")
 async def test_a_backup_through_the_api_or_the_cli_is_remembered(
     admin: Admin, tmp_path: Path
 ) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,9 +18,9 @@ from tests.conftest import LOCAL
 
 
 @pytest.fixture
-async def repos(tmp_path: Path) -> AsyncIterator[Repositories]:
+async def repos(suite_database_url: str) -> AsyncIterator[Repositories]:
     """Repositories over a fresh database with one session."""
-    db = await Database.open(tmp_path / "files.db")
+    db = await Database.connect(suite_database_url)
     try:
         yield Repositories.over(db)
     finally:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,9 +39,9 @@ class Store:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
+async def store(suite_database_url: str) -> AsyncIterator[Store]:
     """A fresh database with one session."""
-    db = await Database.open(tmp_path / "p.db")
+    db = await Database.connect(suite_database_url)
     try:
         session = await SessionRepository(db).create(LOCAL, title="t")
         yield Store(db, MessageRepository(db), MemoryRepository(db), session.id)

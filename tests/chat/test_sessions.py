@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -28,9 +27,9 @@ class World:
 
 
 @pytest.fixture
-async def world(tmp_path: Path) -> AsyncIterator[World]:
+async def world(suite_database_url: str) -> AsyncIterator[World]:
     """A ConversationSessions over a fresh database."""
-    db = await Database.open(tmp_path / "sessions.db")
+    db = await Database.connect(suite_database_url)
     try:
         repos = Repositories.over(db)
         yield World(ConversationSessions(repos.sessions, repos.messages, repos.topics), repos)

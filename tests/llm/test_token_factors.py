@@ -199,7 +199,7 @@ async def test_a_damaged_stored_factor_is_ignored(
     make_settings: SettingsFactory, service_options: ServiceOptions
 ) -> None:
     settings = make_settings()
-    db = await Database.open(settings.db_path)
+    db = await Database.connect(settings.database())
     await TokenFactorRepository(db).save(StoredTokenFactor(settings.llm_model, 40.0, 3))
     await db.close()
     async with open_services(settings, service_options) as services:
@@ -256,7 +256,7 @@ async def test_the_engine_hands_the_learned_factor_to_the_context(
     make_settings: SettingsFactory, service_options: ServiceOptions, llm: FakeLLMServer
 ) -> None:
     settings = make_settings(llm_context_tokens=4096)
-    db = await Database.open(settings.db_path)
+    db = await Database.connect(settings.database())
     await TokenFactorRepository(db).save(StoredTokenFactor(settings.llm_model, 1.5, 10))
     await db.close()
     async with open_services(settings, service_options) as services:
@@ -279,7 +279,7 @@ async def test_a_factor_of_one_and_a_half_shrinks_the_request_to_the_window_over
 ) -> None:
     window = 4096
     settings: Settings = make_settings(llm_context_tokens=window)
-    db = await Database.open(settings.db_path)
+    db = await Database.connect(settings.database())
     await TokenFactorRepository(db).save(StoredTokenFactor(settings.llm_model, 1.5, 10))
     await db.close()
     async with open_services(settings, service_options) as services:

@@ -47,7 +47,7 @@ def settings(make_settings: SettingsFactory) -> Settings:
 
 @pytest.fixture
 async def knowledge(settings: Settings) -> AsyncIterator[KnowledgeService]:
-    db = await Database.open(settings.db_path)
+    db = await Database.connect(settings.database())
     gateway = LLMGateway(lambda: settings, None, retry=FAST_RETRY)
     yield KnowledgeService(db, gateway, lambda: settings.kb_dir, lambda: settings)
     await gateway.close()
@@ -210,7 +210,7 @@ async def test_delete_removes_row_and_file_but_never_outside(
     theirs = settings.kb_dir / "web_search" / "guild_2" / "theirs.md"
     theirs.parent.mkdir(parents=True)
     theirs.write_text("another space's", "utf-8")
-    db = await Database.open(settings.db_path)
+    db = await Database.connect(settings.database())
     try:
         for md_path in (
             "precious.md",
@@ -585,7 +585,7 @@ async def test_files_saved_before_spaces_move_into_their_space_folder(
     root.mkdir(parents=True)
     (root / "old.md").write_text("# Old\n", "utf-8")
     (root / "orphan.md").write_text("# Orphan\n", "utf-8")
-    db = await Database.open(settings.db_path)
+    db = await Database.connect(settings.database())
     try:
         await db.execute(
             "INSERT INTO spaces (id, kind, created_at) VALUES ('guild:9', 'guild', 'now')"

@@ -56,8 +56,8 @@ def settings_for(tmp_path: Path, **overrides: Any) -> Settings:
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "t.db")
+async def db(suite_database_url: str) -> AsyncIterator[Database]:
+    database = await Database.connect(suite_database_url)
     yield database
     await database.close()
 

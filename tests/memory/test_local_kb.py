@@ -91,8 +91,8 @@ def analyzer() -> Iterator[InProcessAnalyzer]:
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "t.db")
+async def db(suite_database_url: str) -> AsyncIterator[Database]:
+    database = await Database.connect(suite_database_url)
     yield database
     await database.close()
 

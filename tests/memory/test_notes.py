@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,8 +30,8 @@ INJECTED = {"session_id": "s1", "space_id": S}
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "t.db")
+async def db(suite_database_url: str) -> AsyncIterator[Database]:
+    database = await Database.connect(suite_database_url)
     yield database
     await database.close()
 

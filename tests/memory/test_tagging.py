@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,8 +46,8 @@ def analyzer() -> Iterator[InProcessAnalyzer]:
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "t.db")
+async def db(suite_database_url: str) -> AsyncIterator[Database]:
+    database = await Database.connect(suite_database_url)
     now = utcnow()
     for space in (S, OTHER):
         await database.execute(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import string
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -27,8 +26,8 @@ def analyzer() -> Iterator[InProcessAnalyzer]:
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "t.db")
+async def db(suite_database_url: str) -> AsyncIterator[Database]:
+    database = await Database.connect(suite_database_url)
     yield database
     await database.close()
 
@@ -81,17 +80,16 @@ async def test_the_201st_word_evicts_the_least_recent(
 
 
 async def test_pool_after_restart_equals_pool_before(
-    analyzer: InProcessAnalyzer, tmp_path: Path
+    analyzer: InProcessAnalyzer, suite_database_url: str
 ) -> None:
-    path = tmp_path / "restart.db"
-    db = await Database.open(path)
+    db = await Database.connect(suite_database_url)
     live = WordPool(analyzer, WordPoolRepository(db))
     for i in range(260):
         await live.add_text(A, 7, chat_line(i))
     before = await live.words(A, 7)
     await db.close()
 
-    reopened = await Database.open(path)
+    reopened = await Database.connect(suite_database_url)
     restarted = WordPool(analyzer, WordPoolRepository(reopened))
     assert len(before) == len(set(TOPICS)) and await restarted.words(A, 7) == before
     await reopened.close()

@@ -4,7 +4,6 @@ fetcher and an attachments store with two sessions (module event loop, one worke
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -43,12 +42,14 @@ async def fetcher() -> AsyncIterator[SafeFetcher]:
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def attachments(tmp_path: Path) -> AsyncIterator[AttachmentRepository]:
-    """Attachments over a real SQLite file with sessions s1 and s2 (in SPACE)."""
-    db = await Database.open(tmp_path / "tools.db")
+async def attachments(suite_database_url: str) -> AsyncIterator[AttachmentRepository]:
+    """Attachments over the suite's database (SQLite or PostgreSQL) with sessions s1 and s2
+    (in SPACE)."""
+    db = await Database.connect(suite_database_url)
     try:
         await db.execute(
-            "INSERT OR IGNORE INTO spaces (id, kind, created_at) VALUES (?, 'local', ?)",
+            "INSERT INTO spaces (id, kind, created_at) VALUES (?, 'local', ?) "
+            "ON CONFLICT (id) DO NOTHING",
             (SPACE, utcnow()),
         )
         for session in ("s1", "s2"):
