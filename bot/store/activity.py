@@ -213,8 +213,8 @@ class ActivityRepository:
                 _add(buckets, row["b"], key, row[column])
             space = tally.space(row["space_id"])
             space.llm_calls += row["n"]
-            space.prompt_tokens += row["pt"]
-            space.completion_tokens += row["ct"]
+            space.prompt_tokens += int(row["pt"])
+            space.completion_tokens += int(row["ct"])
             space.errors += row["errors"]
 
     async def _tool_counts(self, scope: SpaceScope, lo: str, hi: str, tally: _Tally) -> None:
@@ -231,7 +231,7 @@ class ActivityRepository:
             _add(buckets, row["b"], "tool_failures", row["failed"])
             space = tally.space(row["space_id"])
             space.tool_calls += row["n"]
-            space.tool_failures += row["failed"]
+            space.tool_failures += int(row["failed"])
 
     async def _models(self, scope: SpaceScope, lo: str, hi: str) -> list[ModelLatency]:
         where, params = in_space(scope)
@@ -260,8 +260,8 @@ class ActivityRepository:
                 errors=row["errors"],
                 p50_ms=row["p50"],
                 p95_ms=row["p95"],
-                prompt_tokens=row["pt"],
-                completion_tokens=row["ct"],
+                prompt_tokens=int(row["pt"]),
+                completion_tokens=int(row["ct"]),
             )
             for row in rows
         ]
@@ -275,7 +275,9 @@ class ActivityRepository:
             "GROUP BY tool ORDER BY calls DESC, tool",
             (lo, hi, *params),
         )
-        return [ToolUse(row["tool"], row["calls"], row["failures"], row["avg_ms"]) for row in rows]
+        return [
+            ToolUse(row["tool"], row["calls"], int(row["failures"]), row["avg_ms"]) for row in rows
+        ]
 
 
 def _add(buckets: dict[str, ActivityBucket], key: str, field_name: str, value: int) -> None:

@@ -19,6 +19,8 @@ Params = Sequence[Any] | Mapping[str, Any]
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SQLITE_PREFIX: Final = "sqlite:///"
 POSTGRES_PREFIXES: Final = ("postgresql://", "postgres://", "postgresql+asyncpg://")
+NUL: Final = "\x00"
+REPLACEMENT: Final = "\ufffd"
 
 
 def sqlite_url(path: Path | str) -> str:
@@ -108,10 +110,18 @@ def postgres_statement(sql: str, params: Params | None) -> tuple[str, tuple[Any,
     if isinstance(shape, tuple):
         if not isinstance(params, Mapping):
             raise TypeError("named placeholders need a mapping of parameters")
-        return text, tuple(params[name] for name in shape)
+        return text, tuple(_postgres_value(params[name]) for name in shape)
     if isinstance(params, Mapping):
         raise TypeError("? placeholders need a sequence of parameters")
-    return text, tuple(params)
+    return text, tuple(_postgres_value(value) for value in params)
+
+
+def _postgres_value(value: Any) -> Any:
+    """`value` as PostgreSQL can store it: its text cannot hold NUL (SQLite's can), so a NUL
+    in a string becomes U+FFFD (the replacement character) instead of failing the write."""
+    if isinstance(value, str) and NUL in value:
+        return value.replace(NUL, REPLACEMENT)
+    return value
 
 
 class Row:

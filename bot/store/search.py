@@ -227,6 +227,11 @@ def _hit(kind: SearchKind, row: Row, snippet: Snippet, rank: float) -> SearchHit
     )
 
 
+# Ranked hits in one total order, the same in SQL (each kind's LIMIT) and in the merge below:
+# with ties left to the engine, a page's LIMIT and the merge disagreed and pages overlapped.
+HIT_ORDER: Final = "rank, created_at, t.id"
+
+
 class SearchRepository:
     """Runs searches over the FTS indexes (see the module docstring for the rules)."""
 
@@ -256,7 +261,7 @@ class SearchRepository:
             else:
                 hits += await self._like(scope, kind, terms.short, wanted)
         if terms.long:
-            hits.sort(key=lambda hit: (hit.rank, hit.created_at))
+            hits.sort(key=lambda hit: (hit.rank, hit.created_at, hit.id))
             mode: Literal["fts", "like"] = "fts"
         else:
             hits.sort(key=lambda hit: hit.created_at, reverse=True)
@@ -273,7 +278,7 @@ class SearchRepository:
             f"SELECT {kind.select}, snippet({kind.fts}, -1, ?, ?, '…', {SNIPPET_TOKENS}) "
             f"AS marked, {kind.fts}.rank AS rank "
             f"FROM {kind.fts} JOIN {kind.table} t ON t.id = {kind.fts}.rowid "
-            f"WHERE {kind.fts} MATCH ? AND {where}{short_sql} ORDER BY rank LIMIT ?",
+            f"WHERE {kind.fts} MATCH ? AND {where}{short_sql} ORDER BY {HIT_ORDER} LIMIT ?",
             (OPEN, CLOSE, terms.match, *params, *short_params, limit),
         )
         return [_hit(name, row, parse_snippet(row["marked"]), float(row["rank"])) for row in rows]
@@ -291,7 +296,7 @@ class SearchRepository:
         document = " || ' ' || ".join(f"t.{column}" for column in kind.columns)
         rows = await self._db.fetchall(
             f"SELECT {kind.select}, {text_columns}, -similarity({document}, ?) AS rank "
-            f"FROM {kind.table} t WHERE {where}{term_sql} ORDER BY rank, t.id DESC LIMIT ?",
+            f"FROM {kind.table} t WHERE {where}{term_sql} ORDER BY {HIT_ORDER} LIMIT ?",
             (" ".join(terms.long), *params, *term_params, limit),
         )
         return [

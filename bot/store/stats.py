@@ -56,10 +56,9 @@ class StatsRepository:
             """
         )
         assert row is not None  # an aggregate SELECT always yields one row
-        return Stats(
-            **{key: row[key] for key in row.keys()},  # noqa: SIM118 - Row has no iter of keys
-            db_bytes=await self.db_bytes(),
-        )
+        # PostgreSQL sums BIGINT columns as NUMERIC (Decimal): every count back to int.
+        counts = {key: int(row[key]) for key in row.keys() if key != "cost"}  # noqa: SIM118
+        return Stats(**counts, cost=float(row["cost"]), db_bytes=await self.db_bytes())
 
     async def db_bytes(self) -> int:
         """The database's size in bytes (cheap: no table is read)."""
