@@ -22,17 +22,22 @@ EXAMPLES = {GenerationMode.POSITIVE: 8, GenerationMode.NEGATIVE: 4}
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 # Streams that never end by themselves (tested on their own): a fuzzed call would only time out.
 ENDLESS = frozenset({"GET /api/logs/live", "GET /api/status/stream"})
+# On PostgreSQL the download is a designed 503 naming pg_dump (test_backup.py checks it).
+NO_FILE_BACKUP = frozenset({"GET /api/backup"})
 
 
-def fuzz(spec: dict[str, Any], base_url: str) -> tuple[Counter[int], list[str]]:
-    """Run every operation in both modes; returns (response statuses, failure descriptions)."""
+def fuzz(
+    spec: dict[str, Any], base_url: str, skip: frozenset[str] = ENDLESS
+) -> tuple[Counter[int], list[str]]:
+    """Run every operation but `skip` in both modes; returns (response statuses, failure
+    descriptions)."""
     schema = schemathesis.openapi.from_dict(spec)
     checks = [not_a_server_error, response_schema_conformance]
     failures: list[str] = []
     statuses: Counter[int] = Counter()
     for result in schema.get_all_operations():
         operation = result.ok()
-        if operation.label in ENDLESS:
+        if operation.label in skip:
             continue
         for mode, examples in EXAMPLES.items():
 
@@ -68,7 +73,8 @@ async def test_schemathesis_finds_no_server_error_and_no_schema_break(admin: Adm
     spec = (await admin.get("/api/openapi.json")).json
     assert spec["openapi"].startswith("3.1")
 
-    statuses, failures = await asyncio.to_thread(fuzz, spec, admin.url)
+    skip = ENDLESS | (NO_FILE_BACKUP if admin.services.db.dialect == "postgresql" else set())
+    statuses, failures = await asyncio.to_thread(fuzz, spec, admin.url, skip)
     await admin.services.tasks.drain()
 
     assert not failures, "\n\n".join(failures)

@@ -219,7 +219,7 @@ async def test_delete_removes_row_and_file_but_never_outside(
             f"web_search/{S_DIR}/../guild_2/theirs.md",
             "web_search/guild_2/theirs.md",
         ):
-            entry_id = await db.execute(
+            entry_id = await db.insert(
                 "INSERT INTO knowledge_entries (space_id, query, title, summary, md_path, "
                 "created_at) VALUES (?, 'q', 't', 's', ?, '2024-01-01')",
                 (S, md_path),
@@ -590,7 +590,7 @@ async def test_files_saved_before_spaces_move_into_their_space_folder(
         await db.execute(
             "INSERT INTO spaces (id, kind, created_at) VALUES ('guild:9', 'guild', 'now')"
         )
-        entry_id = await db.execute(
+        entry_id = await db.insert(
             "INSERT INTO knowledge_entries (space_id, query, title, summary, md_path, created_at) "
             "VALUES ('guild:9', 'q', 'Old', 's', 'web_search/old.md', 'now')"
         )

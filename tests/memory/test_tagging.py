@@ -63,7 +63,7 @@ async def db(suite_database_url: str) -> AsyncIterator[Database]:
 
 
 async def add_message(db: Database, content: str, role: str = "user", session: str = "s1") -> int:
-    return await db.execute(
+    return await db.insert(
         "INSERT INTO messages (space_id, session_id, role, content, created_at) "
         "VALUES (?, ?, ?, ?, ?)",
         (OTHER if session == "o1" else S, session, role, content, utcnow()),
@@ -71,7 +71,7 @@ async def add_message(db: Database, content: str, role: str = "user", session: s
 
 
 async def add_memory(db: Database, summary: str, session: str = "s1") -> int:
-    return await db.execute(
+    return await db.insert(
         "INSERT INTO memories (space_id, session_id, summary, created_at) VALUES (?, ?, ?, ?)",
         (OTHER if session == "o1" else S, session, summary, utcnow()),
     )
