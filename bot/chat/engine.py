@@ -8,7 +8,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import aclosing
+from contextlib import aclosing, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -136,6 +136,7 @@ class ChatEngine:
         self._tool_hooks = list(tool_hooks)
         self._turn_hooks = list(turn_hooks)
         self._locks = KeyedLocks()
+        self._arrivals = KeyedLocks()
 
     def add_tool_hook(self, hook: ToolHook) -> None:
         """Run `hook` after every tool result."""
@@ -187,6 +188,23 @@ class ChatEngine:
         return session, True
 
     async def _run(self, request: TurnRequest, emit: Emit) -> None:
+        # Turns of one conversation are stored and answered in the order they were asked. On
+        # PostgreSQL two turns' reads and writes run on separate pooled connections and may
+        # finish in either order, so storing goes one at a time by arrival, and the turn lock
+        # is queued for with no await after that (asyncio locks wake waiters in FIFO order).
+        arrival = (
+            self._arrivals.hold((request.space_id, request.session_id))
+            if request.session_id is not None
+            else nullcontext()
+        )
+        async with arrival:
+            stored = await self._store_question(request, emit)
+        if stored is not None:
+            async with self._locks.hold(stored.session.id):
+                await self._answer(stored, request, emit)
+
+    async def _store_question(self, request: TurnRequest, emit: Emit) -> _TurnState | None:
+        """The turn's session (made if new) and its stored user message; None if refused."""
         try:
             session, created = await self._session_for(request)
             if created or request.new_session:
@@ -203,17 +221,16 @@ class ChatEngine:
                 )
             except sqlite3.IntegrityError:
                 log.info("message %s already handled; skipping", request.discord_message_id)
-                return
+                return None
         except _ForeignSession as exc:
             log.warning("refused a turn: session %s is not in space %s", *exc.args)
             emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))
-            return
+            return None
         except Exception:
             log.exception("could not store the user's message")
             emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))
-            return
-        async with self._locks.hold(session.id):
-            await self._answer(_TurnState(session, user_message), request, emit)
+            return None
+        return _TurnState(session, user_message)
 
     async def _space_settings(self, space_id: str) -> tuple[Settings, SpaceRecord | None]:
         """The settings in effect for a turn in this space: its language and persona, if set."""

@@ -86,6 +86,7 @@ class Chat(commands.Cog):
         self.user_turns = UserTurns()
         self.windows = ChannelWindows(clock=deps.clock)
         self.locks = KeyedLocks()
+        self.arrivals = KeyedLocks()
         self.files = AttachmentReader(deps.services.attachment_intake)
         self.started = datetime.now(UTC)
         self._caught_up = False
@@ -115,15 +116,35 @@ class Chat(commands.Cog):
             return
         if message.type not in _CHAT_TYPES or self.deps.turns.closing:
             return
+        # A channel's messages reach the turn lock in the order Discord sent them: the checks
+        # below read the database, and on PostgreSQL (pooled connections) a later message's
+        # reads may finish first. The turn lock is queued for with no await after this block.
+        async with self.arrivals.hold(message.channel.id):
+            admitted = await self._admit(message, me)
+        if admitted is None:
+            return
+        route, ui = admitted
+        with self.user_turns.hold(message.author.id):
+            async with self.deps.turns.track(), self.locks.hold(route.channel_id):
+                try:
+                    await self._converse(message, route, me, ui)
+                except Exception:
+                    log.exception("turn for message %d failed", message.id)
+                    await self._say(message, ui.error_prefix + ui.generic_error, in_thread=True)
+
+    async def _admit(
+        self, message: discord.Message, me: discord.ClientUser
+    ) -> tuple[Route, UiText] | None:
+        """Record the activity; the message's route and UI text if it is a turn to run now."""
         await self._record_activity(message, me)
         route = await self._route(message, me)
         if route is None:
-            return
+            return None
         settings = self.deps.services.settings()
         verdict = AccessPolicy.from_settings(settings).check(_requester(message, route))
         if verdict != "allowed":
             log.debug("ignoring message %d: %s", message.id, verdict)
-            return
+            return None
         ui = ui_text(settings.language)
         user_id = message.author.id
         # Checked before the cooldown, so that a user refused as busy spends no cooldown window.
@@ -132,19 +153,13 @@ class Chat(commands.Cog):
             log.debug("user %d has %d turns in progress", user_id, self.user_turns.running(user_id))
             if slot.notify:
                 await self._say(message, ui.busy)
-            return
+            return None
         cool = self.cooldown.hit(user_id, settings.user_cooldown_seconds)
         if not cool.allowed:
             if cool.notify:
                 await self._say(message, ui.cooldown.format(seconds=math.ceil(cool.retry_after)))
-            return
-        with self.user_turns.hold(user_id):
-            async with self.deps.turns.track(), self.locks.hold(route.channel_id):
-                try:
-                    await self._converse(message, route, me, ui)
-                except Exception:
-                    log.exception("turn for message %d failed", message.id)
-                    await self._say(message, ui.error_prefix + ui.generic_error, in_thread=True)
+            return None
+        return route, ui
 
     async def _record_activity(self, message: discord.Message, me: discord.ClientUser) -> None:
         """A person wrote: the channel (a thread counts for its parent) is not idle.
