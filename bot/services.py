@@ -207,6 +207,8 @@ async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOpt
     runtime = RuntimeSettings(settings, repos.app_settings)
     await runtime.load()
     await repos.presets.seed(runtime().llm_model)
+    # SQLite's spaces migration made the local space's row; a PostgreSQL schema starts empty.
+    await repos.spaces.ensure(settings.local_space_id)
     tasks = BackgroundTasks()
 
     async def connection_of(model: str) -> Endpoint | None:
