@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.store.db import Database
 from tests.bot_process import bot_env, run_python_m_bot
 from tests.fakes.llm_server import FakeLLMServer, Raw, Text, ToolCalls
 
@@ -69,17 +70,22 @@ async def test_the_terminal_chat_speaks_the_configured_language(
 
 
 async def test_the_terminal_chat_talks_in_its_local_space(
-    tmp_path: Path, llm: FakeLLMServer
+    tmp_path: Path, llm: FakeLLMServer, suite_database_url: str
 ) -> None:
     llm.default_reply = Text("ok")
-    env = _env(tmp_path, LLM_API_BASE=llm.url, LLM_MODEL="ollama/test-model")
+    env = _env(
+        tmp_path,
+        LLM_API_BASE=llm.url,
+        LLM_MODEL="ollama/test-model",
+        DATABASE_URL=suite_database_url,
+    )
     assert (await _run(["chat"], env, tmp_path, b"hi\n"))[0] == 0
     assert (await _run(["chat", "--space", "home"], env, tmp_path, b"hi\n"))[0] == 0
     moved = {**env, "LOCAL_SPACE": "den"}
     assert (await _run(["chat"], moved, tmp_path, b"hi\n"))[0] == 0
-    conn = sqlite3.connect(tmp_path / "chat.db")
-    spaces = sorted(row[0] for row in conn.execute("SELECT space_id FROM sessions"))
-    conn.close()
+    db = await Database.connect(suite_database_url)
+    spaces = sorted(row[0] for row in await db.fetchall("SELECT space_id FROM sessions"))
+    await db.close()
     assert spaces == ["local:den", "local:home", "local:local"]
     code, _, err = await _run(["chat", "--space", "no/good"], env, tmp_path, b"hi\n")
     assert code == 2 and "local space name" in err
@@ -133,6 +139,7 @@ def _read_only_dir(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.sqlite_only(reason="DB_PATH files that cannot work (folder, read-only, not SQLite)")
 @pytest.mark.parametrize("command", [[], ["chat"]])
 async def test_database_paths_that_cannot_work_are_one_sentence_each(
     tmp_path: Path, command: list[str]
@@ -159,6 +166,7 @@ async def test_database_paths_that_cannot_work_are_one_sentence_each(
     assert not_a_db.read_text() == "not a database\n" * 100, "left untouched"
 
 
+@pytest.mark.sqlite_only(reason="a SQLite file locked by another process")
 async def test_a_locked_database_is_named_with_the_likely_cause(tmp_path: Path) -> None:
     path = tmp_path / "locked.db"
     holder = sqlite3.connect(path, isolation_level=None)
@@ -189,6 +197,7 @@ async def test_a_bad_setting_names_the_variable_and_what_it_accepts(
     ]
 
 
+@pytest.mark.sqlite_only(reason="`backup` is SQLite's online backup; PostgreSQL's is pg_dump")
 async def test_backup_command_copies_the_database_and_refuses_to_overwrite(
     tmp_path: Path,
 ) -> None:
