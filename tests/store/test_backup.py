@@ -57,6 +57,7 @@ def user_version(path: Path) -> int:
         return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+@pytest.mark.sqlite_only(reason="SQLite online backup and restore of the DB_PATH file")
 async def test_python_m_bot_backup_while_a_reply_streams_copies_what_was_committed(
     make_settings: SettingsFactory, llm: FakeLLMServer, tmp_path: Path
 ) -> None:
@@ -216,6 +217,7 @@ async def test_new_and_newer_databases_get_no_snapshot(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir() if ".bak" in p.name) == []
 
 
+@pytest.mark.sqlite_only(reason="SQLite online backup and restore of the DB_PATH file")
 async def test_a_restored_backup_is_what_the_bot_starts_on(
     make_settings: SettingsFactory, llm: FakeLLMServer, tmp_path: Path
 ) -> None:

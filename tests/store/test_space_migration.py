@@ -233,6 +233,7 @@ async def test_a_failed_migration_leaves_the_old_database(tmp_path: Path) -> Non
     await conn.close()
 
 
+@pytest.mark.sqlite_only(reason="opens an old SQLite file (schema before spaces)")
 async def test_opening_the_old_database_moves_knowledge_files_into_space_folders(
     make_settings: SettingsFactory, service_options: ServiceOptions
 ) -> None:
