@@ -3,6 +3,7 @@ reason, and the screen follows readiness live over server-sent events, without a
 
 from __future__ import annotations
 
+import pytest
 from playwright.async_api import expect
 
 from tests.admin_page.conftest import OpenUi
@@ -45,6 +46,7 @@ async def test_status_shows_a_down_model_and_follows_changes_live(open_ui: OpenU
     ui.assert_clean()
 
 
+@pytest.mark.sqlite_only(reason="downloads SQLite's online backup; PostgreSQL is pg_dump's")
 async def test_status_shows_the_last_backup_after_a_download(open_ui: OpenUi) -> None:
     ui = await open_ui()
     await ui.login()
