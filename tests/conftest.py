@@ -96,18 +96,27 @@ def suite_engine(config: pytest.Config) -> str:
 
 
 @pytest.fixture
-def new_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
+def new_database_url(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[[str], str]]:
     """new_database_url(name): another empty database of this run's engine, a SQLite file
-    `name` in tmp_path or a fresh database on the session's temporary PostgreSQL cluster."""
-
+    `name` in tmp_path or a fresh database on the session's temporary PostgreSQL cluster
+    (dropped after the test: thousands of them would fill the disk)."""
     server: TempPostgres | None = None
     if suite_engine(request.config) == "postgresql":
         server = request.getfixturevalue("postgres_server")
+    made: list[str] = []
 
     def make(name: str) -> str:
-        return sqlite_url(tmp_path / name) if server is None else server.create_database()
+        if server is None:
+            return sqlite_url(tmp_path / name)
+        made.append(server.create_database())
+        return made[-1]
 
-    return make
+    yield make
+    for url in made:
+        assert server is not None
+        server.psql(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
 
 
 @pytest.fixture
