@@ -11,7 +11,6 @@ from bot.store.messages import MessageRepository
 from bot.store.migrations import IN_BASELINE, MIGRATIONS, SCHEMA_VERSION
 from bot.store.schema_postgresql import BASELINE_VERSION
 from bot.store.sessions import SessionRepository
-from tests.store.conftest import PostgresServer
 
 
 def test_every_migration_has_steps_for_both_engines() -> None:
@@ -67,13 +66,13 @@ async def test_a_failed_transaction_rolls_back_and_constraints_fail_alike(db: Da
 
 
 async def test_postgresql_gets_the_same_tables_and_columns_as_sqlite(
-    tmp_path: object, postgres_server: PostgresServer
+    tmp_path: object, postgres_db: str
 ) -> None:
     from pathlib import Path
 
     assert isinstance(tmp_path, Path)
     lite = await Database.open(tmp_path / "p.db")
-    pg = await Database.connect(postgres_server.create())
+    pg = await Database.connect(postgres_db)
     try:
         sqlite_columns = {
             (row[0], row[1])
@@ -97,9 +96,9 @@ async def test_postgresql_gets_the_same_tables_and_columns_as_sqlite(
 
 
 async def test_postgresql_refuses_a_newer_schema_and_reopens_its_own(
-    postgres_server: PostgresServer,
+    postgres_db: str,
 ) -> None:
-    url = postgres_server.create()
+    url = postgres_db
     db = await Database.connect(url)
     await db.close()
     again = await Database.connect(url)
