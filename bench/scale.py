@@ -35,10 +35,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.config import Settings
+from bot.store.dialect import sqlite_url
 from tests.fakes.discord_models import FakeUser
 from tests.fakes.discord_server import FakeDiscord, FakeGuild, FakeMessage
 from tests.fakes.llm_server import FakeLLMServer, Text
-from tests.sharding.processes import bot_process, wait_ready
+from tests.sharding.processes import SharedDatabase, bot_process, wait_ready
 
 SERVERS = 4
 WAIT = 300.0
@@ -110,12 +111,11 @@ async def _mode(processes: list[str], args: argparse.Namespace, answer: str) -> 
                 server.add_user(f"user {i}", guild_id=guilds[i % SERVERS].id)
                 for i in range(args.turns)
             ]
+            shared = SharedDatabase(sqlite_url(root / "playchat.db"), root)
             async with AsyncExitStack() as stack:
                 for shard_ids in processes:
                     env = _env(llm, shard_ids)
-                    await stack.enter_async_context(
-                        bot_process(server, root / "playchat.db", root, **env)
-                    )
+                    await stack.enter_async_context(bot_process(server, shared, root, **env))
                 await wait_ready(server, guilds)
                 await _round(server, guilds, users, min(8, args.turns), answer)  # warm-up
                 rounds = [

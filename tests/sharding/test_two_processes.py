@@ -1,17 +1,17 @@
 """End to end: two `python -m bot` processes, shards 0 and 1 of 2, one loopback Discord with
-four servers spread over both shards, one SQLite file (WAL) shared by both."""
+four servers spread over both shards, one database shared by both (a SQLite file in WAL mode,
+or PostgreSQL)."""
 
 from __future__ import annotations
 
 import re
-import sqlite3
 from pathlib import Path
 
 from bot.config import Settings
 from bot.services import open_services
 from tests.fakes.discord_server import FakeDiscord, FakeGuild, FakeMessage
 from tests.fakes.llm_server import FakeLLMServer, Text
-from tests.sharding.processes import BotProcess, bot_process
+from tests.sharding.processes import BotProcess, SharedDatabase, bot_process
 
 REPLY = "Answered once."
 START = 60.0
@@ -30,10 +30,15 @@ def _env(llm: FakeLLMServer, shard: int) -> dict[str, str]:
 
 
 async def _configure_topics(
-    db_path: Path, tmp_path: Path, guilds: list[FakeGuild], server: FakeDiscord
+    db: SharedDatabase, tmp_path: Path, guilds: list[FakeGuild], server: FakeDiscord
 ) -> None:
     """Migrate the shared database and give each server's channel a daily topic post."""
-    settings = Settings(_env_file=None, db_path=db_path, kb_dir=tmp_path / "kb", language="en")  # type: ignore[call-arg]
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=db.url,
+        kb_dir=tmp_path / "kb",
+        language="en",
+    )
     async with open_services(settings) as services:
         for guild in guilds:
             channel = server.guild_channels(guild.id)[0]
@@ -50,18 +55,17 @@ def _jobs(log: str) -> set[str]:
 
 
 async def test_every_server_is_answered_by_exactly_one_process_and_topics_scheduled_once(
-    tmp_path: Path, llm: FakeLLMServer
+    tmp_path: Path, llm: FakeLLMServer, shared_db: SharedDatabase
 ) -> None:
     llm.default_reply = Text(REPLY)
-    db_path = tmp_path / "shared.db"
     async with FakeDiscord(shards=2) as server:
         guilds = [server.add_guild(f"server {i}", shard=i % 2) for i in range(4)]
-        await _configure_topics(db_path, tmp_path, guilds, server)
+        await _configure_topics(shared_db, tmp_path, guilds, server)
         processes: list[BotProcess] = []
-        async with bot_process(server, db_path, tmp_path, **_env(llm, 0)) as zero:
+        async with bot_process(server, shared_db, tmp_path, **_env(llm, 0)) as zero:
             processes.append(zero)
             await server.wait_for(lambda: server.sessions_of_shard(0), START)
-            async with bot_process(server, db_path, tmp_path, **_env(llm, 1)) as one:
+            async with bot_process(server, shared_db, tmp_path, **_env(llm, 1)) as one:
                 processes.append(one)
                 await server.wait_for(lambda: server.sessions_of_shard(1), START)
                 # Each process is ready once its shard's servers were announced to it.
@@ -107,10 +111,7 @@ async def test_every_server_is_answered_by_exactly_one_process_and_topics_schedu
         assert [m.content for m in bot_replies] == [REPLY]
     assert len(llm.chat_requests) == len(sent)
     assert len(server.calls_to("POST", r"^/channels/\d+/messages/\d+/threads$")) == len(sent)
-    with sqlite3.connect(db_path) as db:
-        rows = db.execute(
-            "SELECT role, count(*) FROM messages GROUP BY role ORDER BY role"
-        ).fetchall()
+    rows = await shared_db.rows("SELECT role, count(*) FROM messages GROUP BY role ORDER BY role")
     assert rows == [("assistant", len(sent)), ("user", len(sent))]
     # Each channel's topic jobs are scheduled by exactly one process: its shard's.
     by_process = [_jobs(p.stderr) for p in processes]
