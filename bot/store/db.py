@@ -7,8 +7,11 @@ of the two dialects with `?` placeholders (see `bot.store.dialect`).
 - SQLite (the default): one reader connection (`query_only`) and a single serialized writer,
   WAL, foreign keys on, writes in `BEGIN IMMEDIATE`, migrations in `PRAGMA user_version` —
   exactly as before.
-- PostgreSQL: a connection pool; reads in autocommit, writes in ordinary transactions; the
-  schema and its version row come from `bot.store.migrations`.
+- PostgreSQL: a connection pool whose connections are checked with a cheap ping when taken
+  (one the server ended is replaced, not failed on); reads in autocommit, writes in READ
+  COMMITTED transactions whatever the server's default (a writer meeting another on a row
+  waits for it, as on SQLite, instead of failing to serialize); the schema and its version
+  row come from `bot.store.migrations`.
 
 Rows support `row["col"]` and `row[0]`; a failed constraint is `IntegrityError` on both
 engines (a `sqlite3.IntegrityError`, so callers written against SQLite keep catching it).
@@ -312,7 +315,9 @@ class Database:
 
     @classmethod
     async def _open_postgresql(cls, url: str, local_space: str | None) -> Database:
-        engine = create_async_engine(asyncpg_url(url), pool_pre_ping=True)
+        engine = create_async_engine(
+            asyncpg_url(url), pool_pre_ping=True, isolation_level="READ COMMITTED"
+        )
         location = redact(url)
         try:
             async with engine.connect() as conn:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
 import pytest
 
 from bot.errors import DatabaseVersionError
+from bot.ops.pg_notify import asyncpg_dsn
 from bot.store.db import Database, IntegrityError
 from bot.store.dialect import postgres_statement
 from bot.store.messages import MessageRepository
@@ -106,3 +111,70 @@ async def test_postgresql_refuses_a_newer_schema_and_reopens_its_own(
     await again.close()
     with pytest.raises(DatabaseVersionError, match="newer"):
         await Database.connect(url)
+
+
+async def _on_server(url: str, sql: str) -> list[Any]:
+    """Run `sql` as the superuser on the database `url` names, outside the store."""
+    conn = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        return list(await conn.fetch(sql))
+    finally:
+        await conn.close()
+
+
+async def test_postgresql_writes_are_read_committed_whatever_the_server_default(
+    postgres_db: str,
+) -> None:
+    """A server (or database) set to serializable by default: two writers meeting on one row
+    still both succeed, the later one waiting, as they do on SQLite."""
+    name = postgres_db.rsplit("/", 1)[-1]
+    await _on_server(
+        postgres_db, f'ALTER DATABASE "{name}" SET default_transaction_isolation = serializable'
+    )
+    db = await Database.connect(postgres_db)
+    try:
+        await db.execute("CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
+        await db.execute("INSERT INTO counter (id, n) VALUES (1, 0)")
+        read, written = asyncio.Event(), asyncio.Event()
+
+        async def slow() -> str:
+            async with db.transaction() as conn:
+                level = (await conn.execute_fetchall("SHOW transaction_isolation"))[0][0]
+                read.set()
+                await written.wait()
+                await conn.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
+            return str(level)
+
+        async def quick() -> None:
+            await read.wait()
+            await db.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
+            written.set()
+
+        level, _ = await asyncio.gather(slow(), quick())
+        assert level == "read committed"
+        assert await db.scalar("SELECT n FROM counter WHERE id = 1") == 2
+        # Reads outside a transaction see the latest commit at once.
+        assert await db.scalar("SHOW transaction_isolation") == "serializable"
+    finally:
+        await db.close()
+
+
+async def test_postgresql_pooled_connections_ended_by_the_server_are_replaced(
+    postgres_db: str,
+) -> None:
+    """The server ends the store's idle connections (a restart, an idle timeout): the next
+    read and write go through on fresh ones instead of failing once per dead connection."""
+    db = await Database.connect(postgres_db)
+    try:
+        await asyncio.gather(*(db.scalar("SELECT pg_sleep(0.05)") for _ in range(3)))
+        ended = await _on_server(
+            postgres_db,
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        assert len(ended) >= 3
+        for _ in range(5):
+            assert await db.scalar("SELECT 1") == 1
+            await db.execute("UPDATE schema_version SET version = version")
+    finally:
+        await db.close()
