@@ -7,11 +7,11 @@ of the two dialects with `?` placeholders (see `bot.store.dialect`).
 - SQLite (the default): one reader connection (`query_only`) and a single serialized writer,
   WAL, foreign keys on, writes in `BEGIN IMMEDIATE`, migrations in `PRAGMA user_version` —
   exactly as before.
-- PostgreSQL: a connection pool whose connections are checked with a cheap ping when taken
-  (one the server ended is replaced, not failed on); reads in autocommit, writes in READ
-  COMMITTED transactions whatever the server's default (a writer meeting another on a row
-  waits for it, as on SQLite, instead of failing to serialize); the schema and its version
-  row come from `bot.store.migrations`.
+- PostgreSQL: a pool of connections kept open (`PG_POOL_SIZE`), each checked with a cheap ping
+  when taken (one the server ended is replaced, not failed on); reads in autocommit, writes
+  in READ COMMITTED transactions whatever the server's default (a writer meeting another on a
+  row waits for it, as on SQLite, instead of failing to serialize); the schema and its
+  version row come from `bot.store.migrations`.
 
 Rows support `row["col"]` and `row[0]`; a failed constraint is `IntegrityError` on both
 engines (a `sqlite3.IntegrityError`, so callers written against SQLite keep catching it).
@@ -65,6 +65,13 @@ _PRAGMAS = (
 
 _DRAIN_ROUNDS = 50
 _QUIET_TURNS = 3
+
+
+# PostgreSQL connections per process, all kept open once made: the ceiling SQLAlchemy's default
+# pool had (5 kept + 10 overflow), but the default closed the overflow after each use, and
+# opening a PostgreSQL connection costs a backend start-up — under a burst of turns that
+# churn halved throughput. N processes need max_connections of at least N × (this + 1).
+PG_POOL_SIZE = 15
 
 
 class IntegrityError(sqlite3.IntegrityError):
@@ -316,7 +323,11 @@ class Database:
     @classmethod
     async def _open_postgresql(cls, url: str, local_space: str | None) -> Database:
         engine = create_async_engine(
-            asyncpg_url(url), pool_pre_ping=True, isolation_level="READ COMMITTED"
+            asyncpg_url(url),
+            pool_pre_ping=True,
+            isolation_level="READ COMMITTED",
+            pool_size=PG_POOL_SIZE,
+            max_overflow=0,
         )
         location = redact(url)
         try:

@@ -10,7 +10,7 @@ import pytest
 
 from bot.errors import DatabaseVersionError
 from bot.ops.pg_notify import asyncpg_dsn
-from bot.store.db import Database, IntegrityError
+from bot.store.db import PG_POOL_SIZE, Database, IntegrityError
 from bot.store.dialect import postgres_statement
 from bot.store.messages import MessageRepository
 from bot.store.migrations import IN_BASELINE, MIGRATIONS, SCHEMA_VERSION
@@ -176,5 +176,28 @@ async def test_postgresql_pooled_connections_ended_by_the_server_are_replaced(
         for _ in range(5):
             assert await db.scalar("SELECT 1") == 1
             await db.execute("UPDATE schema_version SET version = version")
+    finally:
+        await db.close()
+
+
+async def test_postgresql_connections_are_kept_for_the_next_burst_within_the_same_ceiling(
+    postgres_db: str,
+) -> None:
+    """Many turns at once: the store opens at most POOL_SIZE connections and keeps them, so a
+    second burst reuses them instead of paying PostgreSQL's connection start-up again (with
+    overflow connections closed after each use, throughput halved under load)."""
+    db = await Database.connect(postgres_db)
+    try:
+
+        async def burst() -> set[int]:
+            pids = await asyncio.gather(
+                *(db.scalar("SELECT pg_backend_pid() FROM pg_sleep(0.05)") for _ in range(40))
+            )
+            return set(pids)
+
+        first = await burst()
+        assert 1 < len(first) <= PG_POOL_SIZE
+        second = await burst()
+        assert second <= first, f"new connections: {len(second - first)}"
     finally:
         await db.close()
