@@ -154,6 +154,7 @@ async def _modes(args: argparse.Namespace, answer: str, new_db: DatabaseMaker) -
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     """Both modes on SQLite, then on PostgreSQL (when its server binaries are installed)."""
+    load_before = [round(x, 2) for x in os.getloadavg()]
     answer = " ".join(f"word{i}" for i in range(args.tokens))
     sqlite = await _modes(args, answer, _sqlite)
     postgresql: dict[str, Any] | str = f"not available: {SKIP_REASON}"
@@ -164,7 +165,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 args, answer, lambda root: SharedDatabase(cluster.create_database("scale"), root)
             )
     return {
-        "load_average_before": [round(x, 2) for x in os.getloadavg()],
+        "load_average_before": load_before,
         "machine_cpus": os.cpu_count(),
         "servers": SERVERS,
         "turns_per_round": args.turns,

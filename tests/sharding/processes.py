@@ -48,7 +48,7 @@ class SharedDatabase:
 
     @property
     def engine(self) -> str:
-        """ "sqlite" or "postgresql"."""
+        """Which engine: "sqlite" or "postgresql"."""
         return dialect_of(self.url)
 
     def env(self, **extra: str) -> dict[str, str]:
