@@ -72,6 +72,9 @@ _QUIET_TURNS = 3
 # opening a PostgreSQL connection costs a backend start-up — under a burst of turns that
 # churn halved throughput. N processes need max_connections of at least N × (this + 1).
 PG_POOL_SIZE = 15
+# Whatever the server's default: a writer meeting another on a row waits for it (as on
+# SQLite) instead of failing to serialize.
+_PG_WRITES = "READ COMMITTED"
 
 
 class IntegrityError(sqlite3.IntegrityError):
@@ -325,13 +328,18 @@ class Database:
         engine = create_async_engine(
             asyncpg_url(url),
             pool_pre_ping=True,
-            isolation_level="READ COMMITTED",
+            # Pooled connections rest in autocommit: the pre-ping is then one bare round trip
+            # (in a transaction it was BEGIN, ping, ROLLBACK on every checkout) and a read
+            # needs no transaction; `transaction()` and the migration ask for one.
+            isolation_level="AUTOCOMMIT",
             pool_size=PG_POOL_SIZE,
             max_overflow=0,
         )
         location = redact(url)
         try:
             async with engine.connect() as conn:
+                # One transaction: its advisory lock holds other processes off until done.
+                await conn.execution_options(isolation_level=_PG_WRITES)
                 await migrate_postgresql(Connection(conn, "postgresql"), _context(local_space))
                 await conn.commit()
         except (OSError, exc.DBAPIError) as error:
@@ -377,7 +385,6 @@ class Database:
                 yield Connection(self._reader, self.dialect)
             return
         async with self._engine.connect() as conn:
-            await conn.execution_options(isolation_level="AUTOCOMMIT")
             yield Connection(conn, self.dialect)
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
@@ -401,8 +408,10 @@ class Database:
         success, rolls back on error."""
         self._started += 1
         if self._writer is None:
-            async with self._engine.begin() as pooled:
-                yield Connection(pooled, self.dialect)
+            async with self._engine.connect() as pooled:
+                await pooled.execution_options(isolation_level=_PG_WRITES)
+                async with pooled.begin():
+                    yield Connection(pooled, self.dialect)
             return
         async with self._write_lock:
             writer = Connection(self._writer, self.dialect)

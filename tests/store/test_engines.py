@@ -201,3 +201,29 @@ async def test_postgresql_connections_are_kept_for_the_next_burst_within_the_sam
         assert second <= first, f"new connections: {len(second - first)}"
     finally:
         await db.close()
+
+
+async def test_postgresql_reads_and_the_pool_ping_open_no_transaction(
+    postgres_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the store sends PostgreSQL besides its own statements: a read costs the pool's
+    ping and the query (no BEGIN/ROLLBACK around either); a write one READ COMMITTED
+    transaction. Every extra round trip is paid on every statement of every turn."""
+    sent: list[str] = []
+    plain = asyncpg.Connection.execute
+
+    async def execute(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(query.strip().rstrip(";").upper())
+        return await plain(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(asyncpg.Connection, "execute", execute)
+    db = await Database.connect(postgres_db)
+    try:
+        sent.clear()
+        for _ in range(5):
+            assert await db.scalar("SELECT version FROM schema_version") == SCHEMA_VERSION
+        assert sent == []
+        await db.execute("UPDATE schema_version SET version = version")
+        assert sent == ["BEGIN ISOLATION LEVEL READ COMMITTED", "COMMIT"]
+    finally:
+        await db.close()
