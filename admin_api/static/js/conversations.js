@@ -112,7 +112,8 @@ export class ConversationsScreen {
         h('span', {class: 'pick-name'}, channelLabel(channel)),
         h('span', {class: 'meta'}, `${channel.threads} thread(s) · ${when(channel.last_activity)}`)));
       })
-      : h('li', {class: 'empty'}, 'No conversations in this space yet.'));
+      : h('li', {class: 'empty'}, 'No conversations in this space yet. They appear once ',
+        'someone talks to the bot here; to start one yourself, use the Chat screen.'));
   }
 
   mark(list, attribute, value) {
@@ -135,7 +136,8 @@ export class ConversationsScreen {
       h('span', {class: 'meta'}, `${thread.messages} message(s)`,
         thread.archived_messages ? `, ${thread.archived_messages} archived` : '',
         ` · ${when(thread.updated_at)}`, thread.closed_at ? ' · closed' : ''))))
-      : h('li', {class: 'empty'}, 'No threads in this channel.'));
+      : h('li', {class: 'empty'}, 'No threads in this channel yet. Mention the bot there in ',
+        'Discord to open one.'));
   }
 
   /** One page of a transcript (`params`: latest, before or cursor, with limit). */
