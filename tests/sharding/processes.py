@@ -209,8 +209,17 @@ def ready_session(server: FakeDiscord, guild: FakeGuild, after: int = 0) -> Gate
     return None
 
 
-async def wait_ready(server: FakeDiscord, guilds: Sequence[FakeGuild], after: int = 0) -> None:
+async def wait_ready(
+    server: FakeDiscord,
+    guilds: Sequence[FakeGuild],
+    after: int = 0,
+    processes: Sequence[BotProcess] = (),
+) -> None:
     """Wait until each guild was announced to a live session of its shard (a process is ready
-    for a server once its shard's GUILD_CREATE came)."""
-    for guild in guilds:
-        await server.wait_for(partial(ready_session, server, guild, after), START)
+    for a server once its shard's GUILD_CREATE came); on time-out, say what `processes` logged."""
+    try:
+        for guild in guilds:
+            await server.wait_for(partial(ready_session, server, guild, after), START)
+    except TimeoutError as error:
+        logs = "\n".join(f"--- process {i}:\n{p.stderr[-2000:]}" for i, p in enumerate(processes))
+        raise AssertionError(f"{error}\n{logs}") from None

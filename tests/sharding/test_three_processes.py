@@ -85,7 +85,7 @@ async def test_a_note_written_on_shard_0_and_a_setting_changed_in_the_admin_api_
             bot_process(server, shared_db, tmp_path, **_env(llm, 0, shared_db)) as zero,
             bot_process(server, shared_db, tmp_path, **_env(llm, 1, shared_db)) as one,
         ):
-            await wait_ready(server, guilds)
+            await wait_ready(server, guilds, processes=(zero, one))
             # Through Discord, in the server of process 0: the model saves a note.
             asked = await _say(server, guilds[0], "please remember the plan")
             await _answered(server, asked, "Noted.")
@@ -132,7 +132,7 @@ async def test_a_process_killed_mid_turn_restarts_its_servers_resume_nothing_los
         guilds = [server.add_guild(f"server {i}", shard=i) for i in range(2)]
         async with bot_process(server, shared_db, tmp_path, **_env(llm, 0, shared_db)) as zero:
             async with bot_process(server, shared_db, tmp_path, **_env(llm, 1, shared_db)) as one:
-                await wait_ready(server, guilds)
+                await wait_ready(server, guilds, processes=(zero, one))
                 # Process 1 streams an answer that never ends ...
                 cut = await _say(server, guilds[1], "a slow question")
                 await server.wait_for(
@@ -142,7 +142,7 @@ async def test_a_process_killed_mid_turn_restarts_its_servers_resume_nothing_los
                 assert await one.kill() != 0
             sessions_before = len(server.sessions_of_shard(1))
             async with bot_process(server, shared_db, tmp_path, **_env(llm, 1, shared_db)) as again:
-                await wait_ready(server, guilds[1:], after=sessions_before)
+                await wait_ready(server, guilds[1:], after=sessions_before, processes=(again,))
                 # The user of the cut-off turn is told, in its thread, once.
                 notice = await again.wait_for_log(r"1 turns were cut off by a restart")
                 assert notice
@@ -158,7 +158,7 @@ async def test_a_process_killed_mid_turn_restarts_its_servers_resume_nothing_los
             assert await again.stop() == 0, again.stderr
             # A second restart finds nothing left to tell.
             async with bot_process(server, shared_db, tmp_path, **_env(llm, 1, shared_db)) as third:
-                await wait_ready(server, guilds[1:], after=sessions_before + 1)
+                await wait_ready(server, guilds[1:], after=sessions_before + 1, processes=(third,))
                 await third.wait_for_log(r"logged in as")
             assert await third.stop() == 0, third.stderr
             assert "cut off by a restart" not in third.stderr
