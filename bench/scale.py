@@ -3,15 +3,17 @@
 Real `python -m bot` processes (as tests/sharding runs them) on the loopback Discord with four
 servers over 2 shards, and the loopback LLM streaming the same answer (`--tokens` words,
 `--delay` s between them) for every turn. "one": one process serving both shards; "two": two
-processes, shard 0 and shard 1, on the same SQLite file (WAL). Each round sends `--turns`
+processes, shard 0 and shard 1, on one shared database — both modes on a SQLite file (WAL) and
+on PostgreSQL (a temporary local cluster from tests/fakes/postgres.py, durability off like the
+test cluster, a fresh database per mode). Each round sends `--turns`
 mentions at once, spread over the servers and over many users (each opens a thread); a turn's
 first visible token is the bot's first message in its thread, measured from the moment the
 message was sent; a turn is done when that message shows the whole answer. turns/s is turns
 over the time from the first message sent to the last answer shown.
 
 The fakes run in this process, so on a small machine they compete with the bots for CPU —
-equally in both modes. PostgreSQL is measured when the store supports DATABASE_URL;
-otherwise the JSON says "postgresql: not available".
+equally in both modes. Without PostgreSQL's server binaries the JSON says why under
+"postgresql" and the summary says "postgresql: not available".
 
 Run: .venv/bin/python bench/scale.py [--turns 40] [--rounds 2] [--tokens 40] [--delay 0.01]
 Prints one JSON object, then a one-line summary.
@@ -27,18 +29,20 @@ import statistics
 import sys
 import tempfile
 import time
-from contextlib import AsyncExitStack
+from collections.abc import Callable
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.config import Settings
+from bot.store.dialect import sqlite_url
 from tests.fakes.discord_models import FakeUser
 from tests.fakes.discord_server import FakeDiscord, FakeGuild, FakeMessage
 from tests.fakes.llm_server import FakeLLMServer, Text
-from tests.sharding.processes import bot_process, wait_ready
+from tests.fakes.postgres import SKIP_REASON, find_bin_dir, temp_postgres
+from tests.sharding.processes import SharedDatabase, bot_process, wait_ready
 
 SERVERS = 4
 WAIT = 300.0
@@ -99,10 +103,21 @@ async def _round(
     }
 
 
-async def _mode(processes: list[str], args: argparse.Namespace, answer: str) -> dict[str, Any]:
+# A new empty shared database for a mode, given the mode's scratch directory.
+DatabaseMaker = Callable[[Path], SharedDatabase]
+
+
+def _sqlite(root: Path) -> SharedDatabase:
+    return SharedDatabase(sqlite_url(root / "playchat.db"), root)
+
+
+async def _mode(
+    processes: list[str], args: argparse.Namespace, answer: str, new_db: DatabaseMaker
+) -> dict[str, Any]:
     """One mode (the shard ids of each process): a warm-up round, then the measured ones."""
     with tempfile.TemporaryDirectory(prefix="playchat-scale-") as tmp:
         root = Path(tmp)
+        shared = new_db(root)
         async with FakeLLMServer() as llm, FakeDiscord(shards=2) as server:
             llm.default_reply = Text(answer, delay=args.delay)
             guilds = [server.add_guild(f"server {i}", shard=i % 2) for i in range(SERVERS)]
@@ -113,9 +128,7 @@ async def _mode(processes: list[str], args: argparse.Namespace, answer: str) -> 
             async with AsyncExitStack() as stack:
                 for shard_ids in processes:
                     env = _env(llm, shard_ids)
-                    await stack.enter_async_context(
-                        bot_process(server, root / "playchat.db", root, **env)
-                    )
+                    await stack.enter_async_context(bot_process(server, shared, root, **env))
                 await wait_ready(server, guilds)
                 await _round(server, guilds, users, min(8, args.turns), answer)  # warm-up
                 rounds = [
@@ -132,17 +145,27 @@ async def _mode(processes: list[str], args: argparse.Namespace, answer: str) -> 
     }
 
 
-async def main(args: argparse.Namespace) -> dict[str, Any]:
-    """Both modes on SQLite (and PostgreSQL when the store supports it)."""
-    answer = " ".join(f"word{i}" for i in range(args.tokens))
-    sqlite = {
-        "one": await _mode(["0,1"], args, answer),
-        "two": await _mode(["0", "1"], args, answer),
-    }
-    postgresql: dict[str, Any] | str = "not available"
-    if "database_url" in Settings.model_fields:
-        postgresql = "supported by the store, not measured by this version of the benchmark"
+async def _modes(args: argparse.Namespace, answer: str, new_db: DatabaseMaker) -> dict[str, Any]:
     return {
+        "one": await _mode(["0,1"], args, answer, new_db),
+        "two": await _mode(["0", "1"], args, answer, new_db),
+    }
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    """Both modes on SQLite, then on PostgreSQL (when its server binaries are installed)."""
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    answer = " ".join(f"word{i}" for i in range(args.tokens))
+    sqlite = await _modes(args, answer, _sqlite)
+    postgresql: dict[str, Any] | str = f"not available: {SKIP_REASON}"
+    if find_bin_dir() is not None:
+        with ExitStack() as stack:
+            cluster = stack.enter_context(temp_postgres())
+            postgresql = await _modes(
+                args, answer, lambda root: SharedDatabase(cluster.create_database("scale"), root)
+            )
+    return {
+        "load_average_before": load_before,
         "machine_cpus": os.cpu_count(),
         "servers": SERVERS,
         "turns_per_round": args.turns,
@@ -150,6 +173,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "token_delay_s": args.delay,
         "sqlite": sqlite,
         "postgresql": postgresql,
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -162,14 +186,28 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _engine_summary(name: str, modes: dict[str, Any] | str) -> str:
+    if isinstance(modes, str):
+        return f"{name}: not available"
+    one, two = modes["one"], modes["two"]
+    return (
+        f"{name}: one process {one['turns_per_s']} turns/s, p95 first token "
+        f"{one['first_token_p95_ms']} ms; two {two['turns_per_s']} turns/s, p95 "
+        f"{two['first_token_p95_ms']} ms"
+    )
+
+
+def summary(result: dict[str, Any]) -> str:
+    """The one-line summary of a run."""
+    load = "/".join(str(x) for x in result["load_average_before"])
+    return (
+        f"scale ({result['turns_per_round']} turns at once, {result['machine_cpus']} CPUs, "
+        f"load {load}): {_engine_summary('SQLite', result['sqlite'])}; "
+        f"{_engine_summary('PostgreSQL', result['postgresql'])}"
+    )
+
+
 if __name__ == "__main__":
     result = asyncio.run(main(_parse(None)))
     print(json.dumps(result, indent=2))
-    one, two = result["sqlite"]["one"], result["sqlite"]["two"]
-    print(
-        f"scale (SQLite, {result['turns_per_round']} turns at once, {result['machine_cpus']} "
-        f"CPUs): one process {one['turns_per_s']} turns/s, p95 first token "
-        f"{one['first_token_p95_ms']} ms; two processes {two['turns_per_s']} turns/s, p95 "
-        f"{two['first_token_p95_ms']} ms; postgresql: "
-        f"{'not available' if isinstance(result['postgresql'], str) else 'see JSON'}"
-    )
+    print(summary(result))

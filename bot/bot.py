@@ -19,7 +19,7 @@ from discord.ext import commands
 
 from bot.config import Settings
 from bot.exts._access import AccessPolicy, Requester
-from bot.ops.probes import discord_check
+from bot.ops.probes import ShardLink, discord_check
 from bot.ops.readiness import Check, ComponentStatus
 from bot.prompts.ui_text import ui_text
 from bot.services import Services
@@ -187,6 +187,10 @@ class PlayChatBot(commands.Bot):
         """Whether the gateway connection is up."""
         return self.ws is not None
 
+    def _shard_links(self) -> list[ShardLink]:
+        """Each shard's connection (none: one unsharded connection)."""
+        return []
+
     async def _discord_readiness(self) -> Check:
         """The connection as this client sees it, for the readiness report."""
         # A gateway reconnect (routine) is not reported; the periodic check sees a long one.
@@ -196,6 +200,7 @@ class PlayChatBot(commands.Bot):
             ever=self._announced and not self.is_closed(),
             servers=len(self.guilds),
             latency=self.latency if connected else None,
+            shards=self._shard_links() if not self.is_closed() else (),
         )
 
     async def _on_readiness(self, new: ComponentStatus, old: ComponentStatus) -> None:
@@ -302,6 +307,16 @@ class ShardedPlayChatBot(PlayChatBot, commands.AutoShardedBot):
     def _gateway_connected(self) -> bool:
         """Every shard's connection is up."""
         return bool(self.shards) and not any(s.is_closed() for s in self.shards.values())
+
+    def _shard_links(self) -> list[ShardLink]:
+        """Each of this process's shards: connected or not, and its heartbeat latency."""
+        links = []
+        for shard_id in sorted(self.deps.services.settings().shards.ids):
+            shard = self.shards.get(shard_id)
+            connected = shard is not None and not shard.is_closed()
+            latency = shard.latency if shard is not None and connected else None
+            links.append(ShardLink(shard_id, connected, latency))
+        return links
 
 
 async def run_until_stopped(bot: PlayChatBot, token: str, stop: asyncio.Event) -> RunOutcome:

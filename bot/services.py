@@ -370,11 +370,15 @@ def _add_engine_hooks(
 
 def _open_readiness(core: _Core, mcp: McpTools) -> Readiness:
     """Readiness of the model, embeddings, database and MCP; re-checked when the model changes."""
-    readiness = build_readiness(core.runtime, core.db, core.gateway, mcp)
+    readiness = build_readiness(
+        core.runtime, core.db, core.gateway, mcp, presets=core.repos.presets.list
+    )
 
     def model_changed(_settings: Settings, keys: frozenset[str]) -> None:
         if keys & MODEL_KEYS:
-            core.tasks.spawn(readiness.check(["model", "embeddings"]), name="readiness-model")
+            core.tasks.spawn(
+                readiness.check(["model", "connections", "embeddings"]), name="readiness-model"
+            )
 
     core.runtime.subscribe(model_changed)
     return readiness

@@ -15,7 +15,7 @@ def bot_env(db_path: Path, **extra: str) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("DISCORD_", "LLM_", "ADMIN_", "DB_"))
+        if not key.startswith(("DISCORD_", "LLM_", "ADMIN_", "DB_", "DATABASE_", "SHARD_"))
     }
     env.update(PYTHONPATH=str(REPO), DB_PATH=str(db_path), LANGUAGE="en")
     env.update(extra)

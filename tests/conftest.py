@@ -20,11 +20,18 @@ from bot.llm.gateway import RetryPolicy
 from bot.services import ServiceOptions, Services, open_services
 from bot.utils.log_setup import CHATTY_LOGGERS, NOISY_LOGGERS
 from tests.fakes.llm_server import FakeLLMServer
-from tests.fakes.postgres import postgres_db, postgres_server, postgres_url
+from tests.fakes.postgres import (
+    database_url,
+    engine,
+    postgres_db,
+    postgres_server,
+    postgres_url,
+)
 from tests.fakes.web_server import FakeWebServer
 
-# A temporary PostgreSQL (tests/fakes/postgres.py), for any test that asks for it by name.
-__all__ = ["postgres_db", "postgres_server", "postgres_url"]
+# A temporary PostgreSQL (tests/fakes/postgres.py), for any test that asks for it by name;
+# `engine`/`database_url` run a test once on SQLite and once on that PostgreSQL.
+__all__ = ["database_url", "engine", "postgres_db", "postgres_server", "postgres_url"]
 
 FAST_RETRY = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.01)
 # The local space of the terminal and admin chat under the default LOCAL_SPACE setting.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from admin_api.schemas.common import Limit, Page, RowId, SpaceId
 from bot.store.sessions import Session
@@ -71,10 +71,24 @@ class ThreadOut(BaseModel):
 
 
 class TranscriptQuery(BaseModel):
-    """A page of a transcript, oldest first; pass `next_cursor` back as `cursor`."""
+    """A page of a transcript in conversation order.
+
+    From the start by default (pass `next_cursor` back as `cursor` for the next page);
+    `latest` gives the newest `limit` messages, and `before` (an `earlier_cursor`) the `limit`
+    messages just before that id, for "load earlier messages". `cursor` and `before` exclude
+    each other.
+    """
 
     limit: Annotated[int, Field(ge=1, le=500)] = 100
     cursor: RowId | None = None
+    before: RowId | None = None
+    latest: bool = False
+
+    @model_validator(mode="after")
+    def _one_direction(self) -> TranscriptQuery:
+        if self.cursor is not None and (self.before is not None or self.latest):
+            raise ValueError("pass either cursor (later messages) or before/latest, not both")
+        return self
 
 
 class SourceOut(BaseModel):
@@ -141,3 +155,7 @@ class TranscriptOut(Page[TranscriptMessageOut, int]):
 
     session: Session
     summaries: list[SummaryOut]
+    earlier_cursor: int | None = Field(
+        default=None,
+        description="Pass as `before` for the messages before this page; null at the start.",
+    )

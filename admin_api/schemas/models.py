@@ -120,11 +120,13 @@ class PresetTestOut(BaseModel):
 
     `kind`: ok, unreachable (no server at the address), auth (the key was refused),
     not_found (the server does not have the model), timeout, error (anything else);
-    `message` is the gateway's own sentence for the person reading it.
+    `message` is the gateway's own sentence for the person reading it; `address` is where the
+    call went (null: the hosted provider's own endpoint).
     """
 
     ok: bool
     kind: TestKind
     message: str
     model: str
+    address: str | None
     latency_ms: int

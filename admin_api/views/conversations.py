@@ -137,13 +137,26 @@ async def get_transcript(
     if session is None:
         raise not_found(f"Session {session_id!r}")
     page = await services.repos.conversation_reads.transcript(
-        session.space_id, session.id, limit=query.limit, after_id=query.cursor
+        session.space_id,
+        session.id,
+        limit=query.limit,
+        after_id=query.cursor,
+        before_id=query.before,
+        latest=query.latest,
     )
+    if query.before is not None or query.latest:
+        reads = services.repos.conversation_reads
+        later = page.last_id is not None and await reads.has_later(
+            session.space_id, session.id, page.last_id
+        )
+    else:
+        later = len(page.items) == query.limit
     return TranscriptOut(
         items=[_message(item) for item in page.items],
-        next_cursor=page.last_id if len(page.items) == query.limit else None,
+        next_cursor=page.last_id if later else None,
         session=session,
         summaries=[_summary(item) for item in page.summaries],
+        earlier_cursor=page.earlier_id,
     )
 
 

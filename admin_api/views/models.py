@@ -29,12 +29,20 @@ from admin_api.schemas.models import (
 from admin_api.views.settings import is_masked
 from bot.errors import LLMError, LLMUnavailableError
 from bot.llm.backend import BackendError
+from bot.ops.probes import ModelProbe, connection_target, failure_kind
+from bot.ops.readiness import PROBE_TIMEOUT
 from bot.services import Services
+from bot.store.model_presets import ModelPreset
 
 PING = "Reply with the single word OK."
 MAX_REPLY_CHARS = 500
 TEST_TIMEOUT = 15.0
 _STATUS_KINDS: dict[int, TestKind] = {401: "auth", 403: "auth", 404: "not_found"}
+
+
+def _recheck_connections(services: Services) -> None:
+    """Check the connections again in the background (the status screen follows)."""
+    services.tasks.spawn(services.readiness.check(["connections"]), name="readiness-connections")
 
 
 def _key_change(value: str | MaskedSecretIn | None) -> dict[str, str | None]:
@@ -56,6 +64,7 @@ async def create_preset(services: Services, body: PresetIn) -> PresetOut:
     preset = await services.repos.presets.create(
         body.label, body.value, api_base=body.api_base, api_key=key
     )
+    _recheck_connections(services)
     return PresetOut.of(preset)
 
 
@@ -72,6 +81,7 @@ async def update_preset(services: Services, id: RowId, body: PresetUpdateIn) -> 
     preset = await services.repos.presets.update(id, changes)
     if preset is None:
         raise not_found(f"Model preset {id}")
+    _recheck_connections(services)
     return PresetOut.of(preset)
 
 
@@ -79,6 +89,7 @@ async def delete_preset(services: Services, id: RowId) -> DeletedOut:
     """Delete a model preset."""
     if not await services.repos.presets.delete(id):
         raise not_found(f"Model preset {id}")
+    _recheck_connections(services)
     return DeletedOut(deleted=1)
 
 
@@ -122,37 +133,50 @@ def _failure_kind(exc: LLMError) -> TestKind:
     return _STATUS_KINDS.get(status or 0, "error")
 
 
-async def test_preset(services: Services, id: RowId) -> PresetTestOut:
-    """Test a model connection with one short call through the gateway.
-
-    A failure is a result (`ok` false, `kind`, the gateway's `message`), not an error.
-    """
-    preset = await services.repos.presets.get(id)
-    if preset is None:
-        raise not_found(f"Model preset {id}")
+async def _call(services: Services, preset: ModelPreset) -> tuple[TestKind, str]:
+    """One short completion through the gateway: its kind of result and its sentence."""
     if preset.backend == "litellm":
         # Its first use imports LiteLLM (seconds): off the event loop, and not timed.
         from bot.llm.litellm_backend import import_litellm
 
         await asyncio.to_thread(import_litellm)
-    started = time.perf_counter()
-    kind: TestKind = "ok"
     try:
         async with asyncio.timeout(TEST_TIMEOUT):
             completion = await services.gateway.complete(
                 [{"role": "user", "content": PING}], model=preset.value, purpose="connection_test"
             )
     except TimeoutError:
-        kind, message = "timeout", f"{preset.value} did not answer within {TEST_TIMEOUT:g} s."
+        return "timeout", f"{preset.value} did not answer within {TEST_TIMEOUT:g} s."
     except LLMError as exc:
-        kind, message = _failure_kind(exc), str(exc)
+        return _failure_kind(exc), str(exc)
+    return "ok", completion.text.strip()[:MAX_REPLY_CHARS] or "(an empty answer)"
+
+
+async def test_preset(services: Services, id: RowId) -> PresetTestOut:
+    """Test a model connection: its server is asked for its models (reachable, the key
+    accepted, the model there), then one short call goes through the gateway.
+
+    A failure is a result (`ok` false, `kind`, a sentence naming the address), not an error.
+    """
+    preset = await services.repos.presets.get(id)
+    if preset is None:
+        raise not_found(f"Model preset {id}")
+    target = connection_target(services.settings(), preset)
+    started = time.perf_counter()
+    # The server's own model list tells a missing model or a refused key apart from other
+    # failures, which a completion's error does not always do (a proxy answers 500 for both).
+    checked = await ModelProbe(PROBE_TIMEOUT).check(target)
+    kind: TestKind | None = failure_kind(checked)
+    if kind is not None:
+        message = checked.detail
     else:
-        message = completion.text.strip()[:MAX_REPLY_CHARS] or "(an empty answer)"
+        kind, message = await _call(services, preset)
     return PresetTestOut(
         ok=kind == "ok",
         kind=kind,
         message=message,
         model=preset.value,
+        address=target.base or None,
         latency_ms=int((time.perf_counter() - started) * 1000),
     )
 

@@ -14,41 +14,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from bot.store.db import Database
-from bot.store.messages import MessageRepository
+from bot.store.messages import MessageRepository, UnansweredMessage
+from bot.store.space_records import SpaceRepository
 
 log = logging.getLogger(__name__)
 
 # Older than this, a question without an answer is left alone: the user has moved on.
 WINDOW = timedelta(minutes=15)
 
-# The SQL lives here, not in a repository, to stay out of the store's port to PostgreSQL
-# (plain SQL that both engines run).
-_UNANSWERED = """
-SELECT m.id, m.space_id, m.session_id, m.discord_message_id, s.discord_channel_id
-FROM messages m JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id
-WHERE m.role = 'user' AND m.archived_at IS NULL AND m.discord_message_id IS NOT NULL
-  AND s.discord_channel_id IS NOT NULL AND s.closed_at IS NULL
-  AND m.created_at >= ? AND m.created_at < ?
-  AND NOT EXISTS (
-    SELECT 1 FROM messages n WHERE n.session_id = m.session_id AND n.id > m.id
-  )
-ORDER BY m.id
-"""
-
-
-@dataclass(frozen=True)
-class Interrupted:
-    """A user's message whose turn a restart cut off."""
-
-    message_id: int
-    space_id: str
-    session_id: str
-    discord_message_id: int
-    channel_id: int
+Interrupted = UnansweredMessage
 
 
 def _iso(moment: datetime) -> str:
@@ -60,18 +37,22 @@ async def find_interrupted(
 ) -> list[Interrupted]:
     """Unanswered user messages of this process's spaces written within `window` before
     `started` (messages from after it are this process's own turns)."""
-    rows = await db.fetchall(_UNANSWERED, (_iso(started - window), _iso(started)))
-    found = [
-        Interrupted(
-            int(row["id"]),
-            str(row["space_id"]),
-            str(row["session_id"]),
-            int(row["discord_message_id"]),
-            int(row["discord_channel_id"]),
-        )
-        for row in rows
-    ]
+    found = await MessageRepository(db).unanswered_all_spaces(_iso(started - window), _iso(started))
     return [turn for turn in found if owned(turn.space_id)]
+
+
+async def by_language(
+    turns: list[Interrupted], spaces: SpaceRepository, default: str
+) -> dict[str, list[Interrupted]]:
+    """The turns grouped by the language their space speaks (its own, else `default`)."""
+    groups: dict[str, list[Interrupted]] = {}
+    languages: dict[str, str] = {}
+    for turn in turns:
+        if turn.space_id not in languages:
+            record = await spaces.get(turn.space_id)
+            languages[turn.space_id] = (record.language if record else None) or default
+        groups.setdefault(languages[turn.space_id], []).append(turn)
+    return groups
 
 
 async def close_interrupted(

@@ -11,7 +11,7 @@ import errno
 import logging
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import aiohttp
 
 from bot.config import Settings, is_ollama_model, strip_ollama_prefix
-from bot.ops.readiness import PROBE_TIMEOUT, Check, Part, Probe, Readiness, State
+from bot.ops.readiness import PROBE_TIMEOUT, Check, Fact, Part, Probe, Readiness, State
 
 if TYPE_CHECKING:
     from bot.llm.gateway import LLMGateway
     from bot.store.db import Database
+    from bot.store.model_presets import ModelPreset
     from bot.tools.mcp.status import McpTools
     from bot.topics.scheduler import TopicScheduler
 
@@ -45,6 +46,8 @@ class ModelTarget:
     configured: str
     key: str
     setting: str  # the variable that names the model: LLM_MODEL or EMBED_MODEL
+    base_setting: str = "LLM_API_BASE"  # where the owner changes the address
+    key_setting: str = "LLM_API_KEY"  # where the owner changes the key
 
 
 def chat_target(settings: Settings) -> ModelTarget:
@@ -72,6 +75,32 @@ def embed_target(settings: Settings, model: str) -> ModelTarget:
     return ModelTarget("hosted", "", _provider_name(model), model, "", "EMBED_MODEL")
 
 
+def connection_target(settings: Settings, preset: ModelPreset) -> ModelTarget:
+    """A model connection (preset) and its server, resolved as the gateway resolves it: its own
+    address (and only its own key there), else LLM_API_BASE with its key or LLM_API_KEY."""
+    own = preset.api_base is not None
+    chat = chat_target(settings)
+    where = "the connection's address" if own else "LLM_API_BASE"
+    which_key = "the connection's key" if own or preset.api_key is not None else "LLM_API_KEY"
+    if is_ollama_model(preset.value):
+        kind: Kind = "ollama"
+        base = preset.api_base or (chat.base if chat.kind == "ollama" else OLLAMA_DEFAULT_BASE)
+        name = strip_ollama_prefix(preset.value)
+        same_kind = chat.kind == "ollama"
+    else:
+        base = preset.api_base or ("" if chat.kind == "ollama" else chat.base)
+        kind = "hosted" if not base or base.rstrip("/") == OLLAMA_DEFAULT_BASE else "openai"
+        name = _provider_name(preset.value)
+        same_kind = chat.kind != "ollama"
+    if own:
+        key = preset.api_key or ""
+    else:
+        key = preset.api_key if preset.api_key is not None else (chat.key if same_kind else "")
+    return ModelTarget(
+        kind, base, name, preset.value, key, "the connection's model", where, which_key
+    )
+
+
 def _provider_name(model: str) -> str:
     """`openai/gpt-4o-mini` as the server knows it: `gpt-4o-mini`."""
     return model.split("/", 1)[1] if "/" in model else model
@@ -87,6 +116,33 @@ def _reason(exc: BaseException) -> str:
             return "the host name was not found" if code is None else os.strerror(code).lower()
         return os.strerror(code).lower()
     return type(exc).__name__
+
+
+def _refused(target: ModelTarget, status: int) -> Check:
+    return Check(
+        "down",
+        f"The model server at {target.base} rejected the API key (HTTP {status}); "
+        f"set {target.key_setting}.",
+        error=f"HTTP {status}",
+    )
+
+
+FailureKind = Literal["unreachable", "auth", "not_found", "timeout"]
+
+
+def failure_kind(check: Check) -> FailureKind | None:
+    """What kind of failure a model check found (None: no failure it can name)."""
+    if check.state != "down":
+        return None
+    if check.error == "timed out":
+        return "timeout"
+    if check.facts.get("reachable") is False:
+        return "unreachable"
+    if check.error in ("HTTP 401", "HTTP 403"):
+        return "auth"
+    if check.error is not None and check.error.endswith(" not found"):
+        return "not_found"
+    return None
 
 
 class _Unreachable(Exception):
@@ -107,7 +163,8 @@ class ModelProbe:
             return Check(
                 "unknown",
                 f"{target.configured} is a hosted provider's model, which PlayChat does not "
-                f"probe; the first answer shows whether {target.setting} and LLM_API_KEY work.",
+                f"probe; the first answer shows whether {target.setting} and {target.key_setting} "
+                "work.",
             )
         headers = {"Authorization": f"Bearer {target.key}"} if target.key else {}
         try:
@@ -122,7 +179,7 @@ class ModelProbe:
             return Check(
                 "down",
                 f"The model server at {target.base} did not answer within {self.timeout:g} s; "
-                "check that it runs there, or set LLM_API_BASE.",
+                f"check that it runs there, or set {target.base_setting}.",
                 error="timed out",
                 facts={"reachable": False},
             )
@@ -131,7 +188,7 @@ class ModelProbe:
             return Check(
                 "down",
                 f"The model server at {target.base} is not reachable ({exc.reason}); "
-                f"{fix} or set LLM_API_BASE.",
+                f"{fix} or set {target.base_setting}.",
                 error=exc.reason,
                 facts={"reachable": False},
             )
@@ -155,12 +212,14 @@ class ModelProbe:
     ) -> Check:
         base = target.base.rstrip("/")
         status, data = await self._get(http, "GET", f"{base}/api/tags")
+        if status in (401, 403):
+            return _refused(target, status)
         models = data.get("models") if isinstance(data, dict) else None
         if status != 200 or not isinstance(models, list):
             return Check(
                 "down",
                 f"The server at {target.base} does not answer like Ollama (HTTP {status} on "
-                "/api/tags); set LLM_API_BASE to the Ollama server's address.",
+                f"/api/tags); set {target.base_setting} to the Ollama server's address.",
                 error=f"HTTP {status} on /api/tags",
             )
         names = {str(m.get("model") or m.get("name")) for m in models if isinstance(m, dict)}
@@ -211,12 +270,7 @@ class ModelProbe:
         base = target.base.rstrip("/")
         status, data = await self._get(http, "GET", f"{base}/models")
         if status in (401, 403):
-            return Check(
-                "down",
-                f"The model server at {target.base} rejected the API key (HTTP {status}); "
-                "set LLM_API_KEY.",
-                error=f"HTTP {status}",
-            )
+            return _refused(target, status)
         listed = data.get("data") if isinstance(data, dict) else None
         if status != 200 or not isinstance(listed, list):
             return Check(
@@ -339,24 +393,70 @@ def scheduler_probe(scheduler: TopicScheduler) -> Probe:
     return probe
 
 
-def discord_check(*, connected: bool, ever: bool, servers: int, latency: float | None) -> Check:
-    """The Discord connection as the client sees it (fed from bot/bot.py)."""
+@dataclass(frozen=True)
+class ShardLink:
+    """One Discord shard's gateway connection as the client sees it."""
+
+    id: int
+    connected: bool
+    latency: float | None = None
+
+
+def _ms(latency: float | None) -> int | None:
+    # discord.py reports nan (or inf) before the first heartbeat is acknowledged.
+    if latency is None or not math.isfinite(latency):
+        return None
+    return round(latency * 1000)
+
+
+def _shard_part(link: ShardLink) -> Part:
+    if not link.connected:
+        return Part(f"Shard {link.id}", "down", "not connected (reconnecting)", "disconnected")
+    ms = _ms(link.latency)
+    shown = f", latency {ms} ms" if ms is not None else ""
+    return Part(f"Shard {link.id}", "ok", f"connected{shown}")
+
+
+def discord_check(
+    *,
+    connected: bool,
+    ever: bool,
+    servers: int,
+    latency: float | None,
+    shards: Sequence[ShardLink] = (),
+) -> Check:
+    """The Discord connection as the client sees it (fed from bot/bot.py); with `shards`, one
+    part per shard, and "degraded" while some of them are down."""
+    parts = tuple(_shard_part(link) for link in shards)
+    up = sum(link.connected for link in shards)
+    facts: dict[str, Fact] = {"servers": servers, "latency_ms": _ms(latency) if connected else None}
+    if shards:
+        facts["shards_connected"] = f"{up} of {len(shards)}"
     if connected:
-        # discord.py reports nan before the first heartbeat is acknowledged.
-        ms = None if latency is None or math.isnan(latency) else round(latency * 1000)
+        ms = facts["latency_ms"]
         shown = f"; gateway latency {ms} ms" if ms is not None else ""
         return Check(
-            "ok",
-            f"Connected to Discord, in {servers} servers{shown}.",
-            facts={"servers": servers, "latency_ms": ms},
+            "ok", f"Connected to Discord, in {servers} servers{shown}.", facts=facts, parts=parts
         )
     if not ever:
-        return Check("unknown", "Connecting to Discord…")
+        return Check("unknown", "Connecting to Discord…", parts=parts)
+    if up:
+        down = ", ".join(str(link.id) for link in shards if not link.connected)
+        return Check(
+            "degraded",
+            f"{up} of {len(shards)} Discord shards are connected; shard(s) {down} are not "
+            "(reconnecting), so their servers get no answers meanwhile.",
+            error=f"shard(s) {down} disconnected",
+            facts=facts,
+            parts=parts,
+        )
     return Check(
         "down",
         "The bot is not connected to Discord (the client is reconnecting); check this "
         "machine's network and https://discordstatus.com.",
         error="disconnected",
+        facts=facts,
+        parts=parts,
     )
 
 
@@ -368,11 +468,11 @@ class ModelProbes:
     ) -> None:
         self._settings = settings
         self._gateway = gateway
-        self._probe = ModelProbe(timeout)
+        self.probe = ModelProbe(timeout)
 
     async def model(self) -> Check:
         """LLM_MODEL on its server."""
-        return await self._probe.check(chat_target(self._settings()))
+        return await self.probe.check(chat_target(self._settings()))
 
     async def embeddings(self) -> Check:
         """EMBED_MODEL (or Ollama's default) on its server; disabled when there is none."""
@@ -385,7 +485,7 @@ class ModelProbes:
                 "by keywords.",
             )
         target = embed_target(settings, model)
-        found = await self._probe.check(target, implicit=not settings.embed_model)
+        found = await self.probe.check(target, implicit=not settings.embed_model)
         if found.facts.get("reachable") is False and target.base == chat_target(settings).base:
             # The model's own check already says so; one warning per cause is enough.
             return Check(
@@ -397,12 +497,64 @@ class ModelProbes:
         return found
 
 
+Presets = Callable[[], Awaitable[list["ModelPreset"]]]
+
+
+def _connections_check(
+    parts: tuple[Part, ...], targets: list[ModelTarget], found: list[Check], chat_base: str
+) -> Check:
+    down = [part for part in parts if part.state == "down"]
+    detail = f"{len(parts) - len(down)} of {len(parts)} model connections answer."
+    if down:
+        detail += " Down: " + ", ".join(p.name for p in down) + "."
+    state: State = "ok"
+    if down:
+        state = "down" if len(down) == len(parts) else "degraded"
+    # Connections on the model's own unreachable server: the model's warning already says so.
+    own_cause = all(
+        target.base == chat_base and result.facts.get("reachable") is False
+        for target, result in zip(targets, found, strict=True)
+        if result.state == "down"
+    )
+    if down and own_cause:
+        state = "unknown"
+        detail += " They are on the model server, which is not reachable (see the model)."
+    error = down[0].last_error if down else None
+    return Check(state, detail, error=error, parts=parts, facts={"connections": len(parts)})
+
+
+def connections_probe(
+    settings: Callable[[], Settings], presets: Presets, probe: ModelProbe
+) -> Probe:
+    """Every model connection (preset) on its server: one part each, reachable or not and why."""
+
+    async def check() -> Check:
+        listed = await presets()
+        if not listed:
+            return Check(
+                "disabled",
+                "No model connections besides the model in .env; add one on the Connections "
+                "screen to offer another model.",
+            )
+        current = settings()
+        targets = [connection_target(current, preset) for preset in listed]
+        found = await asyncio.gather(*(probe.check(target) for target in targets))
+        parts = tuple(
+            Part(preset.label, result.state, f"{preset.value}: {result.detail}", result.error)
+            for preset, result in zip(listed, found, strict=True)
+        )
+        return _connections_check(parts, targets, found, chat_target(current).base)
+
+    return check
+
+
 def build_readiness(
     settings: Callable[[], Settings],
     db: Database,
     gateway: LLMGateway,
     mcp: McpTools,
     *,
+    presets: Presets | None = None,
     timeout: float = PROBE_TIMEOUT,
 ) -> Readiness:
     """Readiness with the probes every process can run (Discord and the scheduler are added
@@ -414,4 +566,6 @@ def build_readiness(
     readiness.register("embeddings", models.embeddings)
     readiness.register("database", database_probe(db))
     readiness.register("mcp", mcp_probe(settings, mcp))
+    if presets is not None:
+        readiness.register("connections", connections_probe(settings, presets, models.probe))
     return readiness

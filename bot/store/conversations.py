@@ -74,6 +74,7 @@ class TranscriptPage:
     items: list[TranscriptMessage]
     summaries: list[SummaryRange]
     last_id: int | None
+    earlier_id: int | None = None  # the first id of this page when older messages exist
 
 
 def _memory(row: Row) -> Memory:
@@ -168,14 +169,32 @@ class ConversationRepository:
         ]
 
     async def transcript(
-        self, space: str, session_id: str, *, limit: int = 100, after_id: int | None = None
+        self,
+        space: str,
+        session_id: str,
+        *,
+        limit: int = 100,
+        after_id: int | None = None,
+        before_id: int | None = None,
+        latest: bool = False,
     ) -> TranscriptPage:
-        """Messages with id > `after_id` (up to `limit`), in conversation order."""
-        rows = await self._db.fetchall(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE space_id = ? AND session_id = ? "
-            "AND id > ? ORDER BY id LIMIT ?",
-            (space, session_id, after_id or 0, limit),
-        )
+        """Messages with id > `after_id` (up to `limit`), in conversation order; with
+        `before_id` (or `latest`) the newest `limit` messages below that id (or of all)."""
+        if before_id is not None or latest:
+            upper = "AND id < ? " if before_id is not None else ""
+            bound = (before_id,) if before_id is not None else ()
+            rows = await self._db.fetchall(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE space_id = ? AND session_id = ? "
+                f"{upper}ORDER BY id DESC LIMIT ?",
+                (space, session_id, *bound, limit),
+            )
+            rows = rows[::-1]
+        else:
+            rows = await self._db.fetchall(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE space_id = ? AND session_id = ? "
+                "AND id > ? ORDER BY id LIMIT ?",
+                (space, session_id, after_id or 0, limit),
+            )
         messages = conversation_order(
             [StoredMessage(**{key: row[key] for key in row.keys()}) for row in rows]  # noqa: SIM118
         )
@@ -184,7 +203,19 @@ class ConversationRepository:
         items = await self._with_tool_calls(space, session_id, messages)
         ids = [message.id for message in messages]
         summaries = await self._summaries(space, session_id, min(ids), max(ids))
-        return TranscriptPage(items, summaries, max(ids))
+        earlier = await self._db.scalar(
+            "SELECT 1 FROM messages WHERE space_id = ? AND session_id = ? AND id < ? LIMIT 1",
+            (space, session_id, min(ids)),
+        )
+        return TranscriptPage(items, summaries, max(ids), min(ids) if earlier else None)
+
+    async def has_later(self, space: str, session_id: str, after_id: int) -> bool:
+        """Whether the session has messages after `after_id`."""
+        found = await self._db.scalar(
+            "SELECT 1 FROM messages WHERE space_id = ? AND session_id = ? AND id > ? LIMIT 1",
+            (space, session_id, after_id),
+        )
+        return found is not None
 
     async def _with_tool_calls(
         self, space: str, session_id: str, messages: list[StoredMessage]

@@ -10,8 +10,11 @@ of the two dialects with `?` placeholders (see `bot.store.dialect`).
   to the aiosqlite connection under each (`SqliteConnection`): one trip to its thread per
   statement, where SQLAlchemy's cursor adapter makes three or four (cursor, execute, fetch,
   close) plus a greenlet switch for each.
-- PostgreSQL: a connection pool; reads in autocommit, writes in ordinary transactions; the
-  schema and its version row come from `bot.store.migrations`.
+- PostgreSQL: a pool of connections kept open (`PG_POOL_SIZE`), each checked with a cheap ping
+  when taken (one the server ended is replaced, not failed on); reads in autocommit, writes
+  in READ COMMITTED transactions whatever the server's default (a writer meeting another on a
+  row waits for it, as on SQLite, instead of failing to serialize); the schema and its
+  version row come from `bot.store.migrations`.
 
 Rows support `row["col"]` and `row[0]`; a failed constraint is `IntegrityError` on both
 engines (a `sqlite3.IntegrityError`, so callers written against SQLite keep catching it).
@@ -66,6 +69,16 @@ _PRAGMAS = (
 
 _DRAIN_ROUNDS = 50
 _QUIET_TURNS = 3
+
+
+# PostgreSQL connections per process, all kept open once made: the ceiling SQLAlchemy's default
+# pool had (5 kept + 10 overflow), but the default closed the overflow after each use, and
+# opening a PostgreSQL connection costs a backend start-up — under a burst of turns that
+# churn halved throughput. N processes need max_connections of at least N × (this + 1).
+PG_POOL_SIZE = 15
+# Whatever the server's default: a writer meeting another on a row waits for it (as on
+# SQLite) instead of failing to serialize.
+_PG_WRITES = "READ COMMITTED"
 
 
 class IntegrityError(sqlite3.IntegrityError):
@@ -400,10 +413,21 @@ class Database:
 
     @classmethod
     async def _open_postgresql(cls, url: str, local_space: str | None) -> Database:
-        engine = create_async_engine(asyncpg_url(url), pool_pre_ping=True)
+        engine = create_async_engine(
+            asyncpg_url(url),
+            pool_pre_ping=True,
+            # Pooled connections rest in autocommit: the pre-ping is then one bare round trip
+            # (in a transaction it was BEGIN, ping, ROLLBACK on every checkout) and a read
+            # needs no transaction; `transaction()` and the migration ask for one.
+            isolation_level="AUTOCOMMIT",
+            pool_size=PG_POOL_SIZE,
+            max_overflow=0,
+        )
         location = redact(url)
         try:
             async with engine.connect() as conn:
+                # One transaction: its advisory lock holds other processes off until done.
+                await conn.execution_options(isolation_level=_PG_WRITES)
                 await migrate_postgresql(Connection(conn, "postgresql"), _context(local_space))
                 await conn.commit()
         except (OSError, exc.DBAPIError) as error:
@@ -453,7 +477,6 @@ class Database:
                 yield Connection(self._reader, self.dialect)
             return
         async with self._engine.connect() as conn:
-            await conn.execution_options(isolation_level="AUTOCOMMIT")
             yield Connection(conn, self.dialect)
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
@@ -477,8 +500,10 @@ class Database:
         success, rolls back on error."""
         self._started += 1
         if self._writer is None:
-            async with self._engine.begin() as pooled:
-                yield Connection(pooled, self.dialect)
+            async with self._engine.connect() as pooled:
+                await pooled.execution_options(isolation_level=_PG_WRITES)
+                async with pooled.begin():
+                    yield Connection(pooled, self.dialect)
             return
         async with self._write_lock:
             writer = self._write_link or Connection(self._writer, self.dialect)

@@ -59,6 +59,32 @@ def conversation_order(messages: Sequence[StoredMessage]) -> list[StoredMessage]
     return sorted(messages, key=lambda message: message.order_key)
 
 
+# Operator-level (every space): the bot's start-up looks across its shards' spaces.
+_UNANSWERED = """
+SELECT m.id, m.space_id, m.session_id, m.discord_message_id, s.discord_channel_id
+FROM messages m JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id
+WHERE m.role = 'user' AND m.archived_at IS NULL AND m.discord_message_id IS NOT NULL
+  AND s.discord_channel_id IS NOT NULL AND s.closed_at IS NULL
+  AND m.created_at >= ? AND m.created_at < ?
+  AND NOT EXISTS (
+    SELECT 1 FROM messages n
+    WHERE n.space_id = m.space_id AND n.session_id = m.session_id AND n.id > m.id
+  )
+ORDER BY m.id
+"""
+
+
+@dataclass(frozen=True)
+class UnansweredMessage:
+    """A user's message that is the last of its Discord conversation."""
+
+    message_id: int
+    space_id: str
+    session_id: str
+    discord_message_id: int
+    channel_id: int
+
+
 class MessageRepository:
     """Stores and reads the messages of a space's sessions."""
 
@@ -160,6 +186,21 @@ class MessageRepository:
             (space, session_id, limit * 2),
         )
         return conversation_order([_message(row) for row in rows])[:limit]
+
+    async def unanswered_all_spaces(self, since: str, until: str) -> list[UnansweredMessage]:
+        """Last messages of open Discord conversations, from a user, stored within
+        [since, until) (ISO times): turns whose answer was never stored."""
+        rows = await self._db.fetchall(_UNANSWERED, (since, until))
+        return [
+            UnansweredMessage(
+                int(row["id"]),
+                str(row["space_id"]),
+                str(row["session_id"]),
+                int(row["discord_message_id"]),
+                int(row["discord_channel_id"]),
+            )
+            for row in rows
+        ]
 
     async def all_for_session(self, space: str, session_id: str) -> list[StoredMessage]:
         """Every message of a session, archived ones included, in conversation order."""

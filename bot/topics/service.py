@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -79,6 +80,8 @@ class TopicService:
         # channel id → (space, enabled) of every configured channel.
         self._configured: dict[int, tuple[str, bool]] = {}
         self._change_listeners: list[ChangeListener] = []
+        # Records of posted openers still being written (kept so they are not collected).
+        self._recording: set[asyncio.Future[int]] = set()
 
     def add_change_listener(self, listener: ChangeListener) -> None:
         """Call `listener` after every change to a channel's topic settings."""
@@ -267,18 +270,30 @@ class TopicService:
         message_id = await poster.post_topic(channel.channel_id, text)
         if message_id is None:
             return PostResult(False, "the channel is not available")
-        await self.repo.add_post(
-            channel.space_id,
-            channel.channel_id,
-            kind=kind,
-            topic=choice.topic,
-            words=[choice.topic, *choice.related],
-            content=text,
-            discord_message_id=message_id,
-            posted_at=_utc(self.now()),
+        # The opener is in Discord now: record it even if this job is cancelled (the scheduler
+        # cancels running jobs when the process stops), or the daily cap would not count it.
+        record = asyncio.ensure_future(
+            self.repo.add_post(
+                channel.space_id,
+                channel.channel_id,
+                kind=kind,
+                topic=choice.topic,
+                words=[choice.topic, *choice.related],
+                content=text,
+                discord_message_id=message_id,
+                posted_at=_utc(self.now()),
+            )
         )
+        self._recording.add(record)
+        record.add_done_callback(self._recorded)
+        await asyncio.shield(record)
         log.info("posted a %s topic in channel %s", kind, channel.channel_id)
         return PostResult(True, "posted", text, choice.topic, message_id)
+
+    def _recorded(self, record: asyncio.Future[int]) -> None:
+        self._recording.discard(record)
+        if not record.cancelled() and record.exception() is not None:
+            log.warning("a posted topic opener was not recorded", exc_info=record.exception())
 
     async def _compose(self, channel: TopicChannel, choice: TopicChoice, avoid: set[str]) -> str:
         settings = self._settings()

@@ -73,7 +73,15 @@ async def test_status_needs_a_login_and_says_everything_at_once(admin: Admin) ->
     assert reply.status == 200
     status = reply.json
     names = [c["name"] for c in status["components"]]
-    assert names == ["discord", "model", "embeddings", "database", "mcp", "scheduler"]
+    assert names == [
+        "discord",
+        "model",
+        "connections",
+        "embeddings",
+        "database",
+        "mcp",
+        "scheduler",
+    ]
     assert status["db_bytes"] > 0
     assert status["last_backup"] is None
     assert status["version"] == "0.1.0"

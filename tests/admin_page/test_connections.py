@@ -9,7 +9,7 @@ import socket
 from playwright.async_api import expect
 
 from tests.admin_page.conftest import Ui
-from tests.fakes.llm_server import Text
+from tests.fakes.llm_server import FakeLLMServer, Text
 
 GUILD = "guild:100"
 SECRET = "sk-test-abcdef123456"
@@ -59,12 +59,13 @@ async def test_create_edit_test_and_delete_a_connection(ui: Ui) -> None:
     preset = await ui.admin.services.repos.presets.get(stored["id"])
     assert preset is not None and (preset.label, preset.api_key) == ("Local GPU box", SECRET)
 
-    # Test: the loopback model answers.
+    # Test: the loopback model server has the model and answers.
+    ui.admin.llm.models.append("gpu-model")
     ui.admin.llm.script(Text("OK"))
     await row.get_by_role("button", name="Test Local GPU box").click()
     result = row.locator("output.result")
     await expect(result).to_have_attribute("data-ok", "true")
-    await expect(result).to_contain_text("Works")
+    await expect(result).to_contain_text(f"Works at {ui.admin.llm.url}")
     await expect(result).to_contain_text("OK")
 
     # Test: nothing listens at the address.
@@ -84,7 +85,8 @@ async def test_create_edit_test_and_delete_a_connection(ui: Ui) -> None:
     failed = down_row.locator("output.result")
     await expect(failed).to_have_attribute("data-ok", "false")
     await expect(failed).to_contain_text("✗")
-    await expect(failed).to_contain_text("No server answers at this address")
+    await expect(failed).to_have_attribute("data-kind", "unreachable")
+    await expect(failed).to_contain_text("Unreachable: no server answers at http://127.0.0.1:")
     assert await ui.axe("connections tested") == []
     await ui.shoot("connections")
 
@@ -116,4 +118,32 @@ async def test_a_server_picks_its_default_model_among_the_connections(ui: Ui) ->
     await expect(pick).to_have_value("ollama/qwen3:8b")
     await pick.select_option("")
     await expect(ui.status).to_contain_text("now uses the global model.")
+    ui.assert_clean()
+
+
+async def test_the_test_names_a_missing_model_and_a_refused_key(ui: Ui) -> None:
+    async with FakeLLMServer(models=("gpt-test",)) as guarded:
+        guarded.required_key = "sk-right-0123456789"
+        for body in (
+            {"label": "Not pulled", "value": "ollama/never-pulled"},
+            {"label": "Wrong key", "value": "openai/gpt-test", "api_base": guarded.openai_base,
+             "api_key": "sk-wrong-0123456789"},
+        ):  # fmt: skip
+            await ui.api("POST", "/api/models/presets", json_body=body)
+        await ui.login()
+        await ui.go("connections")
+        screen = ui.screen("connections")
+        missing = screen.locator("#connection-table tr", has_text="Not pulled")
+        await missing.get_by_role("button", name="Test Not pulled").click()
+        result = missing.locator("output.result")
+        await expect(result).to_have_attribute("data-kind", "not_found")
+        await expect(result).to_contain_text(f"Model missing on the server at {ui.admin.llm.url}")
+        await expect(result).to_contain_text("ollama pull never-pulled")
+
+        refused = screen.locator("#connection-table tr", has_text="Wrong key")
+        await refused.get_by_role("button", name="Test Wrong key").click()
+        result = refused.locator("output.result")
+        await expect(result).to_have_attribute("data-kind", "auth")
+        await expect(result).to_contain_text(f"Key refused by the server at {guarded.openai_base}")
+        assert "sk-wrong" not in await ui.page.content()
     ui.assert_clean()

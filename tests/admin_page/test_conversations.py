@@ -118,3 +118,42 @@ async def test_channels_by_name_threads_summaries_and_archived_messages(ui: Ui) 
     await expect(archived.first).to_contain_text("Archived")
     await expect(transcript.locator(".msg:not(.archived)")).to_have_count(2)
     ui.assert_clean()
+
+
+async def test_a_long_transcript_opens_at_its_end_and_loads_earlier_pages(ui: Ui) -> None:
+    repos = ui.admin.services.repos
+    session = await repos.sessions.create(LOCAL, title="A very long chat")
+    said = [
+        (await repos.messages.add(LOCAL, session.id, "user", f"line {n}")).id for n in range(230)
+    ]
+    requests: list[str] = []
+    ui.page.on("request", lambda r: requests.append(r.url) if "/transcript" in r.url else None)
+    await ui.login()
+    await ui.go("conversations")
+    screen = ui.screen("conversations")
+    await screen.get_by_label("Server or space").select_option(LOCAL)
+    await screen.locator("#conv-channels").get_by_role("button", name="Outside Discord").click()
+    await screen.locator("#conv-threads").get_by_role("button", name="A very long chat").click()
+    transcript = screen.locator("#conv-transcript")
+    messages = transcript.locator(".msg")
+    # The newest page only: the last message is there, the first is not loaded.
+    await expect(messages).to_have_count(100)
+    await expect(messages.last).to_contain_text("line 229")
+    await expect(messages.first).to_contain_text("line 130")
+    assert len(requests) == 1 and "latest=true" in requests[0]
+
+    earlier = transcript.get_by_role("button", name="Load earlier messages")
+    await earlier.click()
+    await expect(messages).to_have_count(200)
+    await expect(messages.first).to_contain_text("line 30")
+    await expect(earlier).to_be_focused()  # the reader's place: more is still there
+    assert f"before={said[130]}" in requests[-1]
+
+    await ui.page.keyboard.press("Enter")  # the last page, by keyboard
+    await expect(messages).to_have_count(230)
+    await expect(messages.first).to_contain_text("line 0")
+    await expect(earlier).to_have_count(0)
+    await expect(transcript.locator(f'[data-message-id="{said[30]}"]')).to_be_focused()
+    ids = await messages.evaluate_all("(items) => items.map((li) => Number(li.dataset.messageId))")
+    assert ids == said, "every message once, in order"
+    ui.assert_clean()

@@ -167,3 +167,32 @@ async def test_unreachable_and_throttled(ui: Ui) -> None:
     await expect(ui.status).to_contain_text("Too many requests; wait 30 s and try again.")
     # Failed requests are reported on the page, not as script errors.
     assert ui.page_errors == []
+
+
+async def test_a_long_error_is_cut_short_with_the_rest_under_details(ui: Ui) -> None:
+    long_detail = "A model preset for 'x' already exists; " + "more words follow here " * 40
+
+    async def conflict(route: Route) -> None:
+        body = {"error": "conflict", "detail": long_detail}
+        await route.fulfill(status=409, content_type="application/json", body=json.dumps(body))
+
+    await ui.login()
+    await ui.go("connections")
+    await ui.page.route("**/api/models/presets", conflict)
+    screen = ui.screen("connections")
+    await screen.get_by_role("button", name="New connection").click()
+    form = screen.get_by_role("form", name="New connection")
+    await form.get_by_label("Name").fill("Twice")
+    await form.get_by_label("Model").fill("other-model")
+    await form.get_by_role("button", name="Create connection").click()
+    await expect(ui.status).to_have_attribute("data-kind", "error")
+    shown = await ui.status.locator(".status-text").text_content()
+    assert shown is not None and len(shown) <= 200 and shown.endswith("…"), shown
+    assert shown.startswith("A model preset for 'x' already exists;")
+    details = ui.status.locator("details")
+    await expect(details.locator("p")).to_be_hidden()
+    await details.locator("summary").click()
+    await expect(details.locator("p")).to_have_text(long_detail.strip())
+    await ui.status.get_by_role("button", name="Dismiss message").click()
+    await expect(ui.status).to_be_empty()
+    ui.assert_clean()

@@ -20,6 +20,9 @@ EMPTY_STATES: dict[str, tuple[str, ...]] = {
     "topics": ("No channel has a topic schedule yet.", "run /topic enable in the channel"),
     "activity": ("No activity in this range yet.", "No model was called in this range."),
     "tools": ("No MCP servers are configured.", "press Reload MCP configuration"),
+    "conversations": ("No conversations in this space yet.", "use the Chat screen"),
+    "chat": ("No messages yet. Write one below and press Send.",),
+    "words": ("No channels known yet.", "then pick one here to see its word pool"),
 }
 
 
@@ -98,6 +101,14 @@ async def test_every_screen_when_empty_says_what_to_do_next(ui: Ui) -> None:
         await ui.go(screen)
         for sentence in sentences:
             await expect(ui.screen(screen)).to_contain_text(sentence)
+    # A search that finds nothing says what to try instead.
+    await ui.go("conversations")
+    screen = ui.screen("conversations")
+    await screen.get_by_label("Search messages, notes and knowledge").fill("nowhere-to-be-found")
+    await screen.get_by_role("button", name="Search", exact=True).click()
+    await expect(screen.locator("#search-results")).to_contain_text(
+        "Nothing found. Try another word"
+    )
     problems = await check_every_screen(ui, "empty")
     assert problems == [], "\n".join(problems)
     ui.assert_clean()

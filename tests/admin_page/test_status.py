@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from playwright.async_api import expect
 
+from bot.ops.probes import ShardLink, discord_check
 from tests.admin_page.conftest import OpenUi
 from tests.ops.conftest import closed_port
 
@@ -56,4 +57,42 @@ async def test_status_shows_the_last_backup_after_a_download(open_ui: OpenUi) ->
     assert download.suggested_filename.startswith("playchat-")
     await ui.page.reload()
     await expect(backup).to_contain_text(f"downloaded here: {download.suggested_filename}")
+    ui.assert_clean()
+
+
+async def test_status_lists_every_connection_and_each_discord_shard(open_ui: OpenUi) -> None:
+    ui = await open_ui()
+    away = f"http://127.0.0.1:{closed_port()}"
+    await ui.api(
+        "POST",
+        "/api/models/presets",
+        json_body={"label": "Office box", "value": "ollama/other-model", "api_base": away},
+    )
+    await ui.api("POST", "/api/readiness/check")
+    await ui.login()
+    card = ui.page.locator('#status-components [data-component="connections"]')
+    await expect(card.locator("h3")).to_contain_text("Model connections")
+    await expect(card).to_have_attribute("data-state", "degraded")
+    office = card.locator('li[data-part="Office box"]')
+    await expect(office).to_have_attribute("data-state", "down")
+    await expect(office).to_contain_text(f"The model server at {away} is not reachable")
+    await expect(office).to_contain_text("connection refused")
+    working = card.locator('li[data-state="ok"]')
+    await expect(working).to_have_count(1)  # the model from .env, as its first connection
+    await expect(working).to_contain_text("Working")
+
+    # The sharded bot's report reaches the open page live: one shard down degrades Discord.
+    links = [ShardLink(0, True, 0.042), ShardLink(1, False)]
+    await ui.admin.services.readiness.record(
+        "discord", discord_check(connected=False, ever=True, servers=4, latency=None, shards=links)
+    )
+    discord = ui.page.locator('#status-components [data-component="discord"]')
+    await expect(discord).to_have_attribute("data-state", "degraded")
+    await expect(discord.locator(".state").first).to_have_text("Degraded")
+    await expect(discord.locator('li[data-part="Shard 0"]')).to_contain_text("latency 42 ms")
+    shard_one = discord.locator('li[data-part="Shard 1"]')
+    await expect(shard_one).to_have_attribute("data-state", "down")
+    await expect(shard_one).to_contain_text("not connected")
+    await expect(discord).to_contain_text("1 of 2")
+    await ui.shoot("status-connections-shards")
     ui.assert_clean()

@@ -29,7 +29,7 @@ import re
 import struct
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -602,6 +602,8 @@ class FakeLLMServer:
         self.default_reply: ScriptItem | None = None
         self.context_length = context_length
         self.capabilities: dict[str, list[str]] = {}
+        # When set, every request must carry `Authorization: Bearer <required_key>` (else 401).
+        self.required_key: str | None = None
         self.requests: list[RecordedRequest] = []
         # Chat requests whose client closed the connection before the answer ended.
         self.client_closed: list[RecordedRequest] = []
@@ -621,7 +623,7 @@ class FakeLLMServer:
         if self._runner is not None:
             raise RuntimeError("FakeLLMServer already started")
         self._closing = asyncio.Event()
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._check_key])
         app.router.add_post(OLLAMA_CHAT, self._chat)
         app.router.add_post(OPENAI_CHAT, self._chat)
         app.router.add_post("/api/embed", self._ollama_embed)
@@ -1057,6 +1059,18 @@ class FakeLLMServer:
                 "modified_at": entry["modified_at"],
             },
         )
+
+    @web.middleware
+    async def _check_key(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if self.required_key is None:
+            return await handler(request)
+        if request.headers.get("Authorization") != f"Bearer {self.required_key}":
+            await self._record(request)
+            error = {"message": "Incorrect API key provided", "type": "invalid_request_error"}
+            return _json_response(401, {"error": error})
+        return await handler(request)
 
     async def _unknown(self, request: web.Request) -> web.Response:
         await self._record(request)

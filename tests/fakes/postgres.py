@@ -10,6 +10,10 @@ server refuse to run as root, so as root the dir is given to the `postgres` syst
 both run as that user (`runuser`). `postgres_db` creates a database per test (`CREATE
 DATABASE … TEMPLATE template0`, a few milliseconds). Without the binaries (/usr/lib/postgresql/
 */bin) the fixtures skip with the reason and the fix (`.ci/run` installs the package).
+
+`engine` runs a test once per engine (`sqlite`, `postgresql`) and `database_url` is an empty
+database on it: a SQLite file in the test's tmp dir, or a fresh database on the cluster (only
+the PostgreSQL runs start the cluster).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from bot.store.dialect import sqlite_url
 
 log = logging.getLogger(__name__)
 
@@ -183,3 +189,21 @@ def postgres_url(postgres_server: TempPostgres) -> str:
 def postgres_db(postgres_server: TempPostgres) -> str:
     """The URL of a fresh, empty database for this test (on the session's cluster)."""
     return postgres_server.create_database()
+
+
+ENGINES = ("sqlite", "postgresql")
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    """Which engine this run of the test uses."""
+    return str(request.param)
+
+
+@pytest.fixture
+def database_url(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """The URL of an empty database on `engine`."""
+    if engine == "sqlite":
+        return sqlite_url(tmp_path / "p.db")
+    server: TempPostgres = request.getfixturevalue("postgres_server")
+    return server.create_database()

@@ -94,6 +94,7 @@ async def test_unprobed_components_are_unknown_and_overall_follows_the_essential
     assert {s.name for s in readiness.snapshot()} == {
         "discord",
         "model",
+        "connections",
         "embeddings",
         "database",
         "mcp",

@@ -19,7 +19,15 @@ async def test_readiness_reports_every_component_and_a_check_on_demand(admin: Ad
     before = await admin.get("/api/readiness")
     assert before.status == 200
     names = [c["name"] for c in before.json["components"]]
-    assert names == ["discord", "model", "embeddings", "database", "mcp", "scheduler"]
+    assert names == [
+        "discord",
+        "model",
+        "connections",
+        "embeddings",
+        "database",
+        "mcp",
+        "scheduler",
+    ]
     assert all(c["state"] == "unknown" for c in before.json["components"])
     checked = await admin.post("/api/readiness/check")
     assert checked.status == 200

@@ -1,19 +1,25 @@
 """`python -m bot` and `python -m admin_api` processes for several-process tests: the bots
-pointed at the loopback Discord, their logs read as they are written."""
+pointed at the loopback Discord, their logs read as they are written, all on one
+`SharedDatabase` (a SQLite file or a PostgreSQL database)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import re
 import signal
 import socket
+import sqlite3
 import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
+from bot.ops.pg_notify import asyncpg_dsn
+from bot.store.dialect import dialect_of, postgres_statement, sqlite_path
 from tests.bot_process import bot_env
 from tests.fakes.discord_gateway import GatewaySession
 from tests.fakes.discord_server import FakeDiscord, FakeGuild
@@ -29,6 +35,47 @@ from bot.__main__ import main
 sys.exit(main([]))
 """
 START = 60.0
+
+
+@dataclass(frozen=True)
+class SharedDatabase:
+    """The database every process of a test shares: `url` goes into each one's DATABASE_URL;
+    `rows` reads it for assertions (with the engine's own driver, so nothing is migrated)."""
+
+    url: str
+    # DB_PATH for the processes: the file a sqlite:/// URL names; unused on PostgreSQL.
+    scratch: Path
+
+    @property
+    def engine(self) -> str:
+        """Which engine: "sqlite" or "postgresql"."""
+        return dialect_of(self.url)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """A child process's environment on this database (no stray PlayChat variables)."""
+        path = sqlite_path(self.url) if self.engine == "sqlite" else self.scratch / "unused.db"
+        return bot_env(path, DATABASE_URL=self.url, **extra)
+
+    async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one query (`?` placeholders) on its own connection; the rows as tuples."""
+        if self.engine == "sqlite":
+            with contextlib.closing(sqlite3.connect(sqlite_path(self.url))) as db:
+                return [tuple(r) for r in db.execute(sql, tuple(params)).fetchall()]
+        asyncpg = importlib.import_module("asyncpg")
+        conn = await asyncpg.connect(asyncpg_dsn(self.url))
+        try:
+            text, values = postgres_statement(sql, tuple(params))
+            return [tuple(r) for r in await conn.fetch(text, *values)]
+        finally:
+            await conn.close()
+
+    async def schema_version(self) -> int:
+        """The schema version the database records."""
+        if self.engine == "sqlite":
+            [(version,)] = await self.rows("PRAGMA user_version")
+        else:
+            [(version,)] = await self.rows("SELECT version FROM schema_version")
+        return int(version)
 
 
 @dataclass
@@ -90,10 +137,10 @@ class BotProcess:
 
 @contextlib.asynccontextmanager
 async def bot_process(
-    server: FakeDiscord, db_path: Path, cwd: Path, **extra: str
+    server: FakeDiscord, db: SharedDatabase, cwd: Path, **extra: str
 ) -> AsyncIterator[BotProcess]:
     """Run `python -m bot` (admin API off unless `extra` says otherwise) against `server`."""
-    env = bot_env(db_path, DISCORD_TOKEN=server.token, ADMIN_ENABLED="false", **extra)
+    env = db.env(DISCORD_TOKEN=server.token, ADMIN_ENABLED="false", **extra)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -129,11 +176,9 @@ class AdminProcess:
 
 
 @contextlib.asynccontextmanager
-async def admin_process(db_path: Path, cwd: Path, **extra: str) -> AsyncIterator[AdminProcess]:
+async def admin_process(db: SharedDatabase, cwd: Path, **extra: str) -> AsyncIterator[AdminProcess]:
     """Run the admin API alone on the same database; ready once it printed its address."""
-    env = bot_env(
-        db_path, ADMIN_HOST="127.0.0.1", ADMIN_PORT=str(free_port()), LOG_LEVEL="INFO", **extra
-    )
+    env = db.env(ADMIN_HOST="127.0.0.1", ADMIN_PORT=str(free_port()), LOG_LEVEL="INFO", **extra)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

@@ -4,7 +4,6 @@ process's shards, from a user, shortly before the start; each told once."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from bot.chat.interrupted import WINDOW, close_interrupted, find_interrupted
 from bot.store.db import Database
@@ -24,9 +23,9 @@ def _at(moment: datetime) -> str:
 
 
 async def test_only_recent_unanswered_last_messages_of_own_shards_are_found_and_told_once(
-    tmp_path: Path,
+    database_url: str,
 ) -> None:
-    db = await Database.open(tmp_path / "db.sqlite")
+    db = await Database.connect(database_url)
     try:
         sessions, messages = SessionRepository(db), MessageRepository(db)
         spaces = SpaceRepository(db)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import RuntimeSettings, Settings
-from bot.ops.pg_notify import PostgresNotifier, asyncpg_dsn
+from bot.ops.pg_notify import LISTEN_APPLICATION, PostgresNotifier, asyncpg_dsn
 from bot.ops.settings_sync import CHANNEL, SettingsSync, notifier_for
 from bot.store.app_settings import AppSettingsRepository
 from bot.store.db import Database
@@ -150,3 +150,39 @@ async def test_the_notifier_uses_the_playchat_settings_channel(postgres_db: str)
         await notifier.close()
     finally:
         await conn.close()
+
+
+async def test_a_lost_listen_connection_is_opened_again_and_catches_up(
+    tmp_path: Path, postgres_db: str
+) -> None:
+    """The server ends the LISTEN connections (a restart, a failover, an idle timeout): each
+    process listens again, reloads what it missed meanwhile, and hears later changes."""
+    import asyncpg  # type: ignore[import-untyped]
+
+    settings = _settings(tmp_path)
+    rows: dict[str, Any] = {}
+    async with (
+        _process(settings, SharedOverrides(rows), pg_url=postgres_db) as (one, heard_one),
+        _process(settings, SharedOverrides(rows), pg_url=postgres_db) as (two, heard_two),
+    ):
+        # A change whose notification nobody hears: stored while the connections go away.
+        rows["system_prompt_extra"] = "Missed while deaf."
+        admin = await asyncpg.connect(asyncpg_dsn(postgres_db))
+        try:
+            pids = await admin.fetch(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = $1", LISTEN_APPLICATION
+            )
+            assert len(pids) == 2
+            for row in pids:
+                assert await admin.fetchval("SELECT pg_terminate_backend($1)", row["pid"])
+        finally:
+            await admin.close()
+        for runtime, heard in ((one, heard_one), (two, heard_two)):
+            _, keys = await heard.next()
+            assert keys == {"system_prompt_extra"}
+            assert runtime().system_prompt_extra == "Missed while deaf."
+        # Listening again: a later change travels by NOTIFY as before.
+        await one.update({"system_prompt_extra": "After the cut."})
+        await heard_one.next()
+        _, keys = await heard_two.next()
+        assert keys == {"system_prompt_extra"} and two().system_prompt_extra == "After the cut."

@@ -1,24 +1,31 @@
-"""End to end on one SQLite file: two bot processes (shards 0 and 1 of 2) and the admin API
-alone as a third; a process killed mid-turn and started again."""
+"""End to end on one database (a SQLite file, or PostgreSQL): two bot processes (shards 0 and
+1 of 2) and the admin API alone as a third; a process killed mid-turn and started again."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 
 from tests.fakes.discord_server import FakeDiscord, FakeGuild, FakeMessage
 from tests.fakes.llm_server import FakeLLMServer, Hang, RecordedRequest, Reply, Text, ToolCalls
-from tests.sharding.processes import START, admin_process, bot_process, wait_ready
+from tests.sharding.processes import (
+    START,
+    SharedDatabase,
+    admin_process,
+    bot_process,
+    wait_ready,
+)
 
 REPLY = "Answered once."
 TOKEN = "t" * 40
 PIRATE = "Speak like a pirate."
 
 
-def _env(llm: FakeLLMServer, shard: int) -> dict[str, str]:
+def _env(llm: FakeLLMServer, shard: int, db: SharedDatabase) -> dict[str, str]:
+    # SQLite: processes poll for changed settings. PostgreSQL: LISTEN/NOTIFY; polling set so
+    # rare that a change arriving within the test can only have come by NOTIFY.
+    sync = "0.2" if db.engine == "sqlite" else "60"
     return {
         "SHARD_COUNT": "2",
         "SHARD_IDS": str(shard),
@@ -26,7 +33,7 @@ def _env(llm: FakeLLMServer, shard: int) -> dict[str, str]:
         "LLM_API_BASE": llm.url,
         "STREAM_EDIT_INTERVAL": "0.2",
         "USER_COOLDOWN_SECONDS": "0",
-        "SETTINGS_SYNC_INTERVAL": "0.2",
+        "SETTINGS_SYNC_INTERVAL": sync,
         "LOG_LEVEL": "INFO",
     }
 
@@ -68,28 +75,22 @@ async def _answered(server: FakeDiscord, message: FakeMessage, text: str) -> Non
     await server.wait_for(lambda: text in _bot_texts(server, message.id), START)
 
 
-def _rows(db_path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(db_path) as db:
-        return db.execute(sql, params).fetchall()
-
-
 async def test_a_note_written_on_shard_0_and_a_setting_changed_in_the_admin_api_alone(
-    tmp_path: Path, llm: FakeLLMServer
+    tmp_path: Path, llm: FakeLLMServer, shared_db: SharedDatabase
 ) -> None:
     llm.default_reply = _model
-    db_path = tmp_path / "shared.db"
     async with FakeDiscord(shards=2) as server:
         guilds = [server.add_guild(f"server {i}", shard=i) for i in range(2)]
         async with (
-            bot_process(server, db_path, tmp_path, **_env(llm, 0)) as zero,
-            bot_process(server, db_path, tmp_path, **_env(llm, 1)) as one,
+            bot_process(server, shared_db, tmp_path, **_env(llm, 0, shared_db)) as zero,
+            bot_process(server, shared_db, tmp_path, **_env(llm, 1, shared_db)) as one,
         ):
             await wait_ready(server, guilds)
             # Through Discord, in the server of process 0: the model saves a note.
             asked = await _say(server, guilds[0], "please remember the plan")
             await _answered(server, asked, "Noted.")
             async with (
-                admin_process(db_path, tmp_path, ADMIN_TOKEN=TOKEN) as admin,
+                admin_process(shared_db, tmp_path, ADMIN_TOKEN=TOKEN) as admin,
                 aiohttp.ClientSession(
                     admin.url, headers={"Authorization": f"Bearer {TOKEN}"}
                 ) as http,
@@ -124,14 +125,13 @@ async def test_a_note_written_on_shard_0_and_a_setting_changed_in_the_admin_api_
 
 
 async def test_a_process_killed_mid_turn_restarts_its_servers_resume_nothing_lost_or_doubled(
-    tmp_path: Path, llm: FakeLLMServer
+    tmp_path: Path, llm: FakeLLMServer, shared_db: SharedDatabase
 ) -> None:
     llm.default_reply = _model
-    db_path = tmp_path / "shared.db"
     async with FakeDiscord(shards=2) as server:
         guilds = [server.add_guild(f"server {i}", shard=i) for i in range(2)]
-        async with bot_process(server, db_path, tmp_path, **_env(llm, 0)) as zero:
-            async with bot_process(server, db_path, tmp_path, **_env(llm, 1)) as one:
+        async with bot_process(server, shared_db, tmp_path, **_env(llm, 0, shared_db)) as zero:
+            async with bot_process(server, shared_db, tmp_path, **_env(llm, 1, shared_db)) as one:
                 await wait_ready(server, guilds)
                 # Process 1 streams an answer that never ends ...
                 cut = await _say(server, guilds[1], "a slow question")
@@ -141,7 +141,7 @@ async def test_a_process_killed_mid_turn_restarts_its_servers_resume_nothing_los
                 # ... and is killed in the middle of it.
                 assert await one.kill() != 0
             sessions_before = len(server.sessions_of_shard(1))
-            async with bot_process(server, db_path, tmp_path, **_env(llm, 1)) as again:
+            async with bot_process(server, shared_db, tmp_path, **_env(llm, 1, shared_db)) as again:
                 await wait_ready(server, guilds[1:], after=sessions_before)
                 # The user of the cut-off turn is told, in its thread, once.
                 notice = await again.wait_for_log(r"1 turns were cut off by a restart")
@@ -157,27 +157,28 @@ async def test_a_process_killed_mid_turn_restarts_its_servers_resume_nothing_los
                 await _answered(server, other, REPLY)
             assert await again.stop() == 0, again.stderr
             # A second restart finds nothing left to tell.
-            async with bot_process(server, db_path, tmp_path, **_env(llm, 1)) as third:
+            async with bot_process(server, shared_db, tmp_path, **_env(llm, 1, shared_db)) as third:
                 await wait_ready(server, guilds[1:], after=sessions_before + 1)
                 await third.wait_for_log(r"logged in as")
             assert await third.stop() == 0, third.stderr
             assert "cut off by a restart" not in third.stderr
         assert await zero.stop() == 0, zero.stderr
     # The interrupted question is stored once, answered once (by the notice); nothing twice.
-    [(question_id,)] = _rows(
-        db_path, "SELECT id FROM messages WHERE discord_message_id = ?", (cut.id,)
+    [(question_id,)] = await shared_db.rows(
+        "SELECT id FROM messages WHERE discord_message_id = ?", (cut.id,)
     )
-    answers = _rows(
-        db_path,
+    answers = await shared_db.rows(
         "SELECT content FROM messages WHERE reply_to = ? AND role = 'assistant'",
         (question_id,),
     )
     assert len(answers) == 1 and "restarted" in answers[0][0]
     discord_ids = [
-        r[0] for r in _rows(db_path, "SELECT discord_message_id FROM messages WHERE role = 'user'")
+        r[0]
+        for r in await shared_db.rows("SELECT discord_message_id FROM messages WHERE role = 'user'")
     ]
     assert sorted(discord_ids) == sorted([cut.id, later.id, other.id])
-    assert _rows(db_path, "SELECT role, count(*) FROM messages GROUP BY role ORDER BY role") == [
+    roles = await shared_db.rows("SELECT role, count(*) FROM messages GROUP BY role ORDER BY role")
+    assert roles == [
         ("assistant", 3),
         ("user", 3),
     ]

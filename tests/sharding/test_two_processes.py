@@ -1,20 +1,23 @@
 """End to end: two `python -m bot` processes, shards 0 and 1 of 2, one loopback Discord with
-four servers spread over both shards, one SQLite file (WAL) shared by both."""
+four servers spread over both shards, one database shared by both (a SQLite file in WAL mode,
+or PostgreSQL)."""
 
 from __future__ import annotations
 
 import re
-import sqlite3
 from pathlib import Path
 
 from bot.config import Settings
 from bot.services import open_services
+from bot.store.spaces import guild_space
 from tests.fakes.discord_server import FakeDiscord, FakeGuild, FakeMessage
 from tests.fakes.llm_server import FakeLLMServer, Text
-from tests.sharding.processes import BotProcess, bot_process
+from tests.sharding.processes import BotProcess, SharedDatabase, bot_process
 
 REPLY = "Answered once."
 START = 60.0
+# A cron job runs at the top of the next minute.
+TOPIC_WAIT = 90.0
 
 
 def _env(llm: FakeLLMServer, shard: int) -> dict[str, str]:
@@ -30,16 +33,35 @@ def _env(llm: FakeLLMServer, shard: int) -> dict[str, str]:
 
 
 async def _configure_topics(
-    db_path: Path, tmp_path: Path, guilds: list[FakeGuild], server: FakeDiscord
+    db: SharedDatabase, tmp_path: Path, guilds: list[FakeGuild], server: FakeDiscord
 ) -> None:
-    """Migrate the shared database and give each server's channel a daily topic post."""
-    settings = Settings(_env_file=None, db_path=db_path, kb_dir=tmp_path / "kb", language="en")  # type: ignore[call-arg]
+    """Migrate the shared database and give each server's channel a topic post every minute,
+    one a day at most, and a word to talk about."""
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=db.url,
+        kb_dir=tmp_path / "kb",
+        language="en",
+    )
     async with open_services(settings) as services:
         for guild in guilds:
             channel = server.guild_channels(guild.id)[0]
             await services.topics.configure(
-                channel.id, {"enabled": True, "cron": "0 9 * * *", "guild_id": guild.id}
+                channel.id,
+                {
+                    "enabled": True,
+                    "cron": "* * * * *",
+                    "max_posts_per_day": 1,
+                    "guild_id": guild.id,
+                },
             )
+            await services.repos.word_pool.add(guild_space(guild.id), channel.id, ["ramen"], keep=9)
+
+
+def _topic_posts(server: FakeDiscord, guild: FakeGuild) -> list[str]:
+    """What the bot posted in the server's channel itself (answers go to threads)."""
+    channel = server.guild_channels(guild.id)[0]
+    return [m.content for m in server.messages_in(channel.id) if m.author.id == server.bot_user.id]
 
 
 def _jobs(log: str) -> set[str]:
@@ -49,19 +71,18 @@ def _jobs(log: str) -> set[str]:
     return set(lines[-1][1].split(", "))
 
 
-async def test_every_server_is_answered_by_exactly_one_process_and_topics_scheduled_once(
-    tmp_path: Path, llm: FakeLLMServer
+async def test_every_server_is_answered_by_exactly_one_process_and_a_topic_posted_once(
+    tmp_path: Path, llm: FakeLLMServer, shared_db: SharedDatabase
 ) -> None:
     llm.default_reply = Text(REPLY)
-    db_path = tmp_path / "shared.db"
     async with FakeDiscord(shards=2) as server:
         guilds = [server.add_guild(f"server {i}", shard=i % 2) for i in range(4)]
-        await _configure_topics(db_path, tmp_path, guilds, server)
+        await _configure_topics(shared_db, tmp_path, guilds, server)
         processes: list[BotProcess] = []
-        async with bot_process(server, db_path, tmp_path, **_env(llm, 0)) as zero:
+        async with bot_process(server, shared_db, tmp_path, **_env(llm, 0)) as zero:
             processes.append(zero)
             await server.wait_for(lambda: server.sessions_of_shard(0), START)
-            async with bot_process(server, db_path, tmp_path, **_env(llm, 1)) as one:
+            async with bot_process(server, shared_db, tmp_path, **_env(llm, 1)) as one:
                 processes.append(one)
                 await server.wait_for(lambda: server.sessions_of_shard(1), START)
                 # Each process is ready once its shard's servers were announced to it.
@@ -93,6 +114,14 @@ async def test_every_server_is_answered_by_exactly_one_process_and_topics_schedu
                         lambda m=message: any(x.content == REPLY for x in server.messages_in(m.id)),
                         START,
                     )
+                # The next minute's topic job fires in every channel (and is recorded).
+                await server.wait_for(
+                    lambda: all(_topic_posts(server, g) for g in guilds), TOPIC_WAIT
+                )
+                for guild in guilds:
+                    channel_id = server.guild_channels(guild.id)[0].id
+                    owner = processes[server.shard_of(guild.id)]
+                    await owner.wait_for_log(rf"posted a cron topic in channel {channel_id}\b")
             assert await one.stop() == 0, one.stderr
         assert await zero.stop() == 0, zero.stderr
     # Every message reached exactly one process: the one serving its server's shard ...
@@ -105,12 +134,16 @@ async def test_every_server_is_answered_by_exactly_one_process_and_topics_schedu
             m for m in server.messages_in(message.id) if m.author.id == server.bot_user.id
         ]
         assert [m.content for m in bot_replies] == [REPLY]
-    assert len(llm.chat_requests) == len(sent)
+    # ... and each channel got one opener, from one process (the other has no job for it).
+    assert [_topic_posts(server, g) for g in guilds] == [[REPLY]] * len(guilds)
+    posts = await shared_db.rows(
+        "SELECT channel_id, kind, count(*) FROM topic_posts GROUP BY channel_id, kind"
+    )
+    channels = {server.guild_channels(g.id)[0].id for g in guilds}
+    assert sorted(posts) == sorted((c, "cron", 1) for c in channels)
+    assert len(llm.chat_requests) == len(sent) + len(guilds)
     assert len(server.calls_to("POST", r"^/channels/\d+/messages/\d+/threads$")) == len(sent)
-    with sqlite3.connect(db_path) as db:
-        rows = db.execute(
-            "SELECT role, count(*) FROM messages GROUP BY role ORDER BY role"
-        ).fetchall()
+    rows = await shared_db.rows("SELECT role, count(*) FROM messages GROUP BY role ORDER BY role")
     assert rows == [("assistant", len(sent)), ("user", len(sent))]
     # Each channel's topic jobs are scheduled by exactly one process: its shard's.
     by_process = [_jobs(p.stderr) for p in processes]

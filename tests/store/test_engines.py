@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
 import pytest
 
 from bot.errors import DatabaseVersionError
-from bot.store.db import Database, IntegrityError
+from bot.ops.pg_notify import asyncpg_dsn
+from bot.store.db import PG_POOL_SIZE, Database, IntegrityError
 from bot.store.dialect import postgres_statement
 from bot.store.messages import MessageRepository
 from bot.store.migrations import IN_BASELINE, MIGRATIONS, SCHEMA_VERSION
 from bot.store.schema_postgresql import BASELINE_VERSION
 from bot.store.sessions import SessionRepository
-from tests.store.conftest import PostgresServer
 
 
 def test_every_migration_has_steps_for_both_engines() -> None:
@@ -67,13 +71,13 @@ async def test_a_failed_transaction_rolls_back_and_constraints_fail_alike(db: Da
 
 
 async def test_postgresql_gets_the_same_tables_and_columns_as_sqlite(
-    tmp_path: object, postgres_server: PostgresServer
+    tmp_path: object, postgres_db: str
 ) -> None:
     from pathlib import Path
 
     assert isinstance(tmp_path, Path)
     lite = await Database.open(tmp_path / "p.db")
-    pg = await Database.connect(postgres_server.create())
+    pg = await Database.connect(postgres_db)
     try:
         sqlite_columns = {
             (row[0], row[1])
@@ -97,9 +101,9 @@ async def test_postgresql_gets_the_same_tables_and_columns_as_sqlite(
 
 
 async def test_postgresql_refuses_a_newer_schema_and_reopens_its_own(
-    postgres_server: PostgresServer,
+    postgres_db: str,
 ) -> None:
-    url = postgres_server.create()
+    url = postgres_db
     db = await Database.connect(url)
     await db.close()
     again = await Database.connect(url)
@@ -107,3 +111,119 @@ async def test_postgresql_refuses_a_newer_schema_and_reopens_its_own(
     await again.close()
     with pytest.raises(DatabaseVersionError, match="newer"):
         await Database.connect(url)
+
+
+async def _on_server(url: str, sql: str) -> list[Any]:
+    """Run `sql` as the superuser on the database `url` names, outside the store."""
+    conn = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        return list(await conn.fetch(sql))
+    finally:
+        await conn.close()
+
+
+async def test_postgresql_writes_are_read_committed_whatever_the_server_default(
+    postgres_db: str,
+) -> None:
+    """A server (or database) set to serializable by default: two writers meeting on one row
+    still both succeed, the later one waiting, as they do on SQLite."""
+    name = postgres_db.rsplit("/", 1)[-1]
+    await _on_server(
+        postgres_db, f'ALTER DATABASE "{name}" SET default_transaction_isolation = serializable'
+    )
+    db = await Database.connect(postgres_db)
+    try:
+        await db.execute("CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
+        await db.execute("INSERT INTO counter (id, n) VALUES (1, 0)")
+        read, written = asyncio.Event(), asyncio.Event()
+
+        async def slow() -> str:
+            async with db.transaction() as conn:
+                level = (await conn.execute_fetchall("SHOW transaction_isolation"))[0][0]
+                read.set()
+                await written.wait()
+                await conn.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
+            return str(level)
+
+        async def quick() -> None:
+            await read.wait()
+            await db.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
+            written.set()
+
+        level, _ = await asyncio.gather(slow(), quick())
+        assert level == "read committed"
+        assert await db.scalar("SELECT n FROM counter WHERE id = 1") == 2
+        # Reads outside a transaction see the latest commit at once.
+        assert await db.scalar("SHOW transaction_isolation") == "serializable"
+    finally:
+        await db.close()
+
+
+async def test_postgresql_pooled_connections_ended_by_the_server_are_replaced(
+    postgres_db: str,
+) -> None:
+    """The server ends the store's idle connections (a restart, an idle timeout): the next
+    read and write go through on fresh ones instead of failing once per dead connection."""
+    db = await Database.connect(postgres_db)
+    try:
+        await asyncio.gather(*(db.scalar("SELECT pg_sleep(0.05)") for _ in range(3)))
+        ended = await _on_server(
+            postgres_db,
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        assert len(ended) >= 3
+        for _ in range(5):
+            assert await db.scalar("SELECT 1") == 1
+            await db.execute("UPDATE schema_version SET version = version")
+    finally:
+        await db.close()
+
+
+async def test_postgresql_connections_are_kept_for_the_next_burst_within_the_same_ceiling(
+    postgres_db: str,
+) -> None:
+    """Many turns at once: the store opens at most POOL_SIZE connections and keeps them, so a
+    second burst reuses them instead of paying PostgreSQL's connection start-up again (with
+    overflow connections closed after each use, throughput halved under load)."""
+    db = await Database.connect(postgres_db)
+    try:
+
+        async def burst() -> set[int]:
+            pids = await asyncio.gather(
+                *(db.scalar("SELECT pg_backend_pid() FROM pg_sleep(0.05)") for _ in range(40))
+            )
+            return set(pids)
+
+        first = await burst()
+        assert 1 < len(first) <= PG_POOL_SIZE
+        second = await burst()
+        assert second <= first, f"new connections: {len(second - first)}"
+    finally:
+        await db.close()
+
+
+async def test_postgresql_reads_and_the_pool_ping_open_no_transaction(
+    postgres_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the store sends PostgreSQL besides its own statements: a read costs the pool's
+    ping and the query (no BEGIN/ROLLBACK around either); a write one READ COMMITTED
+    transaction. Every extra round trip is paid on every statement of every turn."""
+    sent: list[str] = []
+    plain = asyncpg.Connection.execute
+
+    async def execute(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(query.strip().rstrip(";").upper())
+        return await plain(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(asyncpg.Connection, "execute", execute)
+    db = await Database.connect(postgres_db)
+    try:
+        sent.clear()
+        for _ in range(5):
+            assert await db.scalar("SELECT version FROM schema_version") == SCHEMA_VERSION
+        assert sent == []
+        await db.execute("UPDATE schema_version SET version = version")
+        assert sent == ["BEGIN ISOLATION LEVEL READ COMMITTED", "COMMIT"]
+    finally:
+        await db.close()

@@ -13,7 +13,6 @@ from bot.store.db import Database
 from bot.store.messages import MessageRepository
 from bot.store.schema_postgresql import TABLE_ORDER
 from bot.store.transfer import SessionExport
-from tests.store.conftest import PostgresServer
 from tests.store.test_cockpit_store import seed_search
 from tests.store.test_spaces import fill
 from tests.store.test_transfer import export_with_odd_ids, transfer_over
@@ -59,13 +58,13 @@ async def every_kind_of_row(path: Path) -> dict[str, int]:
 
 
 async def test_round_trip_copies_every_row_and_the_copy_is_usable(
-    tmp_path: Path, postgres_server: PostgresServer
+    tmp_path: Path, postgres_db: str
 ) -> None:
     source = tmp_path / "p.db"
     counts = await every_kind_of_row(source)
     empty = [table for table, n in counts.items() if n == 0]
     assert empty == [], f"the fixture should fill every table: {empty}"
-    url = postgres_server.create()
+    url = postgres_db
     report = await copy_sqlite_to_postgresql(source, url)
     assert {t.table: t.rows for t in report} == counts
     pg = await Database.connect(url)
@@ -85,13 +84,13 @@ async def test_round_trip_copies_every_row_and_the_copy_is_usable(
 
 async def test_the_command_reports_and_backup_names_pg_dump(
     tmp_path: Path,
-    postgres_server: PostgresServer,
+    postgres_db: str,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     source = tmp_path / "p.db"
     await every_kind_of_row(source)
-    url = postgres_server.create()
+    url = postgres_db
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DB_PATH", str(source))
     assert await _run(["migrate-db", "--to", url]) == 0

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.services import ServiceOptions, Services, open_services
+from bot.store.db import Database
 from bot.store.spaces import ALL_SPACES
 from bot.store.tags import TagRepository
 from bot.store.topics import TopicRepository
@@ -222,3 +225,41 @@ async def test_activity_in_unconfigured_channels_costs_nothing(
     await world.service.record_activity(SPACE, 123456, "ラーメン")
     assert await TopicRepository(world.services.db).get(ALL_SPACES, 123456) is None
     assert await world.services.word_pool.snapshot(ALL_SPACES) == []
+
+
+class HeldTopics(TopicRepository):
+    """Holds the recording of a posted opener until released; tells when it was written."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.writing, self.release, self.written = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def add_post(self, *args: Any, **kwargs: Any) -> int:
+        self.writing.set()
+        await self.release.wait()
+        post_id = await super().add_post(*args, **kwargs)
+        self.written.set()
+        return post_id
+
+
+async def test_an_opener_already_posted_is_recorded_when_its_job_is_cancelled(
+    world: World,
+) -> None:
+    """The process stops (the scheduler cancels running jobs) between the post and its
+    record: the record is still written, so the daily cap counts the post."""
+    repo = HeldTopics(world.services.db)
+    picker = TopicPicker(world.words, TagRepository(world.services.db), random.Random(1))
+    service = TopicService(
+        repo, picker, world.services.gateway, world.services.settings, clock=world.clock
+    )
+    service.register_poster(world.poster)
+    job = asyncio.create_task(service.run_now(CHANNEL, space=SPACE))
+    await asyncio.wait_for(repo.writing.wait(), 10)
+    assert len(world.poster.posts) == 1
+    job.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    repo.release.set()
+    await asyncio.wait_for(repo.written.wait(), 10)
+    post = await repo.post_for_message(SPACE, 9001)
+    assert post is not None and post.kind == "manual"

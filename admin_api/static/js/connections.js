@@ -18,12 +18,17 @@ function shownModel(preset) {
 
 /** What kind of failure a test reported, in words (the API's sentence follows). */
 const FAILURES = {
-  unreachable: 'No server answers at this address',
-  auth: 'The key was refused',
-  not_found: 'The server does not have this model',
-  timeout: 'No answer in time',
-  error: 'The call failed',
+  unreachable: 'Unreachable: no server answers',
+  auth: 'Key refused by the server',
+  not_found: 'Model missing on the server',
+  timeout: 'No answer in time from the server',
+  error: 'The call failed on the server',
 };
+
+/** Where a test call went, as the owner reads it. */
+function where(result) {
+  return result.address ?? 'the provider\'s own address';
+}
 
 function keyText(key) {
   return key.set ? `set (…${key.last4})` : 'not set';
@@ -90,9 +95,10 @@ export class ConnectionsScreen {
       return;
     }
     output.dataset.ok = String(result.ok);
+    output.dataset.kind = result.kind;
     output.textContent = result.ok
-      ? `✓ Works (${result.latency_ms} ms): ${result.message}`
-      : `✗ ${FAILURES[result.kind] ?? FAILURES.error}: ${result.message}`;
+      ? `✓ Works at ${where(result)} (${result.latency_ms} ms): ${result.message}`
+      : `✗ ${FAILURES[result.kind] ?? FAILURES.error} at ${where(result)}. ${result.message}`;
   }
 
   async remove(preset) {

@@ -1,11 +1,12 @@
 // Conversations: spaces → channels → threads → transcript (tool calls, sources, summaries,
 // archived messages), with full-text search whose hits open the transcript at the message.
 
-import {fill, h, when} from './dom.js';
+import {busy, fill, h, when} from './dom.js';
 import {SearchPanel} from './search.js';
 import {spaceLabel} from './spaces.js';
 
-const PAGE = 200;
+// Messages per page of a transcript (half before and half after a search hit).
+const PAGE = 100;
 
 /** A channel as people know it. */
 export function channelLabel(channel) {
@@ -52,6 +53,7 @@ export class ConversationsScreen {
     this.space = '';
     this.channel = null;
     this.session = null;
+    this.view = null;
     this.search = new SearchPanel({api, status, spaces,
       openMessage: (space, session, message) => this.openMessage(space, session, message)});
     this.spacePick = h('select', {id: 'conv-space', name: 'conv_space'});
@@ -110,7 +112,8 @@ export class ConversationsScreen {
         h('span', {class: 'pick-name'}, channelLabel(channel)),
         h('span', {class: 'meta'}, `${channel.threads} thread(s) · ${when(channel.last_activity)}`)));
       })
-      : h('li', {class: 'empty'}, 'No conversations in this space yet.'));
+      : h('li', {class: 'empty'}, 'No conversations in this space yet. They appear once ',
+        'someone talks to the bot here; to start one yourself, use the Chat screen.'));
   }
 
   mark(list, attribute, value) {
@@ -133,31 +136,47 @@ export class ConversationsScreen {
       h('span', {class: 'meta'}, `${thread.messages} message(s)`,
         thread.archived_messages ? `, ${thread.archived_messages} archived` : '',
         ` · ${when(thread.updated_at)}`, thread.closed_at ? ' · closed' : ''))))
-      : h('li', {class: 'empty'}, 'No threads in this channel.'));
+      : h('li', {class: 'empty'}, 'No threads in this channel yet. Mention the bot there in ',
+        'Discord to open one.'));
   }
 
-  /** Show a session's transcript; with `messageId`, scroll to that message and focus it. */
+  /** One page of a transcript (`params`: latest, before or cursor, with limit). */
+  page(sessionId, params) {
+    return this.status.guard(() => this.api.get(
+      `/api/conversations/${encodeURIComponent(sessionId)}/transcript`, {limit: PAGE, ...params}));
+  }
+
+  /** Keep a page's messages and summaries (earlier pages go first, later ones last). */
+  take(page, where) {
+    this.view.session = page.session;
+    if (where === 'earlier') this.view.items.unshift(...page.items);
+    else this.view.items.push(...page.items);
+    for (const summary of page.summaries) this.view.summaries.set(summary.id, summary);
+  }
+
+  /**
+   * Show a session's transcript from its newest messages ("Load earlier messages" pages back);
+   * with `messageId`, the messages around it, scrolled to it and focused.
+   */
   async openSession(sessionId, messageId = null) {
     this.session = sessionId;
     this.mark(this.threadList, 'session', sessionId);
-    const items = [];
-    const summaries = new Map();
-    let cursor = null;
-    let session = null;
-    let more = false;
-    do {
-      const page = await this.status.guard(() => this.api.get(
-        `/api/conversations/${encodeURIComponent(sessionId)}/transcript`, {limit: PAGE, cursor}));
-      if (!page) return;
-      session = page.session;
-      items.push(...page.items);
-      for (const summary of page.summaries) summaries.set(summary.id, summary);
-      cursor = page.next_cursor;
-      more = cursor !== null && cursor !== undefined;
-      // Read on while the wanted message is not loaded yet (bounded by the transcript's end).
-    } while (more && messageId !== null && !items.some((item) => item.id === messageId));
-    this.render(session, items, [...summaries.values()], more ? cursor : null);
-    if (messageId !== null) {
+    this.view = {session: null, items: [], summaries: new Map(), earlier: null, later: null};
+    const around = messageId !== null;
+    const head = await this.page(sessionId, around
+      ? {before: messageId + 1, limit: PAGE / 2} : {latest: true});
+    if (!head || this.session !== sessionId) return;
+    this.take(head, 'later');
+    this.view.earlier = head.earlier_cursor ?? null;
+    this.view.later = head.next_cursor ?? null;
+    if (around && this.view.later !== null) {
+      const tail = await this.page(sessionId, {cursor: messageId, limit: PAGE / 2});
+      if (!tail || this.session !== sessionId) return;
+      this.take(tail, 'later');
+      this.view.later = tail.next_cursor ?? null;
+    }
+    this.render();
+    if (around) {
       const target = this.transcript.querySelector(`[data-message-id="${messageId}"]`);
       if (target) {
         target.classList.add('found');
@@ -169,13 +188,43 @@ export class ConversationsScreen {
     }
   }
 
+  /** Load the page before the first message shown, keeping the reader's place. */
+  async loadEarlier() {
+    const sessionId = this.session;
+    const page = await this.page(sessionId, {before: this.view.earlier});
+    if (!page || this.session !== sessionId) return;
+    const firstShown = this.view.items[0]?.id;
+    this.take(page, 'earlier');
+    this.view.earlier = page.earlier_cursor ?? null;
+    this.render();
+    // Focus stays where the reader was: the button if there is more, else the first message.
+    const next = this.transcript.querySelector('#conv-earlier')
+      ?? this.transcript.querySelector(`[data-message-id="${firstShown}"]`);
+    next?.focus();
+  }
+
+  /** Load the page after the last message shown. */
+  async loadLater() {
+    const sessionId = this.session;
+    const page = await this.page(sessionId, {cursor: this.view.later});
+    if (!page || this.session !== sessionId) return;
+    const lastShown = this.view.items[this.view.items.length - 1]?.id;
+    this.take(page, 'later');
+    this.view.later = page.next_cursor ?? null;
+    this.render();
+    (this.transcript.querySelector('#conv-later')
+      ?? this.transcript.querySelector(`[data-message-id="${lastShown}"]`))?.focus();
+  }
+
   /** Follow a search hit: its space, its channel's threads, its transcript at the message. */
   async openMessage(spaceId, sessionId, messageId) {
     if (spaceId !== this.space) await this.pickSpace(spaceId);
     await this.openSession(sessionId, messageId);
   }
 
-  render(session, items, summaries, cursor) {
+  render() {
+    const {session, items, earlier, later} = this.view;
+    const summaries = [...this.view.summaries.values()];
     const starts = new Map();
     for (const summary of summaries) {
       if (summary.first_message_id === null) continue;
@@ -185,7 +234,15 @@ export class ConversationsScreen {
     }
     const parts = [h('h4', {tabindex: '-1'}, session.title || 'Untitled',
       h('span', {class: 'meta'}, ` · ${session.source}`, session.model ? ` · ${session.model}` : ''))];
-    if (!items.length) parts.push(h('p', {class: 'empty'}, 'This conversation has no messages.'));
+    if (!items.length) {
+      parts.push(h('p', {class: 'empty'}, 'This conversation has no messages yet. Messages ',
+        'appear here as soon as someone writes in its thread.'));
+    }
+    if (earlier !== null) {
+      parts.push(h('button', {type: 'button', id: 'conv-earlier', class: 'quiet',
+        onclick: (event) => busy(event.currentTarget, () => this.loadEarlier())},
+      'Load earlier messages'));
+    }
     const list = h('ol', {class: 'transcript'});
     for (const item of items) {
       for (const summary of starts.get(item.id) ?? []) list.append(this.summary(summary));
@@ -194,8 +251,10 @@ export class ConversationsScreen {
     parts.push(list);
     const loose = summaries.filter((summary) => summary.first_message_id === null);
     if (loose.length) parts.push(h('h4', {}, 'Older summaries'), h('ol', {class: 'transcript'}, loose.map((s) => this.summary(s))));
-    if (cursor !== null) {
-      parts.push(h('p', {class: 'hint'}, `Showing the first ${items.length} messages.`));
+    if (later !== null) {
+      parts.push(h('button', {type: 'button', id: 'conv-later', class: 'quiet',
+        onclick: (event) => busy(event.currentTarget, () => this.loadLater())},
+      'Load later messages'));
     }
     fill(this.transcript, parts);
   }

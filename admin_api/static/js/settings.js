@@ -251,7 +251,8 @@ export class SettingsScreen {
           h('button', {type: 'button', onclick: () => this.put({llm_model: preset.value},
             `Chat model is now ${preset.value}.`)}, 'Use'),
           confirmButton('Delete', 'Really delete?', () => this.deletePreset(preset.id)))))
-      : h('li', {class: 'empty'}, 'No presets yet.'));
+      : h('li', {class: 'empty'}, 'No presets yet. Add one below, or on the Connections screen ',
+        'with its own address and key.'));
     this.fillModelOptions();
   }
 

@@ -6,6 +6,16 @@ import {fill, h} from './dom.js';
 
 /** How long a success message stays before it goes by itself (errors stay until dismissed). */
 export const SUCCESS_MS = 6000;
+/** The longest message shown whole; a longer one is cut at a word, the rest under "Details". */
+export const SHORT_CHARS = 200;
+
+/** `text` cut to at most SHORT_CHARS at a word boundary (with "…"), or as it is. */
+export function shorten(text) {
+  if (text.length <= SHORT_CHARS) return text;
+  const cut = text.slice(0, SHORT_CHARS - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > SHORT_CHARS / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
 
 const VALUE_ERROR = /^(Value error|Assertion failed), /;
 const LOCATION = /^(?:body|query|path)((?:\.[^.:\s]+)+): (.+)$/;
@@ -132,9 +142,12 @@ export class Status {
       delete this.element.dataset.httpStatus;
       delete this.element.dataset.code;
     }
+    const short = shorten(text);
     fill(
       this.element,
-      h('span', {class: 'status-text'}, text),
+      h('div', {class: 'status-body'}, h('span', {class: 'status-text'}, short),
+        short === text ? null : h('details', {class: 'status-more'},
+          h('summary', {}, 'Details'), h('p', {}, text))),
       h('button', {type: 'button', class: 'quiet', 'aria-label': 'Dismiss message',
         onclick: () => this.clear()}, '×'),
     );

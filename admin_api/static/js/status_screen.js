@@ -8,6 +8,7 @@ const STREAM = '/api/status/stream';
 const TITLES = {
   discord: 'Discord',
   model: 'Model',
+  connections: 'Model connections',
   embeddings: 'Embeddings',
   database: 'Database',
   mcp: 'MCP servers',
@@ -33,6 +34,8 @@ const FACT_NAMES = {
   jobs: 'Jobs',
   next_run: 'Next run',
   reachable: 'Reachable',
+  shards_connected: 'Shards connected',
+  connections: 'Connections',
 };
 
 /** A byte count as KB / MB / GB. */
@@ -193,7 +196,7 @@ export class StatusScreen {
       ? h('dl', {class: 'facts'}, facts.map(([name, value]) => [h('dt', {}, name), h('dd', {}, value)]))
       : null,
     component.parts?.length
-      ? h('ul', {class: 'status-parts'}, component.parts.map((part) => h('li', {dataset: {state: part.state}},
+      ? h('ul', {class: 'status-parts'}, component.parts.map((part) => h('li', {dataset: {state: part.state, part: part.name}},
         h('strong', {}, part.name), ' ', stateBadge(part.state), ' ', part.detail,
         part.last_error ? h('span', {class: 'bad'}, ` — ${part.last_error}`) : null)))
       : null,

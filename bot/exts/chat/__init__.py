@@ -14,7 +14,7 @@ from discord.ext import commands
 from bot.bot import BotDeps
 from bot.chat.attachments import PreparedFiles
 from bot.chat.engine import TurnRequest
-from bot.chat.interrupted import close_interrupted, find_interrupted
+from bot.chat.interrupted import by_language, close_interrupted, find_interrupted
 from bot.exts._access import AccessPolicy, Cooldown, Requester
 from bot.exts._common import deps_of, space_of_message
 from bot.exts._text import readable_mentions, strip_bot_mention, thread_name
@@ -103,9 +103,10 @@ class Chat(commands.Cog):
         async def post(channel_id: int, text: str) -> None:
             await self.bot.get_partial_messageable(channel_id).send(text, suppress_embeds=True)
 
-        await close_interrupted(
-            turns, services.repos.messages, ui_text(settings.language).turn_interrupted, post
-        )
+        groups = await by_language(turns, services.repos.spaces, settings.language)
+        for language, group in groups.items():
+            notice = ui_text(language).turn_interrupted
+            await close_interrupted(group, services.repos.messages, notice, post)
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
