@@ -357,10 +357,11 @@ def _add_engine_hooks(
         await topics.feed_conversation(
             result.space_id, result.pool_channel_id, [message.content for message in messages]
         )
-        for message in messages:
-            await memory.tagger.tag_message(
-                result.space_id, message.id, message.content, session_id=result.session_id
-            )
+        await memory.tagger.tag_messages(
+            result.space_id,
+            [(message.id, message.content) for message in messages],
+            session_id=result.session_id,
+        )
 
     engine.add_tool_hook(RecordToolCallHook(repos.tool_calls))
     engine.add_tool_hook(SaveKnowledgeHook(memory.knowledge))

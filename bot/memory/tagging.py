@@ -141,6 +141,26 @@ class Tagger:
         await self._repo.add_message_tags(space, message_id, tags)
         return tags
 
+    async def tag_messages(
+        self,
+        space: str,
+        messages: Sequence[tuple[int, str]],
+        *,
+        session_id: str | None = None,
+    ) -> list[list[str]]:
+        """Tag several messages of `space` (a turn's question and answer) with one trip to the
+        analyzer and one write; each is marked tagged, also when no tag was found."""
+        texts = [text for _id, text in messages]
+        if self._mode_fn() == "llm":
+            per_message = [await self._llm_tags(text, session_id) for text in texts]
+        else:
+            per_message = [keyword_tags(nouns) for nouns in await self._analyzer.nouns_many(texts)]
+        tags = {
+            message_id: found for (message_id, _), found in zip(messages, per_message, strict=True)
+        }
+        await self._repo.add_many_message_tags(space, tags)
+        return per_message
+
     async def tag_memory(
         self, space: str, memory_id: int, text: str, *, session_id: str | None = None
     ) -> list[str]:

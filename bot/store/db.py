@@ -6,7 +6,10 @@ of the two dialects with `?` placeholders (see `bot.store.dialect`).
 
 - SQLite (the default): one reader connection (`query_only`) and a single serialized writer,
   WAL, foreign keys on, writes in `BEGIN IMMEDIATE`, migrations in `PRAGMA user_version` —
-  exactly as before.
+  exactly as before. SQLAlchemy opens, migrates and pools them; statements then go straight
+  to the aiosqlite connection under each (`SqliteConnection`): one trip to its thread per
+  statement, where SQLAlchemy's cursor adapter makes three or four (cursor, execute, fetch,
+  close) plus a greenlet switch for each.
 - PostgreSQL: a pool of connections kept open (`PG_POOL_SIZE`), each checked with a cheap ping
   when taken (one the server ended is replaced, not failed on); reads in autocommit, writes
   in READ COMMITTED transactions whatever the server's default (a writer meeting another on a
@@ -21,13 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiosqlite
 from sqlalchemy import event, exc
@@ -168,6 +172,83 @@ def _sqlite_params(params: Params) -> tuple[Any, ...] | dict[str, Any]:
     return dict(params) if isinstance(params, Mapping) else tuple(params)
 
 
+# Statements known to answer with rows run as one `execute_fetchall` trip (the store binds
+# every value as a parameter, so the keyword is never inside a literal).
+_QUERY = re.compile(r"\s*(?:SELECT|VALUES)\b", re.IGNORECASE)
+_RETURNING = re.compile(r"\bRETURNING\b", re.IGNORECASE)
+
+
+class RowMaker:
+    """sqlite3 row factory building the store's `Row` on the connection's own thread; rows of
+    one statement share one column index."""
+
+    __slots__ = ("_description", "_index")
+
+    def __init__(self) -> None:
+        self._description: Any = None
+        self._index: dict[str, int] = {}
+
+    def __call__(self, cursor: sqlite3.Cursor, values: tuple[Any, ...]) -> Row:
+        """The row `values` of `cursor`'s current statement."""
+        description = cursor.description
+        if description is not self._description:
+            index: dict[str, int] = {}
+            for position, column in enumerate(description):
+                index.setdefault(column[0], position)  # a repeated name answers with its first
+            self._description, self._index = description, index
+        return Row(self._index, values)
+
+
+@contextmanager
+def _sqlite_errors() -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.IntegrityError as error:
+        if isinstance(error, IntegrityError):
+            raise
+        raise IntegrityError(str(error)) from error
+
+
+class SqliteConnection(Connection):
+    """A `Connection` on the aiosqlite connection under a SQLAlchemy one: each statement is one
+    trip to aiosqlite's thread, and rows are built there (see `RowMaker`)."""
+
+    def __init__(self, conn: AsyncConnection, raw: aiosqlite.Connection) -> None:
+        super().__init__(conn, "sqlite")
+        self._raw = raw
+        raw.row_factory = RowMaker()  # type: ignore[assignment]
+
+    async def execute(self, sql: str, params: Params = ()) -> Cursor:
+        """Run one statement (one thread trip; two for an unforeseen statement with rows)."""
+        values = _sqlite_params(params)
+        with _sqlite_errors():
+            query = _QUERY.match(sql) is not None
+            if query or _RETURNING.search(sql):
+                rows = await self._fetchall(sql, values)
+                # sqlite3 counts a query's rowcount as -1, a DML statement's as its rows.
+                return Cursor(rows, -1 if query else len(rows), None)
+            cursor = await self._raw.execute(sql, values)
+            # The row factory made them `Row`s (a PRAGMA, say: two trips).
+            rows = cast("list[Row]", await cursor.fetchall()) if cursor.description else []
+            return Cursor(rows, cursor.rowcount, cursor.lastrowid)
+
+    async def execute_fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        """Run one statement and return its rows (one thread trip)."""
+        with _sqlite_errors():
+            return await self._fetchall(sql, _sqlite_params(params))
+
+    async def _fetchall(self, sql: str, values: tuple[Any, ...] | dict[str, Any]) -> list[Row]:
+        # sqlite3's fetchall answers a list, of `Row`s by the row factory.
+        return cast("list[Row]", await self._raw.execute_fetchall(sql, values))
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        """Run one statement for many parameter sets (one thread trip)."""
+        batch = [_sqlite_params(row) for row in rows]
+        if batch:
+            with _sqlite_errors():
+                await self._raw.executemany(sql, batch)
+
+
 def _probe(path: str) -> None:
     """Open the file once with plain sqlite3, so a bad path fails here and not inside
     aiosqlite's worker thread (which, on a failed connect, outlives a closing event loop)."""
@@ -270,6 +351,8 @@ class Database:
         self._engine = engine
         self._writer = writer
         self._reader = reader
+        self._write_link: Connection | None = None
+        self._read_link: Connection | None = None
         self._write_lock = asyncio.Lock()
         # One SQLAlchemy connection is not safe for concurrent use: the SQLite reader serves
         # one statement at a time (as aiosqlite's queue did before).
@@ -315,13 +398,18 @@ class Database:
                 await migrate(raw, _context(local_space))
                 reader = await engine.connect()
                 await reader.exec_driver_sql("PRAGMA query_only=ON")
+                database = cls(
+                    engine, "sqlite", str(db_path), path=db_path, writer=writer, reader=reader
+                )
+                database._write_link = SqliteConnection(writer, raw)
+                database._read_link = SqliteConnection(reader, await _aiosqlite(reader))
         except BaseException:
             if writer is not None:
                 await writer.close()
             await engine.dispose()
             raise
         log.debug("database opened at %s", db_path)
-        return cls(engine, "sqlite", str(db_path), path=db_path, writer=writer, reader=reader)
+        return database
 
     @classmethod
     async def _open_postgresql(cls, url: str, local_space: str | None) -> Database:
@@ -380,6 +468,10 @@ class Database:
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[Connection]:
         self._started += 1
+        if self._read_link is not None:
+            async with self._read_lock:
+                yield self._read_link
+            return
         if self._reader is not None:
             async with self._read_lock:
                 yield Connection(self._reader, self.dialect)
@@ -414,7 +506,7 @@ class Database:
                     yield Connection(pooled, self.dialect)
             return
         async with self._write_lock:
-            writer = Connection(self._writer, self.dialect)
+            writer = self._write_link or Connection(self._writer, self.dialect)
             await writer.execute("BEGIN IMMEDIATE")
             try:
                 yield writer

@@ -9,7 +9,7 @@ import socket
 
 from bot.llm.backend import BackendError, ModelErrorKind
 from bot.llm.ollama_backend import OllamaBackend
-from bot.llm.ollama_transport import OllamaTransport
+from bot.llm.ollama_transport import OllamaTransport, split_lines
 from bot.llm.types import Message
 from tests.fakes.llm_server import Drop, FakeLLMServer, Hang, Text
 
@@ -72,3 +72,27 @@ async def test_a_stalled_stream_is_a_timeout() -> None:
         assert error.kind is ModelErrorKind.TIMEOUT and not error.transient
         assert "did not answer m within 0.3 s" in str(error) and "LLM_TIMEOUT" in str(error)
         await backend.close()
+
+
+async def test_lines_split_only_at_newlines_so_unicode_separators_stay_in_the_text() -> None:
+    # Go's encoder (Ollama's) leaves U+0085 raw in JSON strings; str.splitlines cuts there.
+    text = "a\u2028b c\x85d e\u2029f \x1cg"
+    async with FakeLLMServer() as llm:
+        backend = OllamaBackend(llm.url, timeout=5)
+        llm.script(Text(text, chunks=4))
+        assert await stream_text(backend) == text
+        await backend.close()
+
+
+def test_split_lines_joins_pieces_and_keeps_the_unfinished_tail() -> None:
+    pending: list[bytes] = []
+    assert split_lines(pending, b'{"a":') == []
+    assert split_lines(pending, b' 1}\r\n{"b": 2}\n\n{"c"') == [b'{"a": 1}', b'{"b": 2}', b""]
+    assert pending == [b'{"c"']
+    assert split_lines(pending, b": 3}") == []
+    assert split_lines(pending, b"\n") == [b'{"c": 3}']
+    assert pending == []
+    # A multi-byte character cut between chunks is whole again in its line.
+    word = "語".encode()
+    assert split_lines(pending, b"x" + word[:1]) == []
+    assert split_lines(pending, word[1:] + b"\n")[0].decode() == "x語"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from bot.errors import LLMError
 from bot.llm.types import Completion
 from bot.memory.japanese import InProcessAnalyzer
 from bot.memory.tagging import MAX_TAG_CHARS, Tagger, keyword_tags, parse_llm_tags
-from bot.store.db import Database, utcnow
+from bot.store.db import Connection, Database, utcnow
 from bot.store.tags import TagRepository
 
 
@@ -148,6 +149,88 @@ async def test_keyword_mode_gives_three_tags_without_llm(
     assert tags == ["写真", "カメラ", "レンズ"]
     assert await repo.tags_for_message(S, message_id) == tags
     assert await db.scalar("SELECT tagged_at FROM messages WHERE id = ?", (message_id,))
+
+
+class CountingAnalyzer:
+    """The real analyzer, counting the trips made to it."""
+
+    def __init__(self, inner: InProcessAnalyzer) -> None:
+        self.inner = inner
+        self.trips = 0
+
+    async def nouns_async(self, text: str) -> list[str]:
+        self.trips += 1
+        return await self.inner.nouns_async(text)
+
+    async def nouns_many(self, texts: Sequence[str]) -> list[list[str]]:
+        self.trips += 1
+        return await self.inner.nouns_many(texts)
+
+
+def count_transactions(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts `db.transaction()` uses from now on (one element per transaction)."""
+    opened: list[int] = []
+    original = db.transaction
+
+    @asynccontextmanager
+    async def counting() -> AsyncIterator[Connection]:
+        opened.append(1)
+        async with original() as conn:
+            yield conn
+
+    monkeypatch.setattr(db, "transaction", counting)
+    return opened
+
+
+async def test_a_turns_messages_are_tagged_with_one_analyzer_trip_and_one_write(
+    db: Database, analyzer: InProcessAnalyzer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = TagRepository(db)
+    counting = CountingAnalyzer(analyzer)
+    tagger = Tagger(counting, repo, NoLLM(), lambda: "keywords")
+    question = "カメラを買って公園で写真を撮った。カメラのレンズが良い。写真は猫の写真"
+    answer = "沖縄旅行の写真。沖縄の海と沖縄の空、写真とカメラ"
+    silent = "うん、そうだね"
+    ids = [await add_message(db, text) for text in (question, answer, silent)]
+    await repo.add_message_tags(S, ids[1], ["old"])  # replaced, as by tag_message
+    transactions = count_transactions(db, monkeypatch)
+    tags = await tagger.tag_messages(S, list(zip(ids, (question, answer, silent), strict=True)))
+    assert tags == [["写真", "カメラ", "レンズ"], ["写真", "沖縄", "沖縄旅行"], []]
+    assert (counting.trips, len(transactions)) == (1, 1)
+    for message_id, expected in zip(ids, tags, strict=True):
+        assert await repo.tags_for_message(S, message_id) == expected
+    untagged = await db.scalar("SELECT COUNT(*) FROM messages WHERE tagged_at IS NULL")
+    assert untagged == 0, "a message without nouns is marked tagged too"
+
+
+async def test_batched_tags_skip_gone_messages_and_stay_in_their_space(db: Database) -> None:
+    repo = TagRepository(db)
+    mine = await add_message(db, "x")
+    theirs = await add_message(db, "y", session="o1")
+    stored = await repo.add_many_message_tags(S, {mine: ["a", "b"], theirs: ["c"], 9999: ["d"]})
+    assert stored == {mine}
+    assert await repo.tags_for_message(S, mine) == ["a", "b"]
+    assert await repo.tags_for_message(OTHER, theirs) == []
+    assert await db.scalar("SELECT tagged_at FROM messages WHERE id = ?", (theirs,)) is None
+    assert await repo.add_many_message_tags(S, {9999: ["d"]}) == set()
+    assert await repo.add_many_message_tags(S, {}) == set()
+    assert await db.scalar("SELECT COUNT(*) FROM message_tags") == 2
+
+
+async def test_batched_tagging_in_llm_mode_asks_once_per_message(
+    db: Database, analyzer: InProcessAnalyzer
+) -> None:
+    llm = ScriptedLLM("猫, 犬, 鳥")
+    repo = TagRepository(db)
+    tagger = Tagger(analyzer, repo, llm, lambda: "llm")
+    ids = [await add_message(db, text) for text in ("ペットの話", "動物の話")]
+    tags = await tagger.tag_messages(
+        S, [(ids[0], "ペットの話"), (ids[1], "動物の話")], session_id="s1"
+    )
+    assert tags == [["猫", "犬", "鳥"], ["猫", "犬", "鳥"]]
+    assert [call[0][-1]["content"] for call in llm.calls] == ["ペットの話", "動物の話"]
+    assert all(call[1]["session_id"] == "s1" for call in llm.calls)
+    assert await repo.tags_for_message(S, ids[1]) == ["猫", "犬", "鳥"]
 
 
 async def test_llm_mode_uses_one_call_and_parses(db: Database, analyzer: InProcessAnalyzer) -> None:

@@ -1,0 +1,99 @@
+"""The SQLite statement path: one trip to the database thread per statement, same results."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.store.db import Database, IntegrityError
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = await Database.open(tmp_path / "statements.db")
+    await database.execute("CREATE TABLE scratch (id INTEGER PRIMARY KEY, name TEXT UNIQUE)")
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+class Trips:
+    """Counts answers handed back to the loop from another thread (aiosqlite's, here)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        loop = asyncio.get_running_loop()
+        original = loop.call_soon_threadsafe
+        self.count = 0
+
+        def counting(*args: Any, **kwargs: Any) -> asyncio.Handle:
+            self.count += 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(loop, "call_soon_threadsafe", counting)
+
+    def take(self) -> int:
+        """Trips since the last call."""
+        count, self.count = self.count, 0
+        return count
+
+
+async def test_each_statement_is_one_trip_to_the_database_thread(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trips = Trips(monkeypatch)
+    rows = await db.fetchall("SELECT 1 AS one, 2 AS two")
+    assert [(row["one"], row[1]) for row in rows] == [(1, 2)]
+    assert trips.take() == 1
+    async with db.transaction() as conn:
+        new_id = await conn.insert("INSERT INTO scratch (name) VALUES (?)", ("a",))
+        renamed = await conn.execute("UPDATE scratch SET name = ? WHERE id = ?", ("b", new_id))
+        found = await (
+            await conn.execute("SELECT name FROM scratch WHERE id = ?", (new_id,))
+        ).fetchone()
+        await conn.executemany("INSERT INTO scratch (name) VALUES (?)", [("c",), ("d",)])
+    # BEGIN IMMEDIATE, four statements, COMMIT.
+    assert trips.take() == 6
+    assert renamed.rowcount == 1
+    assert found is not None and found["name"] == "b"
+
+
+async def test_cursor_counts_and_ids_match_sqlite3(db: Database) -> None:
+    async with db.transaction() as conn:
+        inserted = await conn.execute("INSERT INTO scratch (name) VALUES (?)", ("x",))
+        await conn.executemany("INSERT INTO scratch (name) VALUES (?)", [("y",), ("z",)])
+        returned = await conn.execute("UPDATE scratch SET name = name || '!' RETURNING id, name")
+        query = await conn.execute("SELECT id FROM scratch")
+        missing = await conn.execute("DELETE FROM scratch WHERE id = ?", (999,))
+        pragma = await conn.execute("PRAGMA user_version")
+    assert inserted.lastrowid == 1 and inserted.rowcount == 1
+    assert returned.rowcount == 3
+    assert sorted(row["name"] for row in await returned.fetchall()) == ["x!", "y!", "z!"]
+    assert query.rowcount == -1 and len(await query.fetchall()) == 3
+    assert missing.rowcount == 0
+    assert (await pragma.fetchone()) is not None
+
+
+async def test_rows_answer_a_repeated_column_name_with_its_first_column(db: Database) -> None:
+    row = await db.fetchone("SELECT 1 AS a, 2 AS a, 3 AS b")
+    assert row is not None
+    assert (row["a"], row[1], row["b"], row.keys()) == (1, 2, 3, ["a", "b"])  # as make_rows
+    other = await db.fetchone("SELECT 'z' AS b")  # a new statement gets its own column index
+    assert other is not None and other["b"] == "z"
+
+
+async def test_constraint_and_other_errors_keep_their_types(db: Database) -> None:
+    await db.execute("INSERT INTO scratch (name) VALUES (?)", ("same",))
+    with pytest.raises(IntegrityError) as caught:
+        await db.execute("INSERT INTO scratch (name) VALUES (?)", ("same",))
+    assert isinstance(caught.value, sqlite3.IntegrityError)
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        await db.fetchall("SELECT * FROM nowhere")
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        await db.fetchall("INSERT INTO scratch (name) VALUES ('via the reader') RETURNING id")
+    assert await db.scalar("SELECT COUNT(*) FROM scratch") == 1
