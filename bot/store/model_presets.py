@@ -87,7 +87,13 @@ class ModelPresetRepository:
         label = model.partition(_PROVIDER_PREFIX_SEPARATOR)[2] or model
         now = utcnow()
         async with self._db.transaction() as conn:
-            # One statement, so processes starting together over one database add it once.
+            if conn.dialect == "postgresql":
+                # Read committed: two processes starting together both find the table empty
+                # and both insert (one then dies on the unique model string). This lock mode
+                # conflicts with itself and with writers, so the later seed waits for the
+                # earlier one's commit and then sees its row; readers are not held up.
+                await conn.execute("LOCK TABLE model_presets IN SHARE ROW EXCLUSIVE MODE")
+            # SQLite: BEGIN IMMEDIATE already lets one writer at a time through.
             preset_id = await conn.insert(
                 "INSERT INTO model_presets (label, value, created_at) "
                 "SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM model_presets)",

@@ -114,6 +114,14 @@ class BotProcess:
                 raise AssertionError(f"no {pattern!r} in the log:\n{self.stderr[-3000:]}") from None
         return matches()[-1]
 
+    async def exited(self) -> int:
+        """Wait until the process ends by itself (its log read to the end); the exit code."""
+        code = await self.process.wait()
+        if self._reader is not None:
+            # Shielded: cancelling this wait must not stop the reading of the log.
+            await asyncio.shield(self._reader)
+        return code
+
     async def _finish(self, timeout: float) -> int:
         await asyncio.wait_for(self.process.wait(), timeout)
         if self._reader is not None:
@@ -216,10 +224,30 @@ async def wait_ready(
     processes: Sequence[BotProcess] = (),
 ) -> None:
     """Wait until each guild was announced to a live session of its shard (a process is ready
-    for a server once its shard's GUILD_CREATE came); on time-out, say what `processes` logged."""
-    try:
+    for a server once its shard's GUILD_CREATE came); fail at once when one of `processes`
+    exits meanwhile, and on failure say what `processes` logged."""
+
+    async def ready() -> None:
         for guild in guilds:
             await server.wait_for(partial(ready_session, server, guild, after), START)
-    except TimeoutError as error:
-        logs = "\n".join(f"--- process {i}:\n{p.stderr[-2000:]}" for i, p in enumerate(processes))
-        raise AssertionError(f"{error}\n{logs}") from None
+
+    readiness = asyncio.ensure_future(ready())
+    exits = [asyncio.ensure_future(p.exited()) for p in processes]
+    try:
+        await asyncio.wait([readiness, *exits], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in (readiness, *exits):
+            waiting.cancel()
+        await asyncio.gather(readiness, *exits, return_exceptions=True)
+    if readiness.done() and not readiness.cancelled():
+        error = readiness.exception()
+        if error is None:
+            return
+        if not isinstance(error, TimeoutError):
+            raise error
+        problem = str(error)
+    else:
+        codes = {i: p.process.returncode for i, p in enumerate(processes)}
+        problem = f"a process exited before it was ready (exit codes: {codes})"
+    logs = "\n".join(f"--- process {i}:\n{p.stderr[-2000:]}" for i, p in enumerate(processes))
+    raise AssertionError(f"{problem}\n{logs}")
