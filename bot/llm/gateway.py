@@ -78,6 +78,29 @@ class Endpoint:
 EndpointResolver = Callable[[str], Awaitable[Endpoint | None]]
 
 
+def backend_address(
+    settings: Settings,
+    model: str,
+    *,
+    endpoint: Endpoint | None = None,
+    for_embedding: bool = False,
+) -> tuple[str, str, str]:
+    """Where calls for `model` go: the backend kind ("ollama" or "litellm"), the address
+    ("" for the backend's default) and the key, from the settings and its connection."""
+    kind = "ollama" if is_ollama_model(model) else "litellm"
+    chat_kind = "ollama" if settings.uses_ollama else "litellm"
+    base = settings.llm_api_base if kind == chat_kind or not for_embedding else ""
+    if kind == "litellm" and base.rstrip("/") == OLLAMA_DEFAULT_BASE:
+        base = ""  # the Ollama default is no address for other providers
+    key = settings.secret("llm_api_key") if kind == chat_kind else ""
+    if endpoint is not None and endpoint.api_base is not None:
+        # Another address never receives the global key: only the connection's own.
+        base, key = endpoint.api_base, endpoint.api_key or ""
+    elif endpoint is not None and endpoint.api_key is not None:
+        key = endpoint.api_key
+    return kind, base, key
+
+
 def default_backend_factory(kind: str, api_base: str, timeout: float, api_key: str) -> ChatBackend:
     """Build the backend for `kind` ("ollama" or "litellm"); LiteLLM is imported only here."""
     if kind == "ollama":
@@ -153,17 +176,9 @@ class LLMGateway:
         self, model: str, *, for_embedding: bool = False, endpoint: Endpoint | None = None
     ) -> ChatBackend:
         settings = self._settings()
-        kind = "ollama" if is_ollama_model(model) else "litellm"
-        chat_kind = "ollama" if settings.uses_ollama else "litellm"
-        base = settings.llm_api_base if kind == chat_kind or not for_embedding else ""
-        if kind == "litellm" and base.rstrip("/") == OLLAMA_DEFAULT_BASE:
-            base = ""  # the Ollama default is no address for other providers
-        key = settings.secret("llm_api_key") if kind == chat_kind else ""
-        if endpoint is not None and endpoint.api_base is not None:
-            # Another address never receives the global key: only the connection's own.
-            base, key = endpoint.api_base, endpoint.api_key or ""
-        elif endpoint is not None and endpoint.api_key is not None:
-            key = endpoint.api_key
+        kind, base, key = backend_address(
+            settings, model, endpoint=endpoint, for_embedding=for_embedding
+        )
         cache_key = (kind, base, key)
         backend = self._backends.get(cache_key)
         if backend is None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import aiohttp
 
 from bot.config import Settings, is_ollama_model, strip_ollama_prefix
+from bot.llm.gateway import Endpoint, backend_address
 from bot.ops.readiness import PROBE_TIMEOUT, Check, Fact, Part, Probe, Readiness, State
 
 if TYPE_CHECKING:
@@ -76,26 +77,19 @@ def embed_target(settings: Settings, model: str) -> ModelTarget:
 
 
 def connection_target(settings: Settings, preset: ModelPreset) -> ModelTarget:
-    """A model connection (preset) and its server, resolved as the gateway resolves it: its own
+    """A model connection (preset) and its server, where the gateway sends its calls: its own
     address (and only its own key there), else LLM_API_BASE with its key or LLM_API_KEY."""
     own = preset.api_base is not None
-    chat = chat_target(settings)
     where = "the connection's address" if own else "LLM_API_BASE"
     which_key = "the connection's key" if own or preset.api_key is not None else "LLM_API_KEY"
-    if is_ollama_model(preset.value):
-        kind: Kind = "ollama"
-        base = preset.api_base or (chat.base if chat.kind == "ollama" else OLLAMA_DEFAULT_BASE)
-        name = strip_ollama_prefix(preset.value)
-        same_kind = chat.kind == "ollama"
+    backend, base, key = backend_address(
+        settings, preset.value, endpoint=Endpoint(preset.api_base, preset.api_key)
+    )
+    kind: Kind
+    if backend == "ollama":
+        kind, base, name = "ollama", base or OLLAMA_DEFAULT_BASE, strip_ollama_prefix(preset.value)
     else:
-        base = preset.api_base or ("" if chat.kind == "ollama" else chat.base)
-        kind = "hosted" if not base or base.rstrip("/") == OLLAMA_DEFAULT_BASE else "openai"
-        name = _provider_name(preset.value)
-        same_kind = chat.kind != "ollama"
-    if own:
-        key = preset.api_key or ""
-    else:
-        key = preset.api_key if preset.api_key is not None else (chat.key if same_kind else "")
+        kind, name = ("openai" if base else "hosted"), _provider_name(preset.value)
     return ModelTarget(
         kind, base, name, preset.value, key, "the connection's model", where, which_key
     )
