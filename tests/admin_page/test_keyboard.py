@@ -87,7 +87,9 @@ async def settings(ui: Ui) -> None:
 
 
 async def memory(ui: Ui) -> None:
-    button = ui.screen("memory").get_by_role("button", name="Memory").first
+    # The seeded terminal session holds the summary; the Discord one ("Broth") may sort first.
+    row = ui.screen("memory").get_by_role("row").filter(has_text="terminal")
+    button = row.get_by_role("button", name="Memory")
     await tab_to(ui, button)
     await ui.page.keyboard.press("Enter")
     await expect(ui.screen("memory")).to_contain_text("Greeting")
