@@ -239,10 +239,17 @@ class OllamaBackend:
                         )
                     if message.content:
                         yield StreamDelta(text=message.content)
-                    if part.done:
+                    if part.done and not finished:
+                        # Said at once: the reader stops pacing its reads, and the stream's
+                        # end (the body's last bytes, just behind this line) is read at once.
                         finished = True
                         usage = Usage(part.prompt_eval_count, part.eval_count)
+                        yield StreamDelta(tool_calls=calls, usage=usage, done=True)
         except Exception as exc:
+            if finished and isinstance(exc, httpx.TransportError):
+                # The answer was whole (its final line came); only the body's end was lost.
+                log.debug("the stream's end was lost after its final line: %s", exc)
+                return
             target = self._target(model, context=context_tokens)
             if (
                 parts
@@ -258,7 +265,6 @@ class OllamaBackend:
                 else "an empty answer with status 200"
             )
             raise protocol_error(self.host, "Ollama", detail)
-        yield StreamDelta(tool_calls=calls, usage=usage, done=True)
 
     async def complete(
         self, model: str, messages: list[Message], context_tokens: int

@@ -229,10 +229,13 @@ class Drop:
     """Stream `text` in `after_chunks` pieces, then abort the TCP connection.
 
     after_chunks=0, or a non-streaming request: abort before sending anything.
+    after_final: the answer's final frames (done, usage) are sent too, and only the body's
+    end (the chunked terminator) is lost.
     """
 
     after_chunks: int = 1
     text: str = "partial answer"
+    after_final: bool = False
 
     def __post_init__(self) -> None:
         if self.after_chunks < 0:
@@ -607,6 +610,8 @@ class FakeLLMServer:
         self.requests: list[RecordedRequest] = []
         # Chat requests whose client closed the connection before the answer ended.
         self.client_closed: list[RecordedRequest] = []
+        # When each streamed answer's last frame was written (time.monotonic), in order.
+        self.streams_ended: list[float] = []
         self._queue: deque[ScriptItem] = deque()
         self._call_counter = 0
         self._completion_counter = 0
@@ -858,6 +863,7 @@ class FakeLLMServer:
                 await response.write(wire.content_frame(plan, piece, first=i == 0))
             for frame in wire.tail_frames(plan, include_usage):
                 await response.write(frame)
+            self.streams_ended.append(time.monotonic())
             await response.write_eof()
         except ConnectionError:
             log.debug("FakeLLMServer: client went away mid-stream")
@@ -925,6 +931,9 @@ class FakeLLMServer:
                 await response.prepare(request)
                 for i, piece in enumerate(pieces):
                     await response.write(wire.content_frame(plan, piece, first=i == 0))
+                if isinstance(reply, Drop) and reply.after_final:
+                    for frame in wire.tail_frames(plan, False):
+                        await response.write(frame)
             if isinstance(reply, Hang):
                 await self._closing.wait()
         except ConnectionError:
