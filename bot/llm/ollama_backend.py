@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 from collections.abc import AsyncGenerator
@@ -142,14 +141,15 @@ class OllamaBackend:
         self._timeout = timeout
         # aiohttp under httpx: the client's default httpcore/anyio/h11 stack costs about twice
         # the CPU per streamed chunk. One client (one connection pool) serves every call.
+        self._transport = OllamaTransport()
         self._client = ollama.AsyncClient(
-            host=host, timeout=timeout, headers=headers, transport=OllamaTransport()
+            host=host, timeout=timeout, headers=headers, transport=self._transport
         )
 
     def warm_up(self) -> None:
         """Load now (blocking; run on a thread) what the first call would load on the loop."""
-        # httpx's async transport imports anyio's asyncio backend on its first request.
-        importlib.import_module("anyio._backends._asyncio")
+        if self.host.startswith("https:"):
+            self._transport.load_tls()
         tools = to_ollama_tools([_WARM_UP_TOOL]) or []
         ollama.Tool.model_validate(tools[0])
         ollama.Message.model_validate({"role": "user", "content": "-"})

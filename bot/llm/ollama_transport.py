@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
@@ -151,11 +152,26 @@ class OllamaTransport(httpx.AsyncBaseTransport):
 
     def __init__(self) -> None:
         self._session: aiohttp.ClientSession | None = None
+        self._tls: ssl.SSLContext | None = None
+
+    def load_tls(self) -> ssl.SSLContext:
+        """The TLS settings httpx's own transport would use (certifi's CAs unless SSL_CERT_FILE
+        or SSL_CERT_DIR say otherwise). Blocking (reads the CA bundle): warm-up calls it."""
+        if self._tls is None:
+            self._tls = httpx.create_ssl_context()
+        return self._tls
+
+    def _new_session(self, scheme: str) -> aiohttp.ClientSession:
+        # httpx's limits: 100 connections, idle keep-alive connections closed after 5 s.
+        connector = aiohttp.TCPConnector(
+            limit=100, keepalive_timeout=5.0, ssl=self.load_tls() if scheme == "https" else True
+        )
+        return aiohttp.ClientSession(connector=connector, auto_decompress=False)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send `request` over aiohttp and return its response with the body unread."""
         if self._session is None:
-            self._session = aiohttp.ClientSession(auto_decompress=False)
+            self._session = self._new_session(request.url.scheme)
         timeout = request.extensions.get("timeout", {})
         with httpx_errors(request):
             response = await self._session.request(

@@ -26,6 +26,7 @@ import json
 import logging
 import math
 import re
+import ssl
 import struct
 import time
 from collections import deque
@@ -603,6 +604,7 @@ class FakeLLMServer:
         embedder: Callable[[str], list[float]] = hashing_embedder,
         context_length: int = 32768,
         shutdown_timeout: float = 2.0,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.models: list[str] = list(models)
         self.embedder: Callable[[str], list[float]] = embedder
@@ -621,6 +623,8 @@ class FakeLLMServer:
         self._call_counter = 0
         self._completion_counter = 0
         self._shutdown_timeout = shutdown_timeout
+        # Serve HTTPS with this server-side context (the URLs say https then).
+        self._tls = tls
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._closing = asyncio.Event()
@@ -647,7 +651,7 @@ class FakeLLMServer:
         app.router.add_route("*", "/{tail:.*}", self._unknown)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=self._tls)
         await site.start()
         self._runner = runner
         self._port = int(runner.addresses[0][1])
@@ -680,8 +684,9 @@ class FakeLLMServer:
 
     @property
     def url(self) -> str:
-        """Base URL ("http://127.0.0.1:PORT"); the ollama client's host."""
-        return f"http://127.0.0.1:{self.port}"
+        """Base URL ("http://127.0.0.1:PORT", https with `tls`); the ollama client's host."""
+        scheme = "https" if self._tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     @property
     def openai_base(self) -> str:

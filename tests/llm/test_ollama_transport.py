@@ -8,8 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
+from pathlib import Path
 
 import httpx
+import pytest
+import trustme
 
 from bot.llm.backend import BackendError, ModelErrorKind
 from bot.llm.ollama_backend import OllamaBackend
@@ -169,4 +173,27 @@ async def test_the_final_line_is_passed_on_before_the_body_ends_and_a_lost_end_i
         deltas = [delta async for delta in backend.stream("ollama/m", QUESTION, None, 64)]
         assert "".join(d.text for d in deltas) == "whole answer"
         assert deltas[-1].done and deltas[-1].usage.completion_tokens is not None
+        await backend.close()
+
+
+async def test_an_https_server_is_trusted_as_httpx_would_trust_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # httpx's own transport trusts SSL_CERT_FILE (else certifi's CAs); ours does the same.
+    authority = trustme.CA()
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_tls)
+    bundle = tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(bundle))
+    async with FakeLLMServer(tls=server_tls) as llm:
+        assert llm.url.startswith("https://")
+        untrusted = OllamaBackend(llm.url, timeout=5)
+        untrusting = await stream_error(untrusted)
+        assert untrusting.kind is ModelErrorKind.UNREACHABLE
+        await untrusted.close()
+        monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+        backend = OllamaBackend(llm.url, timeout=5)
+        backend.warm_up()  # loads the TLS settings, as start-up does on a thread
+        llm.script(Text("over TLS", chunks=2))
+        assert await stream_text(backend) == "over TLS"
         await backend.close()
