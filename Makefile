@@ -52,7 +52,7 @@ PYTEST_WORKERS := -n 2 --dist worksteal
 PYTEST_ENV := env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache
 
 unit: $(DEV_STAMP)
-	@echo "== pytest on two workers (about 6-8 minutes on 2 cores)"
+	@echo "== pytest on two workers (about 12 minutes on a busy 2-core machine)"
 	$(PYTEST_ENV) $(BIN)/python -m pytest -q $(PYTEST_WORKERS)
 
 test: lint typecheck unit
