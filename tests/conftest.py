@@ -42,6 +42,8 @@ FAST_RETRY = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.01)
 LOCAL = "local:local"
 
 SettingsFactory = Callable[..., Settings]
+# The models the loopback LLM offers (`llm`).
+LLM_MODELS = ("test-model", "other-model")
 
 # `--database` (or PLAYCHAT_TEST_DATABASE): the engine under `make_settings` for the whole run.
 TEST_DATABASES = ("sqlite", "postgresql")
@@ -147,7 +149,7 @@ def _entry_point_logging_is_undone() -> Iterator[None]:
 @pytest.fixture
 async def llm() -> AsyncIterator[FakeLLMServer]:
     """A scriptable loopback LLM server (Ollama and OpenAI protocols)."""
-    async with FakeLLMServer(models=("test-model", "other-model")) as server:
+    async with FakeLLMServer(models=LLM_MODELS) as server:
         yield server
 
 
@@ -185,8 +187,10 @@ def make_settings(tmp_path: Path, llm: FakeLLMServer, suite_database_url: str) -
 
 @pytest.fixture
 def service_options() -> ServiceOptions:
-    """Fast retries so scripted failures do not slow the suite."""
-    return ServiceOptions(retry=FAST_RETRY, builtin_tools=False)
+    """Fast retries so scripted failures do not slow the suite; no start-up warm-up (its Janome
+    worker process per opening cost the suite minutes of CPU; the analyzer still starts on first
+    use, and tests/chat/test_warmup.py tests the warm-up itself)."""
+    return ServiceOptions(retry=FAST_RETRY, builtin_tools=False, warm_start=False)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import secrets
 import sqlite3
 from contextlib import closing
 from dataclasses import dataclass
@@ -77,7 +78,9 @@ def backup_database(source: Path, target: Path, *, overwrite: bool = False) -> P
             f"Cannot read the database {source} ({exc}); run the backup as the user that runs "
             "PlayChat."
         ) from exc
-    partial = target.with_name(f".{target.name}.part")
+    # Its own name per copy: processes upgrading one database at once each snapshot it to the
+    # same target, and a shared partial file was renamed away under the others.
+    partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
     try:
         with closing(src):
             _copy(src, partial)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -116,13 +117,11 @@ class Admin:
 StartAdmin = Callable[..., Awaitable[Admin]]
 
 
-@pytest.fixture
-async def start_admin(
-    make_settings: SettingsFactory,
-    service_options: ServiceOptions,
-    llm: FakeLLMServer,
+@contextlib.asynccontextmanager
+async def admin_starter(
+    make_settings: SettingsFactory, service_options: ServiceOptions, llm: FakeLLMServer
 ) -> AsyncIterator[StartAdmin]:
-    """Start admin APIs: start_admin(backend, config_changes=..., **setting_overrides)."""
+    """start(backend, config_changes=..., **setting_overrides) for a block; all closed at exit."""
     opened: list[tuple[Any, AdminServer, aiohttp.ClientSession]] = []
 
     async def start(
@@ -148,11 +147,24 @@ async def start_admin(
         opened.append((context, server, http))
         return Admin(server, services, config, clock, llm, http)
 
-    yield start
-    for context, server, http in reversed(opened):
-        await http.close()
-        await server.close()
-        await context.__aexit__(None, None, None)
+    try:
+        yield start
+    finally:
+        for context, server, http in reversed(opened):
+            await http.close()
+            await server.close()
+            await context.__aexit__(None, None, None)
+
+
+@pytest.fixture
+async def start_admin(
+    make_settings: SettingsFactory,
+    service_options: ServiceOptions,
+    llm: FakeLLMServer,
+) -> AsyncIterator[StartAdmin]:
+    """Start admin APIs: start_admin(backend, config_changes=..., **setting_overrides)."""
+    async with admin_starter(make_settings, service_options, llm) as start:
+        yield start
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from playwright.async_api import (
     Browser,
     BrowserContext,
@@ -19,12 +20,12 @@ from playwright.async_api import (
     expect,
 )
 
-from tests.admin_api import conftest as admin_conftest
-from tests.admin_api.conftest import PASSWORD, Admin, StartAdmin
+from bot.services import ServiceOptions
+from tests.admin_api.conftest import PASSWORD, Admin, StartAdmin, admin_starter
+from tests.conftest import LLM_MODELS, SettingsFactory
+from tests.fakes.llm_server import FakeLLMServer
 
-# The admin API fixtures, registered for this directory too.
-start_admin = admin_conftest.start_admin
-admin = admin_conftest.admin
+HERE = Path(__file__).resolve().parent
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "admin_page"
@@ -67,7 +68,17 @@ AXE_FAILING_IMPACTS = frozenset({"serious", "critical"})
 CUT_CONTROLS_JS = (Path(__file__).parent / "cut_controls.js").read_text(encoding="utf-8")
 
 
-@pytest.fixture
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every async test here runs on the session's event loop, where the one browser lives."""
+    for item in items:
+        if item.path.is_relative_to(HERE) and item.get_closest_marker("asyncio") is not None:
+            item.add_marker(pytest.mark.asyncio(loop_scope="session"), append=False)
+
+
+# Starting Playwright's driver and Chromium took about a second per test: one browser serves
+# the run (each test still gets its own browser context: no cookies, storage or pages shared).
+# Every async fixture a test here uses therefore runs on the session's loop too.
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser() -> AsyncIterator[Browser]:
     """Debian's Chromium (Playwright's own browser download cannot work here)."""
     if not CHROMIUM.exists():
@@ -180,10 +191,32 @@ class Ui:
         assert self.csp_violations == [], self.csp_violations
 
 
+@pytest_asyncio.fixture(loop_scope="session")
+async def llm() -> AsyncIterator[FakeLLMServer]:
+    """The loopback LLM (as in tests/conftest.py), on the browser's event loop."""
+    async with FakeLLMServer(models=LLM_MODELS) as server:
+        yield server
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def start_admin(
+    make_settings: SettingsFactory, service_options: ServiceOptions, llm: FakeLLMServer
+) -> AsyncIterator[StartAdmin]:
+    """The admin API fixture of tests/admin_api, on the browser's event loop."""
+    async with admin_starter(make_settings, service_options, llm) as start:
+        yield start
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def admin(start_admin: StartAdmin) -> Admin:
+    """An admin API with a password and a token, Ollama backend."""
+    return await start_admin()
+
+
 OpenUi = Callable[..., Awaitable[Ui]]
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def open_ui(start_admin: StartAdmin, browser: Browser) -> AsyncIterator[OpenUi]:
     """open_ui(**start_admin_kwargs): a fresh browser context on a fresh admin API."""
     contexts: list[BrowserContext] = []
@@ -211,7 +244,7 @@ async def open_ui(start_admin: StartAdmin, browser: Browser) -> AsyncIterator[Op
         await context.close()
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def ui(open_ui: OpenUi) -> Ui:
     """The page on an admin API with a password, a token and every optional service."""
     return await open_ui()

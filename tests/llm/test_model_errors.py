@@ -147,7 +147,9 @@ async def test_a_closed_port_is_unreachable_retried_and_names_llm_api_base(
     assert error.detail == str(cause) == row.error
     assert f"The model server at {address} is not reachable (connection refused)" in error.detail
     assert "set LLM_API_BASE" in error.detail
-    assert "HTTP" not in error.detail and "500" not in error.detail
+    # Without the address: a random closed port such as 50041 holds "500" itself.
+    rest = error.detail.replace(address, "<address>")
+    assert "HTTP" not in rest and "500" not in rest
     assert_short_for_members(error)
     assert sleeps.delays == [0.0] * (ATTEMPTS - 1), "retried: three attempts"
     assert json.loads(row.request_json)["attempts"] == ATTEMPTS

@@ -344,15 +344,20 @@ async def test_a_healthy_page_is_served_before_three_hostile_ones_end() -> None:
     # The deadline is long so that only scheduling decides the order; close() ends them.
     runner = IsolatedRunner(workers=2, timeout=10.0, memory_mb=256, first_slice=0.3)
     try:
+        spawning = time.monotonic()
         await asyncio.gather(*(runner.run(import_parsers, timeout=30) for _ in range(2)))
+        # What starting two fresh workers costs on this machine right now (more under load).
+        spawn = time.monotonic() - spawning
         started = time.monotonic()
         hostile = [asyncio.create_task(runner.run(spin)) for _ in range(3)]
         healthy = asyncio.create_task(runner.run(html_text, "<p>healthy page</p>", timeout=30))
         assert await healthy == "healthy page"
         waited = time.monotonic() - started
         assert not [task for task in hostile if task.done()], "served before any hostile ended"
-        # Two slices and two fresh workers (FIFO: at least one 10 s deadline).
-        assert waited < 6.0, f"waited {waited:.1f} s"
+        # Two slices and two fresh workers (FIFO: at least one 10 s deadline). The bound grows
+        # with the measured spawn time on a loaded machine, but stays below that deadline.
+        limit = min(9.0, max(6.0, 2 * 0.3 + 3 * spawn))
+        assert waited < limit, f"waited {waited:.1f} s (limit {limit:.1f} s, spawn {spawn:.1f} s)"
     finally:
         await runner.close()
     for task in hostile:
@@ -490,6 +495,8 @@ async def test_hostile_document_stops_at_the_deadline_while_another_turn_complet
         assert other == "another turn"
         assert elapsed < 2.0
         assert meter.worst < 0.5, f"loop lag {meter.worst * 1000:.0f} ms"
-        assert await runner.run(add, 5, 5) == 10
+        # Its own deadline is generous: the killed worker's successor first imports this module,
+        # which can take over the runner's 1 s on a loaded machine.
+        assert await runner.run(add, 5, 5, timeout=30) == 10
     finally:
         await runner.close()
