@@ -13,6 +13,7 @@ This module imports nothing heavy at module level: importing it must not delay t
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
@@ -28,6 +29,17 @@ log = logging.getLogger(__name__)
 
 def _nothing() -> None:
     return None
+
+
+def _skip_httpx_cli() -> None:
+    """Keep httpx (under the ollama client) from importing its command-line client.
+
+    httpx imports `httpx._main` when click, rich and pygments are installed (other packages'
+    command lines bring them) — ~50 ms of start-up for a program nothing here runs. A None
+    entry in sys.modules makes that import fail, and httpx then defines a stub `main`.
+    """
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 
 @asynccontextmanager
@@ -50,6 +62,7 @@ async def started_services(
         stack.push_async_callback(analyzer.close)
         await analyzer.spawn()
         log.debug("analysis worker spawned; importing the rest")
+        _skip_httpx_cli()
         from bot.services import open_services
 
         preload()

@@ -1,6 +1,6 @@
 """Start-up order of `python -m bot`: the analysis worker is spawned before the heavy imports
-(it loads on the other core meanwhile), one worker serves the bot, and the cyclic collector
-stays out of the way until the services are open."""
+(it loads on the other core meanwhile), one worker serves the bot, the cyclic collector stays
+out of the way until the services are open, and nothing no turn needs is imported."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ Route.BASE = f"http://127.0.0.1:{sys.argv[1]}/api/v10"
 DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(f"ws://127.0.0.1:{sys.argv[1]}/gateway")
 from bot.__main__ import main
 code = main([])
-print(json.dumps({"code": code, "events": events, "gc_enabled": gc.isenabled()}))
+cli = [name for name in ("httpx._main", "click", "rich", "pygments") if sys.modules.get(name)]
+print(json.dumps({"code": code, "events": events, "gc_enabled": gc.isenabled(), "cli": cli}))
 """
 
 
@@ -93,6 +94,7 @@ async def test_python_m_bot_spawns_the_worker_first_and_collects_no_garbage_whil
     assert "gc" not in events[spawned:warming], events
     assert "gc" in events[:spawned]  # it ran before: the hold is what keeps it out
     assert report["gc_enabled"]
+    assert report["cli"] == []  # httpx's command-line client (and what it imports) never loaded
 
 
 @pytest.fixture
