@@ -43,7 +43,8 @@ DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(f"ws://127.0.0.1:{sys.argv[1]}/gatew
 from bot.__main__ import main
 code = main([])
 cli = [name for name in ("httpx._main", "click", "rich", "pygments") if sys.modules.get(name)]
-print(json.dumps({"code": code, "events": events, "gc_enabled": gc.isenabled(), "cli": cli}))
+report = {"code": code, "events": events, "gc_enabled": gc.isenabled(), "cli": cli}
+print(json.dumps({**report, "litellm": "litellm" in sys.modules}))
 """
 
 
@@ -95,6 +96,7 @@ async def test_python_m_bot_spawns_the_worker_first_and_collects_no_garbage_whil
     assert "gc" in events[:spawned]  # it ran before: the hold is what keeps it out
     assert report["gc_enabled"]
     assert report["cli"] == []  # httpx's command-line client (and what it imports) never loaded
+    assert not report["litellm"]  # an Ollama model: LiteLLM (~4 s to import) is never loaded
 
 
 @pytest.fixture
