@@ -164,7 +164,9 @@ async def serve_fakes(tokens: int, rate: float) -> None:
             for c in discord_server.calls
             if str(thread_id) in c.path
         ]
-        return web.json_response({"done": done, "calls": calls})
+        # The last answer streamed: this turn's, when turns run one at a time.
+        ended = llm.streams_ended[-1] if llm.streams_ended else done
+        return web.json_response({"done": done, "stream_end": ended, "calls": calls})
 
     app = web.Application()
     app.router.add_get("/info", info)
@@ -244,6 +246,7 @@ async def one_turn(control: Control, index: int, tokens: int, user: int = 0) -> 
     return {
         "first_reply_ms": (first_post - sent["at"]) * 1000,
         "turn_s": waited["done"] - sent["at"],
+        "final_after_stream_ms": (waited["done"] - waited["stream_end"]) * 1000,
         "rest_calls": len(calls),
         "writes": len(writes) - 1,  # minus the thread creation (POST .../messages/{id}/threads)
         "status_429": sum(1 for c in calls if c["status"] == 429),
@@ -408,6 +411,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "sequential_turns": args.turns,
         "first_reply_ms_p50": round(percentile(first, 0.5), 1),
         "first_reply_ms_p99": round(percentile(first, 0.99), 1),
+        "final_text_after_stream_end_ms_p50": round(
+            percentile([t["final_after_stream_ms"] for t in warm], 0.5), 1
+        ),
         "cpu_ms_per_reply": round(warm_cpu_ms, 1),
         "analysis_worker_cpu_ms_per_reply": round(worker_cpu_ms, 1),
         "rest_calls_per_reply_mean": round(statistics.mean(t["rest_calls"] for t in sequential), 2),
@@ -455,6 +461,7 @@ if __name__ == "__main__":
         f"+ {result['analysis_worker_startup_cpu_s']} s in the analysis worker); "
         f"first visible text: cold {result['cold_first_reply_ms']} ms (<= 50), "
         f"warm p50 {result['first_reply_ms_p50']} ms / p99 {result['first_reply_ms_p99']} ms; "
+        f"final text {result['final_text_after_stream_end_ms_p50']} ms after the stream ends; "
         f"bot CPU {result['cpu_ms_per_reply']} ms per warm reply (<= 25) "
         f"+ {result['analysis_worker_cpu_ms_per_reply']} ms in the analysis worker; "
         f"RSS at ready {result['rss_at_ready_mib']} MiB "

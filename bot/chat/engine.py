@@ -31,6 +31,7 @@ from bot.config import Settings
 from bot.errors import LLMUnavailableError, UserFacingError
 from bot.llm.gateway import LLMGateway
 from bot.llm.litellm_backend import arguments_text
+from bot.llm.pacing import ReadPace, reading_at
 from bot.llm.types import Message, ToolCall
 from bot.prompts import Prompts, prompts_for
 from bot.store.messages import MessageRepository, StoredMessage
@@ -80,6 +81,9 @@ class TurnRequest:
     space_id: str = field(kw_only=True)
     # Set by the front end to stop the answer (the terminal's Ctrl-C): what was said is kept.
     stop: asyncio.Event | None = field(default=None, compare=False, kw_only=True)
+    # Seconds the model's stream may gather between reads once the answer shows: a front end
+    # that edits its message a second apart needs no wake-up per token (0: every token at once).
+    read_pace: float = field(default=0.0, kw_only=True)
 
 
 @dataclass
@@ -96,6 +100,9 @@ class _TurnState:
     # The settings of this turn's space (its language and persona) and its default model.
     settings: Settings | None = None
     space_model: str | None = None
+    # The model stream's pace: 0 until the answer's first text is out, then `paced_reads`.
+    read_pace: ReadPace = field(default_factory=ReadPace)
+    paced_reads: float = 0.0
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:
@@ -230,7 +237,7 @@ class ChatEngine:
             log.exception("could not store the user's message")
             emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))
             return None
-        return _TurnState(session, user_message)
+        return _TurnState(session, user_message, paced_reads=request.read_pace)
 
     async def _space_settings(self, space_id: str) -> tuple[Settings, SpaceRecord | None]:
         """The settings in effect for a turn in this space: its language and persona, if set."""
@@ -378,24 +385,29 @@ class ChatEngine:
             model=model,
             session_id=state.session.id,
         )
-        async with aclosing(stream) as deltas:
-            async for delta in deltas:
-                if delta.text:
-                    piece = delta.text[: limit - state.answer_chars]
-                    if piece:
-                        round_text.append(piece)
-                        state.answer.append(piece)
-                        state.answer_chars += len(piece)
-                        emit(ChunkEvent(piece))
-                    if len(piece) < len(delta.text):
-                        log.warning(
-                            "turn in session %s stopped at %d characters", state.session.id, limit
-                        )
-                        prompts = prompts_for(settings.language)
-                        state.stopped = prompts.format("answer_length_limit", limit=limit)
-                        return [], "".join(round_text)
-                if delta.done:
-                    calls = delta.tool_calls
+        with reading_at(state.read_pace):
+            async with aclosing(stream) as deltas:
+                async for delta in deltas:
+                    if delta.text:
+                        piece = delta.text[: limit - state.answer_chars]
+                        if piece:
+                            round_text.append(piece)
+                            state.answer.append(piece)
+                            state.answer_chars += len(piece)
+                            emit(ChunkEvent(piece))
+                            state.read_pace.seconds = state.paced_reads
+                        if len(piece) < len(delta.text):
+                            log.warning(
+                                "turn in session %s stopped at %d characters",
+                                state.session.id,
+                                limit,
+                            )
+                            prompts = prompts_for(settings.language)
+                            state.stopped = prompts.format("answer_length_limit", limit=limit)
+                            return [], "".join(round_text)
+                    if delta.done:
+                        calls = delta.tool_calls
+                        state.read_pace.seconds = 0.0  # the rest is the body's end: read it now
         return calls, "".join(round_text)
 
     async def _run_tools(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 from collections.abc import AsyncGenerator
@@ -142,14 +141,15 @@ class OllamaBackend:
         self._timeout = timeout
         # aiohttp under httpx: the client's default httpcore/anyio/h11 stack costs about twice
         # the CPU per streamed chunk. One client (one connection pool) serves every call.
+        self._transport = OllamaTransport()
         self._client = ollama.AsyncClient(
-            host=host, timeout=timeout, headers=headers, transport=OllamaTransport()
+            host=host, timeout=timeout, headers=headers, transport=self._transport
         )
 
     def warm_up(self) -> None:
         """Load now (blocking; run on a thread) what the first call would load on the loop."""
-        # httpx's async transport imports anyio's asyncio backend on its first request.
-        importlib.import_module("anyio._backends._asyncio")
+        if self.host.startswith("https:"):
+            self._transport.load_tls()
         tools = to_ollama_tools([_WARM_UP_TOOL]) or []
         ollama.Tool.model_validate(tools[0])
         ollama.Message.model_validate({"role": "user", "content": "-"})
@@ -239,10 +239,17 @@ class OllamaBackend:
                         )
                     if message.content:
                         yield StreamDelta(text=message.content)
-                    if part.done:
+                    if part.done and not finished:
+                        # Said at once: the reader stops pacing its reads, and the stream's
+                        # end (the body's last bytes, just behind this line) is read at once.
                         finished = True
                         usage = Usage(part.prompt_eval_count, part.eval_count)
+                        yield StreamDelta(tool_calls=calls, usage=usage, done=True)
         except Exception as exc:
+            if finished and isinstance(exc, httpx.TransportError):
+                # The answer was whole (its final line came); only the body's end was lost.
+                log.debug("the stream's end was lost after its final line: %s", exc)
+                return
             target = self._target(model, context=context_tokens)
             if (
                 parts
@@ -258,7 +265,6 @@ class OllamaBackend:
                 else "an empty answer with status 200"
             )
             raise protocol_error(self.host, "Ollama", detail)
-        yield StreamDelta(tool_calls=calls, usage=usage, done=True)
 
     async def complete(
         self, model: str, messages: list[Message], context_tokens: int

@@ -1,13 +1,22 @@
-"""The HTTP transport under the official ollama client: aiohttp through `httpx-aiohttp`."""
+"""The HTTP transport under the official ollama client: httpx's interface over aiohttp.
+
+The ollama client speaks httpx; its default stack (httpcore, anyio, h11) costs about twice the
+CPU per streamed chunk of aiohttp's. This transport sends the client's requests with one
+aiohttp session and hands the body back chunk by chunk, at the turn's `ReadPace`.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator
+import ssl
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 
 import aiohttp
 import httpx
-from httpx_aiohttp import AiohttpTransport
+
+from bot.llm.pacing import ReadPace, current_pace
 
 log = logging.getLogger(__name__)
 
@@ -66,32 +75,128 @@ class LineResponse(httpx.Response):
             yield b"".join(pending).decode("utf-8", "replace")
 
 
-class OllamaTransport(AiohttpTransport):
-    """`AiohttpTransport` whose connection failures read as httpx's own would, and whose
-    responses iterate lines without httpx's per-chunk layers (`LineResponse`).
+@contextmanager
+def httpx_errors(request: httpx.Request) -> Iterator[None]:
+    """aiohttp's failures as the httpx errors the ollama client and our classifier expect."""
+    try:
+        yield
+    except aiohttp.ConnectionTimeoutError as exc:
+        raise httpx.ConnectTimeout(str(exc), request=request) from exc
+    except aiohttp.ServerTimeoutError as exc:
+        raise httpx.ReadTimeout(str(exc), request=request) from exc
+    except aiohttp.ClientConnectorError as exc:
+        raise httpx.ConnectError(str(exc), request=request) from exc
+    except aiohttp.ClientPayloadError as exc:
+        raise httpx.ReadError(str(exc), request=request) from exc
+    except aiohttp.ClientConnectionError as exc:
+        # A dropped keep-alive or a server that closed mid-answer.
+        raise httpx.RemoteProtocolError(str(exc) or type(exc).__name__, request=request) from exc
+    except aiohttp.InvalidURL as exc:
+        raise httpx.UnsupportedProtocol(str(exc), request=request) from exc
+    except TimeoutError as exc:
+        raise httpx.TimeoutException(str(exc) or "timed out", request=request) from exc
 
-    httpx-aiohttp maps every `aiohttp.ClientConnectionError` to `httpx.ConnectTimeout`, so a
-    refused connection would read as "did not answer in time" and a dropped keep-alive as a
-    timeout; here they become `httpx.ConnectError` and `httpx.RemoteProtocolError` again.
+
+class ResponseBody(httpx.AsyncByteStream):
+    """An aiohttp response's body as httpx's byte stream, read at the turn's pace.
+
+    With a pace set, the reader takes whatever has arrived; when nothing has, it stops the
+    socket's reading for the pace's seconds (aiohttp's own flow control, which also holds the
+    read timeout) so the chunks sent meanwhile come in one read, not one wake-up each.
     """
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Send `request` over aiohttp; connection failures keep httpx's meaning."""
+    def __init__(self, response: aiohttp.ClientResponse, request: httpx.Request) -> None:
+        self._response = response
+        self._request = request
+        self._pace = current_pace()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        content = self._response.content
+        with httpx_errors(self._request):
+            while True:
+                chunk = content.read_nowait()
+                if not chunk:
+                    if content.at_eof():
+                        return
+                    if self._pace is not None and self._pace.seconds > 0:
+                        await self._gather(self._pace)
+                    chunk = await content.readany()
+                    if not chunk:
+                        return
+                yield chunk
+
+    async def _gather(self, pace: ReadPace) -> None:
+        connection = self._response.connection
+        protocol = connection.protocol if connection is not None else None
+        if protocol is None or protocol.transport is None or self._response.content.is_eof():
+            return
+        protocol.pause_reading()
         try:
-            response = await super().handle_async_request(request)
-        except httpx.ConnectTimeout as exc:
-            cause = exc.__cause__
-            if isinstance(cause, aiohttp.ServerTimeoutError) or not isinstance(
-                cause, aiohttp.ClientConnectionError
-            ):
-                raise
-            if isinstance(cause, aiohttp.ClientConnectorError):
-                raise httpx.ConnectError(str(cause), request=request) from cause
-            raise httpx.RemoteProtocolError(str(cause), request=request) from cause
-        return LineResponse(
-            status_code=response.status_code,
-            headers=response.headers,
-            stream=response.stream,
-            request=request,
-            extensions=response.extensions,
+            await asyncio.sleep(pace.seconds)  # a pace, not synchronisation: nothing waits on it
+        finally:
+            protocol.resume_reading()
+
+    async def aclose(self) -> None:
+        """Give the connection back (closed, if the body was not read to its end)."""
+        self._response.release()
+        await self._response.wait_for_close()
+
+
+class OllamaTransport(httpx.AsyncBaseTransport):
+    """httpx's async transport over one aiohttp session; bodies iterate as `LineResponse`s.
+
+    A refused connection reads as `httpx.ConnectError`, a dropped one as
+    `httpx.RemoteProtocolError`, a stalled read as `httpx.ReadTimeout` — what httpx's own
+    transport raises, which the backend's error classification relies on.
+    """
+
+    def __init__(self) -> None:
+        self._session: aiohttp.ClientSession | None = None
+        self._tls: ssl.SSLContext | None = None
+
+    def load_tls(self) -> ssl.SSLContext:
+        """The TLS settings httpx's own transport would use (certifi's CAs unless SSL_CERT_FILE
+        or SSL_CERT_DIR say otherwise). Blocking (reads the CA bundle): warm-up calls it."""
+        if self._tls is None:
+            self._tls = httpx.create_ssl_context()
+        return self._tls
+
+    def _new_session(self, scheme: str) -> aiohttp.ClientSession:
+        # httpx's limits: 100 connections, idle keep-alive connections closed after 5 s.
+        connector = aiohttp.TCPConnector(
+            limit=100, keepalive_timeout=5.0, ssl=self.load_tls() if scheme == "https" else True
         )
+        return aiohttp.ClientSession(connector=connector, auto_decompress=False)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send `request` over aiohttp and return its response with the body unread."""
+        if self._session is None:
+            self._session = self._new_session(request.url.scheme)
+        timeout = request.extensions.get("timeout", {})
+        with httpx_errors(request):
+            response = await self._session.request(
+                request.method,
+                str(request.url),
+                headers=request.headers,
+                data=await request.aread() or None,
+                allow_redirects=False,
+                compress=False,
+                timeout=aiohttp.ClientTimeout(
+                    sock_connect=timeout.get("connect"),
+                    sock_read=timeout.get("read"),
+                    connect=timeout.get("pool"),
+                ),
+            )
+        return LineResponse(
+            status_code=response.status,
+            headers=response.raw_headers,
+            stream=ResponseBody(response, request),
+            request=request,
+            extensions={"http_version": b"HTTP/1.1"},
+        )
+
+    async def aclose(self) -> None:
+        """Close the session and its connections."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

@@ -26,6 +26,7 @@ import json
 import logging
 import math
 import re
+import ssl
 import struct
 import time
 from collections import deque
@@ -229,10 +230,13 @@ class Drop:
     """Stream `text` in `after_chunks` pieces, then abort the TCP connection.
 
     after_chunks=0, or a non-streaming request: abort before sending anything.
+    after_final: the answer's final frames (done, usage) are sent too, and only the body's
+    end (the chunked terminator) is lost.
     """
 
     after_chunks: int = 1
     text: str = "partial answer"
+    after_final: bool = False
 
     def __post_init__(self) -> None:
         if self.after_chunks < 0:
@@ -585,6 +589,11 @@ def _json_response(
 # --------------------------------------------------------------------------- the server
 
 
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class FakeLLMServer:
     """aiohttp server on 127.0.0.1:0 answering chat requests from a script of replies."""
 
@@ -595,6 +604,7 @@ class FakeLLMServer:
         embedder: Callable[[str], list[float]] = hashing_embedder,
         context_length: int = 32768,
         shutdown_timeout: float = 2.0,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.models: list[str] = list(models)
         self.embedder: Callable[[str], list[float]] = embedder
@@ -607,13 +617,18 @@ class FakeLLMServer:
         self.requests: list[RecordedRequest] = []
         # Chat requests whose client closed the connection before the answer ended.
         self.client_closed: list[RecordedRequest] = []
+        # When each streamed answer's last frame was written (time.monotonic), in order.
+        self.streams_ended: list[float] = []
         self._queue: deque[ScriptItem] = deque()
         self._call_counter = 0
         self._completion_counter = 0
         self._shutdown_timeout = shutdown_timeout
+        # Serve HTTPS with this server-side context (the URLs say https then).
+        self._tls = tls
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._closing = asyncio.Event()
+        self._pausing: set[asyncio.Future[None]] = set()
         self._arrived = asyncio.Condition()
 
     # ------------------------------------------------------------------ lifecycle
@@ -636,7 +651,7 @@ class FakeLLMServer:
         app.router.add_route("*", "/{tail:.*}", self._unknown)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=self._tls)
         await site.start()
         self._runner = runner
         self._port = int(runner.addresses[0][1])
@@ -645,6 +660,8 @@ class FakeLLMServer:
     async def close(self) -> None:
         """Stop serving; pending Hang/delayed replies are cut off, never waited for."""
         self._closing.set()
+        for waiter in self._pausing:
+            _wake(waiter)
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
@@ -667,8 +684,9 @@ class FakeLLMServer:
 
     @property
     def url(self) -> str:
-        """Base URL ("http://127.0.0.1:PORT"); the ollama client's host."""
-        return f"http://127.0.0.1:{self.port}"
+        """Base URL ("http://127.0.0.1:PORT", https with `tls`); the ollama client's host."""
+        scheme = "https" if self._tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     @property
     def openai_base(self) -> str:
@@ -739,10 +757,18 @@ class FakeLLMServer:
 
     async def _pause(self, seconds: float) -> bool:
         """Wait `seconds` (the fake model's speed); False if the server started closing."""
-        if seconds <= 0:
-            return not self._closing.is_set()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._closing.wait(), seconds)
+        if seconds > 0 and not self._closing.is_set():
+            # A future and a timer, not wait_for's task per call: a benchmark streams thousands
+            # of pieces at once from this process, on the cores the bot it measures runs on.
+            loop = asyncio.get_running_loop()
+            waiter: asyncio.Future[None] = loop.create_future()
+            timer = loop.call_later(seconds, _wake, waiter)
+            self._pausing.add(waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._pausing.discard(waiter)
         return not self._closing.is_set()
 
     @staticmethod
@@ -858,6 +884,7 @@ class FakeLLMServer:
                 await response.write(wire.content_frame(plan, piece, first=i == 0))
             for frame in wire.tail_frames(plan, include_usage):
                 await response.write(frame)
+            self.streams_ended.append(time.monotonic())
             await response.write_eof()
         except ConnectionError:
             log.debug("FakeLLMServer: client went away mid-stream")
@@ -925,6 +952,9 @@ class FakeLLMServer:
                 await response.prepare(request)
                 for i, piece in enumerate(pieces):
                     await response.write(wire.content_frame(plan, piece, first=i == 0))
+                if isinstance(reply, Drop) and reply.after_final:
+                    for frame in wire.tail_frames(plan, False):
+                        await response.write(frame)
             if isinstance(reply, Hang):
                 await self._closing.wait()
         except ConnectionError:

@@ -5,11 +5,20 @@ The real `ollama.AsyncClient` with `OllamaTransport`, against the loopback LLM (
 
 from __future__ import annotations
 
+import asyncio
+import json
 import socket
+import ssl
+from pathlib import Path
+
+import httpx
+import pytest
+import trustme
 
 from bot.llm.backend import BackendError, ModelErrorKind
 from bot.llm.ollama_backend import OllamaBackend
 from bot.llm.ollama_transport import OllamaTransport, split_lines
+from bot.llm.pacing import ReadPace, reading_at
 from bot.llm.types import Message
 from tests.fakes.llm_server import Drop, FakeLLMServer, Hang, Text
 
@@ -96,3 +105,95 @@ def test_split_lines_joins_pieces_and_keeps_the_unfinished_tail() -> None:
     word = "語".encode()
     assert split_lines(pending, b"x" + word[:1]) == []
     assert split_lines(pending, word[1:] + b"\n")[0].decode() == "x語"
+
+
+WORDS = " ".join(f"w{i}" for i in range(30))  # 30 pieces, one per word
+
+
+async def raw_reads(
+    url: str, pace: ReadPace, *, pace_after_first: float
+) -> tuple[list[bytes], float]:
+    """The body of one streamed chat, read by our transport under `pace`, one item per read;
+    the pace is set to `pace_after_first` once the first read is in. Also the seconds taken."""
+    loop = asyncio.get_running_loop()
+    reads: list[bytes] = []
+    async with httpx.AsyncClient(transport=OllamaTransport()) as client:
+        with reading_at(pace):
+            started = loop.time()
+            request = {"model": "m", "messages": QUESTION, "stream": True}
+            async with client.stream("POST", f"{url}/api/chat", json=request) as response:
+                async for chunk in response.aiter_raw():
+                    reads.append(chunk)
+                    pace.seconds = pace_after_first
+            return reads, loop.time() - started
+
+
+def streamed_text(reads: list[bytes]) -> str:
+    lines = b"".join(reads).decode().splitlines()
+    return "".join(json.loads(line)["message"]["content"] for line in lines if line)
+
+
+async def test_a_paced_stream_gathers_its_chunks_into_a_few_reads() -> None:
+    async with FakeLLMServer() as llm:
+        llm.script(Text(WORDS, delay=0.02))  # 30 frames 20 ms apart, then the final one
+        reads, took = await raw_reads(llm.url, ReadPace(0.0), pace_after_first=0.2)
+        assert streamed_text(reads) == WORDS
+        # The first read was not held back; every later one waited 0.2 s and then took what
+        # had come (a wait's data may arrive in two reads). Unpaced, each frame is a read.
+        assert json.loads(reads[0].splitlines()[0])["message"]["content"] == "w0 "
+        assert len(reads) <= 2 * (took / 0.2 + 1), (len(reads), took)
+        assert len(reads) < 31
+
+
+async def test_an_unpaced_stream_is_read_as_it_comes() -> None:
+    async with FakeLLMServer() as llm:
+        llm.script(Text(WORDS, delay=0.02))
+        reads, took = await raw_reads(llm.url, ReadPace(0.0), pace_after_first=0.0)
+        assert streamed_text(reads) == WORDS
+        assert len(reads) > 2 * (took / 0.2 + 1), (len(reads), took)
+
+
+async def test_a_stream_that_stalls_while_paced_is_still_a_timeout() -> None:
+    # Pausing the socket stops aiohttp's read timer; resuming must start it again.
+    async with FakeLLMServer() as llm:
+        backend = OllamaBackend(llm.url, timeout=0.3)
+        llm.script(Hang(after_chunks=2))
+        with reading_at(ReadPace(0.2)):
+            error = await stream_error(backend)
+        assert error.kind is ModelErrorKind.TIMEOUT
+        await backend.close()
+
+
+async def test_the_final_line_is_passed_on_before_the_body_ends_and_a_lost_end_is_no_error() -> (
+    None
+):
+    async with FakeLLMServer() as llm:
+        backend = OllamaBackend(llm.url, timeout=5)
+        llm.script(Drop(after_chunks=2, text="whole answer", after_final=True))
+        deltas = [delta async for delta in backend.stream("ollama/m", QUESTION, None, 64)]
+        assert "".join(d.text for d in deltas) == "whole answer"
+        assert deltas[-1].done and deltas[-1].usage.completion_tokens is not None
+        await backend.close()
+
+
+async def test_an_https_server_is_trusted_as_httpx_would_trust_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # httpx's own transport trusts SSL_CERT_FILE (else certifi's CAs); ours does the same.
+    authority = trustme.CA()
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_tls)
+    bundle = tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(bundle))
+    async with FakeLLMServer(tls=server_tls) as llm:
+        assert llm.url.startswith("https://")
+        untrusted = OllamaBackend(llm.url, timeout=5)
+        untrusting = await stream_error(untrusted)
+        assert untrusting.kind is ModelErrorKind.UNREACHABLE
+        await untrusted.close()
+        monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+        backend = OllamaBackend(llm.url, timeout=5)
+        backend.warm_up()  # loads the TLS settings, as start-up does on a thread
+        llm.script(Text("over TLS", chunks=2))
+        assert await stream_text(backend) == "over TLS"
+        await backend.close()

@@ -21,7 +21,7 @@ from bot.exts._text import readable_mentions, strip_bot_mention, thread_name
 from bot.exts.chat._attachments import AttachmentReader
 from bot.exts.chat._flood import UserTurns
 from bot.exts.chat._reply import ReplyRenderer
-from bot.exts.chat._streaming import ChannelWindows, StreamCadence
+from bot.exts.chat._streaming import ChannelWindows, StreamCadence, read_pace
 from bot.prompts.ui_text import UiText, ui_text
 from bot.utils.locks import KeyedLocks
 
@@ -254,6 +254,7 @@ class Chat(commands.Cog):
             discord_channel_id=channel_id,
             discord_guild_id=message.guild.id if message.guild else None,
             images=tuple(files.images),
+            read_pace=read_pace(settings.stream_edit_interval),
         )
         cadence = StreamCadence(
             self.windows.get(channel_id), settings.stream_edit_interval, self.deps.clock

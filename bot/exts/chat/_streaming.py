@@ -18,6 +18,15 @@ CHANNEL_WRITES = 5
 CHANNEL_PERIOD = 5.0
 # Discord times the window on its side; a little slack absorbs network jitter.
 CHANNEL_SLACK = 0.2
+# Once a reply's first text is out, the model's stream is read at most this often: each read
+# gathers the tokens sent meanwhile (about 10 at 50 tokens/s, where one wake-up per token cost
+# the bot about 40% more CPU per reply), and the end of an answer shows at most this late.
+READ_PACE = 0.2
+
+
+def read_pace(interval: float) -> float:
+    """Seconds the model's stream may gather between reads, for edits `interval` apart."""
+    return min(READ_PACE, interval / 4)
 
 
 class WriteWindow:

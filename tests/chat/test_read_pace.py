@@ -1,0 +1,96 @@
+"""A turn paces its model stream's reads once the answer shows, and only when asked to.
+
+The real engine and the real ollama client against the loopback LLM; the backend is wrapped
+to note the pace its transport would read at as each delta is passed on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+
+from bot.chat.engine import TurnRequest
+from bot.chat.events import ChunkEvent, DoneEvent, Event
+from bot.services import ServiceOptions, Services, open_services
+from tests.conftest import FAST_RETRY, LOCAL, SettingsFactory
+from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
+from tests.fakes.pace_witness import PaceWitness, PaceWitnesses
+
+
+@dataclass
+class Witnessed:
+    services: Services
+    witnesses: PaceWitnesses
+
+    @property
+    def witness(self) -> PaceWitness:
+        (only,) = self.witnesses.built
+        return only
+
+    async def turn(self, text: str, *, read_pace: float = 0.0) -> list[Event]:
+        request = TurnRequest(text, space_id=LOCAL, read_pace=read_pace)
+        return [event async for event in self.services.engine.run_turn(request)]
+
+
+@pytest.fixture
+async def witnessed(make_settings: SettingsFactory) -> AsyncIterator[Witnessed]:
+    """Services whose chat backend is the real Ollama one, witnessed."""
+    witnesses = PaceWitnesses()
+    options = ServiceOptions(retry=FAST_RETRY, builtin_tools=False, backend_factory=witnesses)
+    async with open_services(make_settings("ollama"), options) as services:
+        yield Witnessed(services, witnesses)
+
+
+async def test_reads_are_paced_from_the_first_text_on_and_not_after_the_final_line(
+    witnessed: Witnessed, llm: FakeLLMServer
+) -> None:
+    llm.script(
+        Text("one two three", chunks=["one ", "two ", "three"]),
+        Text("four five", chunks=["four ", "five"]),
+    )
+    events = await witnessed.turn("hi", read_pace=0.2)
+    assert isinstance(events[-1], DoneEvent)
+    assert "".join(e.text for e in events if isinstance(e, ChunkEvent)) == "one two three"
+    # The first text is read at once; the rest at the turn's pace; the body's end (after the
+    # final line) at once again.
+    assert witnessed.witness.seen == [
+        ("one ", False, 0.0),
+        ("two ", False, 0.2),
+        ("three", False, 0.2),
+        ("", True, 0.2),
+    ]
+    assert witnessed.witness.at_end == [0.0]
+    # The next turn starts unpaced again.
+    await witnessed.turn("more", read_pace=0.2)
+    assert witnessed.witness.seen[4] == ("four ", False, 0.0)
+
+
+async def test_a_turn_that_asks_no_pace_reads_every_chunk_as_it_comes(
+    witnessed: Witnessed, llm: FakeLLMServer
+) -> None:
+    llm.script(Text("one two three", chunks=["one ", "two ", "three"]))
+    await witnessed.turn("hi")
+    assert [pace for _, _, pace in witnessed.witness.seen] == [0.0, 0.0, 0.0, 0.0]
+
+
+async def test_after_a_tool_round_the_answer_s_first_text_is_read_at_once(
+    witnessed: Witnessed, llm: FakeLLMServer
+) -> None:
+    async def lookup(city: str) -> str:
+        """Look up the weather.
+
+        Args:
+            city: City name.
+        """
+        return f"Sunny in {city}"
+
+    witnessed.services.registry.register(lookup)
+    llm.script(
+        ToolCalls([("lookup", {"city": "Kyoto"})]),
+        Text("It is sunny.", chunks=["It is ", "sunny."]),
+    )
+    await witnessed.turn("weather?", read_pace=0.2)
+    texts = [(text, pace) for text, _, pace in witnessed.witness.seen if text]
+    assert texts == [("It is ", 0.0), ("sunny.", 0.2)]
