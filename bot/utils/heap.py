@@ -15,7 +15,7 @@ def collector_held() -> Iterator[None]:
     """No cyclic collection while start-up allocates (`settle_heap` collects once at the end).
 
     Start-up's imports allocate ~100,000 objects that all survive, so the collector's ~300
-    runs during them (~15% of the imports' CPU) find next to nothing. The collector is
+    runs during them (~10% of the imports' CPU) find next to nothing. The collector is
     enabled again on the way out whatever happens (`settle_heap` enables it when ready).
     """
     was_enabled = gc.isenabled()
