@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
+import functools
+import importlib
 import logging
 import sys
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
 from bot.config import Settings, load_settings
-from bot.errors import StartupError, ValidationError
+from bot.errors import ConfigurationError, StartupError, ValidationError
 from bot.prompts.ui_text import ui_text
 from bot.store.spaces import local_space
-from bot.utils.heap import settle_heap
 from bot.utils.log_setup import configure_logging, log_to_file
 
 if TYPE_CHECKING:
@@ -135,12 +136,25 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
         scheduler.shutdown()
 
 
+def _prepare_serving(settings: Settings) -> None:
+    """Refuse an unsafe admin bind; import what `serve_all` needs (the admin API, discord.py,
+    the scheduler). Run while the analysis worker loads (see `bot.ops.startup`)."""
+    from admin_api.config import UnsafeBindError, check_settings
+
+    try:
+        check_settings(settings)
+    except UnsafeBindError as exc:
+        raise ConfigurationError(str(exc)) from exc
+    for module in ("bot.bot", "bot.ops.settings_sync", "bot.topics.scheduler"):
+        importlib.import_module(module)
+
+
 async def run_bot(settings: Settings) -> int:
     """The Discord bot, admin API and scheduler until SIGINT/SIGTERM."""
-    from bot.services import open_services
+    from bot.ops.startup import started_services
 
-    async with open_services(settings) as services:
-        settle_heap()
+    prepare = functools.partial(_prepare_serving, settings)
+    async with started_services(settings, preload=prepare) as services:
         return await serve_all(services)
 
 
@@ -225,18 +239,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return backup(settings, args.path)
     if args.command == "migrate-db":
         return migrate_db(settings, args.to)
-    if args.command == "run":
-        # The admin API and Discord are imported for `run` only: the chat starts without them.
-        from admin_api.config import UnsafeBindError, check_settings
-
-        if settings.discord_token is None:
-            print(SETUP_HELP, file=sys.stderr, end="")
-            return 2
-        try:
-            check_settings(settings)
-        except UnsafeBindError as exc:
-            print(str(exc), file=sys.stderr)
-            return 2
+    if args.command == "run" and settings.discord_token is None:
+        print(SETUP_HELP, file=sys.stderr, end="")
+        return 2
     if args.command == "chat":
         return asyncio.run(run_chat(settings, args.space))
     return asyncio.run(run_bot(settings))

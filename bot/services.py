@@ -248,11 +248,18 @@ def _open_builtin_tools(
     return tool_deps
 
 
-def _open_memory(stack: AsyncExitStack, core: _Core, tool_deps: ToolDeps | None) -> _Memory:
-    """Word analysis, the word pool, tagging, the local KB, notes and knowledge."""
+def _open_memory(
+    stack: AsyncExitStack,
+    core: _Core,
+    tool_deps: ToolDeps | None,
+    analyzer: JapaneseAnalyzer | None,
+) -> _Memory:
+    """Word analysis (a new analyzer unless given one), the word pool, tagging, the local KB,
+    notes and knowledge."""
     runtime, gateway = core.runtime, core.gateway
-    analyzer = JapaneseAnalyzer()
-    stack.push_async_callback(analyzer.close)
+    if analyzer is None:
+        analyzer = JapaneseAnalyzer()
+        stack.push_async_callback(analyzer.close)
     local_kb = LocalKnowledgeBase(runtime().kb_dir, core.db, gateway, analyzer, runtime)
     knowledge = KnowledgeService(
         core.db,
@@ -419,14 +426,18 @@ def _open_live_log(stack: AsyncExitStack, core: _Core) -> LiveLog:
 
 @asynccontextmanager
 async def open_services(
-    settings: Settings, options: ServiceOptions | None = None
+    settings: Settings,
+    options: ServiceOptions | None = None,
+    *,
+    analyzer: JapaneseAnalyzer | None = None,
 ) -> AsyncIterator[Services]:
-    """Open the database and everything built on it; close all of it on exit."""
+    """Open the database and everything built on it; close all of it on exit. `analyzer`:
+    one the caller already spawned and closes (see `bot.ops.startup`)."""
     opts = options or ServiceOptions()
     async with AsyncExitStack() as stack:
         core = await _open_core(stack, settings, opts)
         tool_deps = _open_builtin_tools(stack, core, opts)
-        memory = _open_memory(stack, core, tool_deps)
+        memory = _open_memory(stack, core, tool_deps, analyzer)
         # Loads off the event loop (threads) while the rest opens; done before we are ready.
         warming = asyncio.ensure_future(_warm_up(core, memory, opts))
         stack.push_async_callback(_settle, warming)

@@ -56,6 +56,8 @@ class AnalyzerProcess:
         self._module = module
         self._max_chars = max_chars
         self._process: asyncio.subprocess.Process | None = None
+        # Spawned by `spawn`, not yet known to be ready (`start` waits for it).
+        self._spawned: asyncio.subprocess.Process | None = None
         self._start_lock = asyncio.Lock()
         self._pending = _Pending()
         self._sender: asyncio.Task[None] | None = None
@@ -64,32 +66,28 @@ class AnalyzerProcess:
 
     @property
     def pid(self) -> int | None:
-        """The worker's process id, while one runs."""
-        return None if self._process is None else self._process.pid
+        """The worker's process id, while one runs (also while it is still loading)."""
+        process = self._process or self._spawned
+        return None if process is None else process.pid
 
     @property
     def running(self) -> bool:
         """True while a worker process is up."""
         return self._process is not None and self._process.returncode is None
 
+    async def spawn(self) -> None:
+        """Start the worker process without waiting for its dictionary (`start` waits): it
+        loads on another core while this process goes on with its own start-up."""
+        async with self._start_lock:
+            if not self.running and self._spawned is None:
+                self._spawned = await self._create()
+
     async def start(self) -> None:
         """Start the worker (if none runs) and wait until its dictionary is loaded."""
         async with self._start_lock:
             if self.running:
                 return
-            env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join(
-                [_PACKAGE_ROOT, *filter(None, [env.get("PYTHONPATH")])]
-            )
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                self._module,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                env=env,
-                limit=_LINE_LIMIT,
-            )
+            process, self._spawned = self._spawned or await self._create(), None
             try:
                 assert process.stdout is not None
                 ready = await asyncio.wait_for(process.stdout.readline(), _START_TIMEOUT)
@@ -100,6 +98,19 @@ class AnalyzerProcess:
                 raise
             self._process = process
             log.debug("analysis worker %d ready", process.pid)
+
+    async def _create(self) -> asyncio.subprocess.Process:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT, *filter(None, [env.get("PYTHONPATH")])])
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            self._module,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env=env,
+            limit=_LINE_LIMIT,
+        )
 
     async def nouns_many(self, texts: Sequence[str]) -> list[list[str]]:
         """Nouns of each text, from the worker (no nouns for a batch that failed twice)."""
@@ -166,6 +177,9 @@ class AnalyzerProcess:
         process, self._process = self._process, None
         if process is not None:
             await _stop(process)
+        spawned, self._spawned = self._spawned, None
+        if spawned is not None:
+            await _stop(spawned)
 
     async def close(self) -> None:
         """Stop the worker; requests still queued are answered first."""

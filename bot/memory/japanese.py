@@ -230,6 +230,10 @@ class JapaneseAnalyzer:
         """The worker's process id, while one runs (benchmarks read its CPU)."""
         return self._worker.pid
 
+    async def spawn(self) -> None:
+        """Start the worker process now without waiting for its dictionary (`warm_up` waits)."""
+        await self._worker.spawn()
+
     async def warm_up(self) -> None:
         """Start the worker now (it loads the dictionary) instead of on the first message."""
         await self._worker.start()

@@ -4,12 +4,32 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 log = logging.getLogger(__name__)
 
 
+@contextmanager
+def collector_held() -> Iterator[None]:
+    """No cyclic collection while start-up allocates (`settle_heap` collects once at the end).
+
+    Start-up's imports allocate ~100,000 objects that all survive, so the collector's ~300
+    runs during them (~10% of the imports' CPU) find next to nothing. The collector is
+    enabled again on the way out whatever happens (`settle_heap` enables it when ready).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def settle_heap() -> int:
-    """Collect start-up garbage, then freeze the survivors; returns how many were frozen.
+    """Collect start-up garbage, then freeze the survivors (and enable the collector);
+    returns how many were frozen.
 
     Start-up leaves ~100,000 long-lived objects (modules, classes, the Janome dictionary,
     discord.py's caches). Every full collection walked them all, stalling the event loop for
@@ -18,6 +38,7 @@ def settle_heap() -> int:
     """
     gc.collect()
     gc.freeze()
+    gc.enable()
     frozen = gc.get_freeze_count()
     log.debug("froze %d objects allocated during start-up", frozen)
     return frozen

@@ -134,3 +134,26 @@ def test_the_bot_process_never_imports_janome() -> None:
     assert result["nouns"] == ["東京", "ラーメン"]
     assert result["worker"] is not None
     assert result["janome"] == []
+
+
+async def test_a_spawned_worker_is_the_one_that_answers(in_process: InProcessAnalyzer) -> None:
+    analyzer = JapaneseAnalyzer()
+    try:
+        await analyzer.spawn()
+        spawned = analyzer.worker_pid
+        assert spawned is not None and not analyzer.loaded  # started, not waited for
+        assert await analyzer.nouns_many(TEXTS[:2]) == [in_process.nouns(t) for t in TEXTS[:2]]
+        assert analyzer.loaded and analyzer.worker_pid == spawned  # no second worker
+    finally:
+        await analyzer.close()
+
+
+async def test_closing_a_spawned_worker_never_waited_for_ends_it() -> None:
+    analyzer = JapaneseAnalyzer()
+    await analyzer.spawn()
+    spawned = analyzer.worker_pid
+    assert spawned is not None
+    await analyzer.close()  # as when start-up fails before the services wait for it
+    assert analyzer.worker_pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(spawned, 0)  # ended and reaped

@@ -1,0 +1,132 @@
+"""Start-up order of `python -m bot`: the analysis worker is spawned before the heavy imports
+(it loads on the other core meanwhile), one worker serves the bot, the cyclic collector stays
+out of the way until the services are open, and nothing no turn needs is imported."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.config import Settings
+from bot.ops.startup import started_services
+from tests.bot_process import bot_env, run_python_m_bot
+from tests.conftest import FAST_RETRY, SettingsFactory
+
+# The real entry point in a fresh interpreter, recording (audit hooks, gc callbacks) when the
+# worker is spawned, when a few heavy modules start importing and each cyclic collection.
+# discord.py is pointed at a port that refuses connections: start-up runs to the login, which
+# fails, and the process ends.
+SCRIPT = """
+import gc, json, sys
+events = []
+watched = {"bot.services", "sqlalchemy", "discord.ext", "ollama"}
+def audit(event, args):
+    if event == "subprocess.Popen" and "bot.memory.japanese" in [str(a) for a in args[1]]:
+        events.append("worker spawned")
+    elif event == "import" and args[0] in watched:
+        watched.discard(args[0])
+        events.append("import " + args[0])
+sys.addaudithook(audit)
+gc.callbacks.append(lambda phase, info: events.append("gc") if phase == "start" else None)
+import yarl
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+Route.BASE = f"http://127.0.0.1:{sys.argv[1]}/api/v10"
+DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(f"ws://127.0.0.1:{sys.argv[1]}/gateway")
+from bot.__main__ import main
+code = main([])
+cli = [name for name in ("httpx._main", "click", "rich", "pygments") if sys.modules.get(name)]
+report = {"code": code, "events": events, "gc_enabled": gc.isenabled(), "cli": cli}
+print(json.dumps({**report, "litellm": "litellm" in sys.modules}))
+"""
+
+
+@pytest.fixture
+def refusing_port() -> Iterator[int]:
+    """A port bound but not listening: every connection to it is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+@pytest.mark.sqlite_only(reason="the child process opens its own DB_PATH file")
+async def test_python_m_bot_spawns_the_worker_first_and_collects_no_garbage_while_importing(
+    tmp_path: Path, refusing_port: int
+) -> None:
+    env = bot_env(
+        tmp_path / "bot.db",
+        DISCORD_TOKEN="token",
+        ADMIN_ENABLED="false",
+        LLM_MODEL="ollama/test-model",
+        LLM_API_BASE=f"http://127.0.0.1:{refusing_port}",
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        SCRIPT,
+        str(refusing_port),
+        cwd=tmp_path,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    report = json.loads(out.decode().splitlines()[-1])
+    assert report["code"] == 1, err.decode()  # the login was refused, after start-up
+    events: list[str] = report["events"]
+    assert "Cannot connect to host" in err.decode()
+    assert events.count("worker spawned") == 1  # the services use the worker spawned first
+    spawned = events.index("worker spawned")
+    for heavy in ("import bot.services", "import sqlalchemy", "import discord.ext"):
+        assert heavy in events[spawned:], (heavy, [e for e in events if e != "gc"])
+    # From the spawn to the LLM client's warm-up (the services' imports, the database, the
+    # Discord client's modules) the cyclic collector never ran; it is on again afterwards.
+    warming = events.index("import ollama")
+    assert spawned < warming
+    assert "gc" not in events[spawned:warming], events
+    assert "gc" in events[:spawned]  # it ran before: the hold is what keeps it out
+    assert report["gc_enabled"]
+    assert report["cli"] == []  # httpx's command-line client (and what it imports) never loaded
+    assert not report["litellm"]  # an Ollama model: LiteLLM (~4 s to import) is never loaded
+
+
+@pytest.fixture
+def unfrozen() -> Iterator[None]:
+    """Leave the collector as the test found it."""
+    yield
+    gc.unfreeze()
+
+
+@pytest.mark.usefixtures("unfrozen")
+async def test_started_services_are_handed_out_with_the_worker_loaded(
+    make_settings: SettingsFactory,
+) -> None:
+    from bot.services import ServiceOptions
+
+    settings: Settings = make_settings("ollama")
+    options = ServiceOptions(retry=FAST_RETRY, builtin_tools=False)
+    async with started_services(settings, lambda: options) as services:
+        assert services.analyzer.loaded  # the spawned worker was waited for before ready
+        assert gc.isenabled() and gc.get_freeze_count() > 0  # the heap was settled
+        pid = services.analyzer.worker_pid
+        assert await services.analyzer.nouns_async("東京の猫") == ["東京", "猫"]
+        assert services.analyzer.worker_pid == pid
+    assert services.analyzer.worker_pid is None  # closed with the services
+
+
+async def test_an_unsafe_admin_bind_is_refused_before_anything_opens(tmp_path: Path) -> None:
+    env = bot_env(tmp_path / "bot.db", DISCORD_TOKEN="token", ADMIN_HOST="0.0.0.0")
+    code, _, err = await run_python_m_bot([], env, tmp_path)
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert "ADMIN_PASSWORD" in err.strip().splitlines()[-1]
+    assert not (tmp_path / "bot.db").exists()  # refused before the database was opened
