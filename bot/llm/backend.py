@@ -5,6 +5,7 @@ from __future__ import annotations
 import email.utils
 import re
 import socket
+import ssl
 import time
 from collections.abc import AsyncGenerator, Iterator, Mapping
 from dataclasses import dataclass
@@ -161,6 +162,8 @@ def root_cause(exc: BaseException) -> BaseException:
 def connection_failure(exc: BaseException) -> str | None:
     """Why no connection was made, when that is what `exc` shows ('connection refused'…)."""
     for current in causes(exc):
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return "its TLS certificate is not trusted; SSL_CERT_FILE can name its CA"
         if isinstance(current, ConnectionRefusedError):
             return "connection refused"
         if isinstance(current, socket.gaierror) or any(

@@ -190,6 +190,8 @@ async def test_an_https_server_is_trusted_as_httpx_would_trust_it(
         untrusted = OllamaBackend(llm.url, timeout=5)
         untrusting = await stream_error(untrusted)
         assert untrusting.kind is ModelErrorKind.UNREACHABLE
+        assert "TLS certificate is not trusted" in str(untrusting)
+        assert "SSL_CERT_FILE" in str(untrusting)
         await untrusted.close()
         monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
         backend = OllamaBackend(llm.url, timeout=5)
