@@ -22,14 +22,12 @@ def bot_env(db_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-async def run_python_m_bot(
+async def run_python(
     args: list[str], env: dict[str, str], cwd: Path, stdin: bytes = b""
 ) -> tuple[int, str, str]:
-    """`python -m bot ARGS` fed `stdin`: its exit code, stdout and stderr (60 s at most)."""
+    """`python ARGS` fed `stdin`: its exit code, stdout and stderr (60 s at most)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        "-m",
-        "bot",
         *args,
         cwd=cwd,
         env=env,
@@ -40,3 +38,10 @@ async def run_python_m_bot(
     out, err = await asyncio.wait_for(process.communicate(stdin), 60)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
+
+
+async def run_python_m_bot(
+    args: list[str], env: dict[str, str], cwd: Path, stdin: bytes = b""
+) -> tuple[int, str, str]:
+    """`python -m bot ARGS` fed `stdin`: its exit code, stdout and stderr (60 s at most)."""
+    return await run_python(["-m", "bot", *args], env, cwd, stdin)

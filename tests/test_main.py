@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import sqlite3
-import sys
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from bot.store.db import Database
-from tests.bot_process import bot_env, run_python_m_bot
+from tests.bot_process import bot_env, run_python, run_python_m_bot
 from tests.fakes.llm_server import FakeLLMServer, Raw, Text, ToolCalls
 
 REPO = Path(__file__).resolve().parents[1]
@@ -278,19 +276,9 @@ async def test_the_terminal_chat_imports_neither_discord_nor_the_admin_api(
         "print(' '.join(sorted(sys.modules)))\n"
     )
     env = _env(tmp_path, LLM_API_BASE=llm.url, LLM_MODEL="ollama/test-model")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        code,
-        cwd=tmp_path,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, err.decode()
-    modules = set(out.decode().split())
+    returncode, out, err = await run_python(["-c", code], env, tmp_path)
+    assert returncode == 0, err
+    modules = set(out.split())
     assert "bot.chat.terminal" in modules, "the chat ran"
     for unwanted in ("discord", "admin_api", "aiohttp.web", "bot.bot"):
         assert unwanted not in modules, unwanted

@@ -3,14 +3,12 @@ process with the sentence that says what to fix, a non-zero exit code and no tra
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from pathlib import Path
 
 import pytest
 
 from bot.prompts.ui_text import ui_text
-from tests.bot_process import bot_env
+from tests.bot_process import bot_env, run_python
 from tests.fakes.discord_server import FakeDiscord
 
 # The real entry point, with discord.py pointed at the loopback server first.
@@ -32,21 +30,10 @@ async def _python_m_bot(server: FakeDiscord, tmp_path: Path, token: str) -> tupl
         ADMIN_ENABLED="false",
         LLM_API_BASE="http://127.0.0.1:9",
     )
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        ENTRY,
-        server.api_url,
-        server.gateway_url,
-        cwd=tmp_path,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
+    returncode, _, err = await run_python(
+        ["-c", ENTRY, server.api_url, server.gateway_url], env, tmp_path
     )
-    _, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, err.decode()
+    return returncode, err
 
 
 @pytest.mark.parametrize("case", ["bad_token", "intents_disabled"])

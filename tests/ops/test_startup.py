@@ -4,11 +4,9 @@ out of the way until the services are open, and nothing no turn needs is importe
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import json
 import socket
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import pytest
 
 from bot.config import Settings
 from bot.ops.startup import started_services
-from tests.bot_process import bot_env, run_python_m_bot
+from tests.bot_process import bot_env, run_python, run_python_m_bot
 from tests.conftest import FAST_RETRY, SettingsFactory
 
 # The real entry point in a fresh interpreter, recording (audit hooks, gc callbacks) when the
@@ -67,23 +65,12 @@ async def test_python_m_bot_spawns_the_worker_first_and_collects_no_garbage_whil
         LLM_MODEL="ollama/test-model",
         LLM_API_BASE=f"http://127.0.0.1:{refusing_port}",
     )
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        SCRIPT,
-        str(refusing_port),
-        cwd=tmp_path,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, err.decode()
-    report = json.loads(out.decode().splitlines()[-1])
-    assert report["code"] == 1, err.decode()  # the login was refused, after start-up
+    returncode, out, err = await run_python(["-c", SCRIPT, str(refusing_port)], env, tmp_path)
+    assert returncode == 0, err
+    report = json.loads(out.splitlines()[-1])
+    assert report["code"] == 1, err  # the login was refused, after start-up
     events: list[str] = report["events"]
-    assert "Cannot connect to host" in err.decode()
+    assert "Cannot connect to host" in err
     assert events.count("worker spawned") == 1  # the services use the worker spawned first
     spawned = events.index("worker spawned")
     for heavy in ("import bot.services", "import sqlalchemy", "import discord.ext"):
