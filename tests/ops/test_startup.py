@@ -18,9 +18,10 @@ from tests.bot_process import bot_env, run_python, run_python_m_bot
 from tests.conftest import FAST_RETRY, SettingsFactory
 
 # The real entry point in a fresh interpreter, recording (audit hooks, gc callbacks) when the
-# worker is spawned, when a few heavy modules start importing and each cyclic collection.
-# discord.py is pointed at a port that refuses connections: start-up runs to the login, which
-# fails, and the process ends.
+# worker is spawned, when a few heavy modules start importing, each cyclic collection (and
+# each full one) and the first connection out (the readiness probe or the login, once ready).
+# discord.py and the model are pointed at a port that refuses connections: start-up runs to
+# the login, which fails, and the process ends.
 SCRIPT = """
 import gc, json, sys
 events = []
@@ -31,8 +32,16 @@ def audit(event, args):
     elif event == "import" and args[0] in watched:
         watched.discard(args[0])
         events.append("import " + args[0])
+    elif event == "socket.connect" and "connect" not in events:
+        if isinstance(args[1], tuple) and args[1][1:2] == (int(sys.argv[1]),):
+            events.append("connect")
+def collection(phase, info):
+    if phase == "start":
+        events.append("gc")
+        if info["generation"] == 2:
+            events.append("full gc")
 sys.addaudithook(audit)
-gc.callbacks.append(lambda phase, info: events.append("gc") if phase == "start" else None)
+gc.callbacks.append(collection)
 import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
@@ -81,6 +90,8 @@ async def test_python_m_bot_spawns_the_worker_first_and_collects_no_garbage_whil
     assert spawned < warming
     assert "gc" not in events[spawned:warming], events
     assert "gc" in events[:spawned]  # it ran before: the hold is what keeps it out
+    # Ready without a full collection: the heap is frozen as it is, not walked once more.
+    assert "full gc" not in events[spawned : events.index("connect")], events
     assert report["gc_enabled"]
     assert report["cli"] == []  # httpx's command-line client (and what it imports) never loaded
     assert not report["litellm"]  # an Ollama model: LiteLLM (~4 s to import) is never loaded
