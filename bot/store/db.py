@@ -1,16 +1,17 @@
 """The store's one entry point: a database on SQLite or PostgreSQL behind one small facade.
 
-Both engines run through SQLAlchemy's async engine (aiosqlite or asyncpg underneath), which
-does the driver, URL, pooling and error work; the store keeps writing SQL in the common subset
-of the two dialects with `?` placeholders (see `bot.store.dialect`).
+The store writes SQL in the common subset of the two dialects with `?` placeholders (see
+`bot.store.dialect`).
 
 - SQLite (the default): one reader connection (`query_only`) and a single serialized writer,
-  WAL, foreign keys on, writes in `BEGIN IMMEDIATE`, migrations in `PRAGMA user_version` —
-  exactly as before. SQLAlchemy opens, migrates and pools them; statements then go straight
-  to the aiosqlite connection under each (`SqliteConnection`): one trip to its thread per
-  statement, where SQLAlchemy's cursor adapter makes three or four (cursor, execute, fetch,
-  close) plus a greenlet switch for each.
-- PostgreSQL: a pool of connections kept open (`PG_POOL_SIZE`), each checked with a cheap ping
+  WAL, foreign keys on, writes in `BEGIN IMMEDIATE`, migrations in `PRAGMA user_version`,
+  each an aiosqlite connection in autocommit mode (`SqliteConnection`): one trip to its
+  thread per statement. SQLAlchemy is not imported at all (~0.3 s of start-up CPU): with two
+  fixed connections there is nothing for its pool to do, and its cursor adapter made three or
+  four trips per statement plus a greenlet switch for each.
+- PostgreSQL, through SQLAlchemy's async engine (asyncpg underneath), which does the driver,
+  URL, pooling and error work: a pool of connections kept open (`PG_POOL_SIZE`), each checked
+  with a cheap ping
   when taken (one the server ended is replaced, not failed on); reads in autocommit, writes
   in READ COMMITTED transactions whatever the server's default (a writer meeting another on a
   row waits for it, as on SQLite, instead of failing to serialize); the schema and its
@@ -31,12 +32,9 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import aiosqlite
-from sqlalchemy import event, exc
-from sqlalchemy.engine import CursorResult
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from bot.errors import StartupError
 from bot.store.backup import backup_to, snapshot_path
@@ -53,6 +51,10 @@ from bot.store.dialect import (
 )
 from bot.store.migration_spaces import MigrationContext
 from bot.store.migrations import SCHEMA_VERSION, current_version, migrate, migrate_postgresql
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import CursorResult
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 log = logging.getLogger(__name__)
 
@@ -91,17 +93,15 @@ def utcnow() -> str:
 
 
 @contextmanager
-def _driver_errors(dialect: Dialect) -> Iterator[None]:
-    """SQLAlchemy's wrapped errors as the store's: IntegrityError on both engines, SQLite's
-    own exceptions on SQLite (as before), SQLAlchemy's on PostgreSQL."""
+def _driver_errors() -> Iterator[None]:
+    """SQLAlchemy's wrapped errors (PostgreSQL) as the store's: a failed constraint is
+    IntegrityError, as on SQLite; other errors stay SQLAlchemy's."""
+    from sqlalchemy import exc  # loaded with the engine: PostgreSQL only
+
     try:
         yield
     except exc.IntegrityError as error:
         raise IntegrityError(str(error.orig)) from error
-    except exc.DBAPIError as error:
-        if dialect == "sqlite" and isinstance(error.orig, sqlite3.Error):
-            raise error.orig from error
-        raise
 
 
 class Cursor:
@@ -129,7 +129,8 @@ def _cursor(result: CursorResult[Any], dialect: Dialect) -> Cursor:
 
 class Connection:
     """One connection inside a transaction (or a read): `execute`, `execute_fetchall`,
-    `executemany` and `insert` with the store's `?` SQL."""
+    `executemany` and `insert` with the store's `?` SQL (PostgreSQL, through SQLAlchemy;
+    `SqliteConnection` on SQLite)."""
 
     def __init__(self, conn: AsyncConnection, dialect: Dialect) -> None:
         self._conn = conn
@@ -137,12 +138,9 @@ class Connection:
 
     async def execute(self, sql: str, params: Params = ()) -> Cursor:
         """Run one statement."""
-        with _driver_errors(self.dialect):
-            if self.dialect == "postgresql":
-                text, values = postgres_statement(sql, params)
-                result = await self._conn.exec_driver_sql(text, values)
-            else:
-                result = await self._conn.exec_driver_sql(sql, _sqlite_params(params))
+        with _driver_errors():
+            text, values = postgres_statement(sql, params)
+            result = await self._conn.exec_driver_sql(text, values)
             return _cursor(result, self.dialect)
 
     async def execute_fetchall(self, sql: str, params: Params = ()) -> list[Row]:
@@ -154,13 +152,10 @@ class Connection:
         batch = list(rows)
         if not batch:
             return
-        with _driver_errors(self.dialect):
-            if self.dialect == "postgresql":
-                text = postgres_statement(sql, None)[0]
-                values = [postgres_statement(sql, row)[1] for row in batch]
-                await self._conn.exec_driver_sql(text, values)
-            else:
-                await self._conn.exec_driver_sql(sql, [_sqlite_params(row) for row in batch])
+        with _driver_errors():
+            text = postgres_statement(sql, None)[0]
+            values = [postgres_statement(sql, row)[1] for row in batch]
+            await self._conn.exec_driver_sql(text, values)
 
     async def insert(self, sql: str, params: Params = ()) -> int:
         """Run an INSERT and return the new row's `id` (via RETURNING, on both engines)."""
@@ -210,11 +205,12 @@ def _sqlite_errors() -> Iterator[None]:
 
 
 class SqliteConnection(Connection):
-    """A `Connection` on the aiosqlite connection under a SQLAlchemy one: each statement is one
-    trip to aiosqlite's thread, and rows are built there (see `RowMaker`)."""
+    """A `Connection` on an aiosqlite connection: each statement is one trip to aiosqlite's
+    thread, and rows are built there (see `RowMaker`)."""
 
-    def __init__(self, conn: AsyncConnection, raw: aiosqlite.Connection) -> None:
-        super().__init__(conn, "sqlite")
+    def __init__(self, raw: aiosqlite.Connection) -> None:
+        # Not Connection.__init__: its state is a SQLAlchemy connection, and there is none here.
+        self.dialect = "sqlite"
         self._raw = raw
         raw.row_factory = RowMaker()  # type: ignore[assignment]
 
@@ -307,29 +303,19 @@ def open_failure(path: Path, error: BaseException) -> StartupError:
     )
 
 
-def _sqlite_engine(path: Path) -> AsyncEngine:
-    engine = create_async_engine(
-        f"sqlite+aiosqlite:///{path}", isolation_level="AUTOCOMMIT", pool_size=2, max_overflow=0
-    )
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        try:
-            for pragma in _PRAGMAS:
-                cursor.execute(pragma)
-        finally:
-            cursor.close()
-
-    return engine
-
-
-async def _aiosqlite(conn: AsyncConnection) -> aiosqlite.Connection:
-    """The aiosqlite connection under `conn` (migrations run on it directly)."""
-    raw = await conn.get_raw_connection()
-    driver = raw.driver_connection
-    assert isinstance(driver, aiosqlite.Connection)
-    return driver
+async def _sqlite_connect(path: Path) -> aiosqlite.Connection:
+    """One connection to the file at `path`: autocommit (the store begins its transactions
+    itself), the pragmas set, on a daemon thread (one left open cannot hold the process)."""
+    pending = aiosqlite.connect(path, isolation_level=None, check_same_thread=False)
+    pending._thread.daemon = True
+    conn = await pending
+    try:
+        for pragma in _PRAGMAS:
+            await conn.execute(pragma)
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
 
 
 class Database:
@@ -337,22 +323,23 @@ class Database:
 
     def __init__(
         self,
-        engine: AsyncEngine,
+        engine: AsyncEngine | None,
         dialect: Dialect,
         location: str,
         *,
         path: Path | None = None,
-        writer: AsyncConnection | None = None,
-        reader: AsyncConnection | None = None,
+        writer: aiosqlite.Connection | None = None,
+        reader: aiosqlite.Connection | None = None,
     ) -> None:
         self.dialect: Dialect = dialect
         self.path = path
         self.location = location
-        self._engine = engine
+        self._engine = engine  # PostgreSQL's pool; SQLite has its two connections instead
         self._writer = writer
         self._reader = reader
-        self._write_link: Connection | None = None
-        self._read_link: Connection | None = None
+        self._write_link = None if writer is None else SqliteConnection(writer)
+        # In memory there is one database per connection: the writer serves reads too.
+        self._read_link = None if reader is None else SqliteConnection(reader)
         self._write_lock = asyncio.Lock()
         # One SQLAlchemy connection is not safe for concurrent use: the SQLite reader serves
         # one statement at a time (as aiosqlite's queue did before).
@@ -387,32 +374,30 @@ class Database:
         if not in_memory:
             db_path.parent.mkdir(parents=True, exist_ok=True)
             await asyncio.to_thread(_probe, str(db_path))
-        engine = _sqlite_engine(db_path)
-        writer: AsyncConnection | None = None
+        writer = await _sqlite_connect(db_path)
         try:
-            with _driver_errors("sqlite"):
-                writer = await engine.connect()
-                raw = await _aiosqlite(writer)
-                if not in_memory:
-                    await _snapshot_before_upgrade(raw, db_path)
-                await migrate(raw, _context(local_space))
-                reader = await engine.connect()
-                await reader.exec_driver_sql("PRAGMA query_only=ON")
-                database = cls(
-                    engine, "sqlite", str(db_path), path=db_path, writer=writer, reader=reader
-                )
-                database._write_link = SqliteConnection(writer, raw)
-                database._read_link = SqliteConnection(reader, await _aiosqlite(reader))
+            if not in_memory:
+                await _snapshot_before_upgrade(writer, db_path)
+            await migrate(writer, _context(local_space))
+            reader = writer if in_memory else await _sqlite_connect(db_path)
         except BaseException:
-            if writer is not None:
-                await writer.close()
-            await engine.dispose()
+            await writer.close()
+            raise
+        try:
+            if reader is not writer:
+                await reader.execute("PRAGMA query_only=ON")
+        except BaseException:
+            await reader.close()
+            await writer.close()
             raise
         log.debug("database opened at %s", db_path)
-        return database
+        return cls(None, "sqlite", str(db_path), path=db_path, writer=writer, reader=reader)
 
     @classmethod
     async def _open_postgresql(cls, url: str, local_space: str | None) -> Database:
+        from sqlalchemy import exc
+        from sqlalchemy.ext.asyncio import create_async_engine
+
         engine = create_async_engine(
             asyncpg_url(url),
             pool_pre_ping=True,
@@ -450,7 +435,8 @@ class Database:
                 await self._reader.close()
             if self._writer is not None:
                 await self._writer.close()
-            await self._engine.dispose()
+            if self._engine is not None:
+                await self._engine.dispose()
 
     async def _drain(self) -> None:
         """Wait until no statement has begun for a few loop turns (bounded): a task in the
@@ -465,6 +451,10 @@ class Database:
             if seen == self._started and not self._write_lock.locked():
                 return
 
+    def _pool(self) -> AsyncEngine:
+        assert self._engine is not None, "only PostgreSQL has a pool"
+        return self._engine
+
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[Connection]:
         self._started += 1
@@ -472,11 +462,7 @@ class Database:
             async with self._read_lock:
                 yield self._read_link
             return
-        if self._reader is not None:
-            async with self._read_lock:
-                yield Connection(self._reader, self.dialect)
-            return
-        async with self._engine.connect() as conn:
+        async with self._pool().connect() as conn:
             yield Connection(conn, self.dialect)
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
@@ -499,14 +485,14 @@ class Database:
         """A write transaction (SQLite: BEGIN IMMEDIATE on the one writer); commits on
         success, rolls back on error."""
         self._started += 1
-        if self._writer is None:
-            async with self._engine.connect() as pooled:
+        if self._write_link is None:
+            async with self._pool().connect() as pooled:
                 await pooled.execution_options(isolation_level=_PG_WRITES)
                 async with pooled.begin():
                     yield Connection(pooled, self.dialect)
             return
         async with self._write_lock:
-            writer = self._write_link or Connection(self._writer, self.dialect)
+            writer = self._write_link
             await writer.execute("BEGIN IMMEDIATE")
             try:
                 yield writer

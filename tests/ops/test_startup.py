@@ -25,7 +25,7 @@ from tests.conftest import FAST_RETRY, SettingsFactory
 SCRIPT = """
 import gc, json, sys
 events = []
-watched = {"bot.services", "sqlalchemy", "discord.ext", "ollama"}
+watched = {"bot.services", "aiosqlite", "discord.ext", "ollama"}
 def audit(event, args):
     if event == "subprocess.Popen" and "bot.memory.japanese" in [str(a) for a in args[1]]:
         events.append("worker spawned")
@@ -51,7 +51,8 @@ from bot.__main__ import main
 code = main([])
 cli = [name for name in ("httpx._main", "click", "rich", "pygments") if sys.modules.get(name)]
 report = {"code": code, "events": events, "gc_enabled": gc.isenabled(), "cli": cli}
-print(json.dumps({**report, "litellm": "litellm" in sys.modules}))
+loaded = {name: name in sys.modules for name in ("litellm", "sqlalchemy")}
+print(json.dumps({**report, **loaded}))
 """
 
 
@@ -82,7 +83,7 @@ async def test_python_m_bot_spawns_the_worker_first_and_collects_no_garbage_whil
     assert "Cannot connect to host" in err
     assert events.count("worker spawned") == 1  # the services use the worker spawned first
     spawned = events.index("worker spawned")
-    for heavy in ("import bot.services", "import sqlalchemy", "import discord.ext"):
+    for heavy in ("import bot.services", "import aiosqlite", "import discord.ext"):
         assert heavy in events[spawned:], (heavy, [e for e in events if e != "gc"])
     # From the spawn to the LLM client's warm-up (the services' imports, the database, the
     # Discord client's modules) the cyclic collector never ran; it is on again afterwards.
@@ -95,6 +96,7 @@ async def test_python_m_bot_spawns_the_worker_first_and_collects_no_garbage_whil
     assert report["gc_enabled"]
     assert report["cli"] == []  # httpx's command-line client (and what it imports) never loaded
     assert not report["litellm"]  # an Ollama model: LiteLLM (~4 s to import) is never loaded
+    assert not report["sqlalchemy"]  # SQLite: SQLAlchemy (~0.3 s to import) is never loaded
 
 
 @pytest.fixture

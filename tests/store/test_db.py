@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,3 +101,51 @@ async def test_discord_message_ids_are_unique(tmp_path: Path) -> None:
         await messages.add("guild:2", other.id, "user", "a elsewhere", discord_message_id=42)
     assert await db.scalar("SELECT COUNT(*) FROM messages") == 1
     await db.close()
+
+
+async def test_reads_go_to_a_read_only_connection_and_see_committed_writes(
+    tmp_path: Path,
+) -> None:
+    db = await Database.open(tmp_path / "p.db")
+    try:
+        await db.execute("CREATE TABLE scratch (k TEXT)")
+        await db.execute("INSERT INTO scratch (k) VALUES ('v')")
+        assert await db.scalar("SELECT k FROM scratch") == "v"
+        assert await db.scalar("PRAGMA query_only") == 1  # the reader
+        async with db.transaction() as conn:
+            assert (await conn.execute_fetchall("PRAGMA query_only"))[0][0] == 0  # the writer
+            assert (await conn.execute_fetchall("PRAGMA busy_timeout"))[0][0] == 5000
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            await db.fetchall("DELETE FROM scratch RETURNING k")
+    finally:
+        await db.close()
+
+
+async def test_an_in_memory_database_reads_what_it_wrote() -> None:
+    db = await Database.open(":memory:")
+    try:
+        await db.execute("CREATE TABLE scratch (k TEXT)")
+        await db.execute("INSERT INTO scratch (k) VALUES ('v')")
+        assert await db.scalar("SELECT k FROM scratch") == "v"
+    finally:
+        await db.close()
+
+
+async def test_a_database_left_open_does_not_hold_the_process(tmp_path: Path) -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from bot.store.db import Database\n"
+        f"db = asyncio.run(Database.open({str(tmp_path / 'p.db')!r}))\n"
+        "print('sqlalchemy' in sys.modules)\n"
+    )
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        out, _ = await asyncio.wait_for(child.communicate(), 20)
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+    assert child.returncode == 0
+    assert out.decode().split() == ["False"]  # and SQLite needs no SQLAlchemy
