@@ -13,7 +13,7 @@ from aiohttp import web
 from admin_api.config import AdminConfig, check_bind
 from admin_api.connections import ConnectionGuard, GuardedSite
 from admin_api.middlewares import MIDDLEWARES
-from admin_api.openapi import build_openapi
+from admin_api.openapi import OpenApiDocument
 from admin_api.routing import Route, register
 from admin_api.security import Authenticator, LoginThrottle, iso
 from admin_api.state import ADMIN, SERVICES, AdminState
@@ -119,7 +119,7 @@ def _state(services: Services, config: AdminConfig, routes: list[Route]) -> Admi
             max_connections=config.max_connections,
         ),
         public_routes=public,
-        openapi=build_openapi(routes),
+        openapi=OpenApiDocument(routes),
     )
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -12,6 +12,9 @@ from admin_api.connections import ConnectionGuard
 from admin_api.security import Authenticator, LoginThrottle
 from admin_api.turns import ChatTurns
 from bot.services import Services
+
+if TYPE_CHECKING:
+    from admin_api.openapi import OpenApiDocument
 
 
 @dataclass(frozen=True)
@@ -23,8 +26,8 @@ class AdminState:
     throttle: LoginThrottle
     turns: ChatTurns
     connections: ConnectionGuard
+    openapi: OpenApiDocument  # built on its first request
     public_routes: frozenset[str] = frozenset()
-    openapi: dict[str, Any] = field(default_factory=dict)
 
 
 SERVICES = web.AppKey("services", Services)

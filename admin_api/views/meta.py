@@ -14,7 +14,7 @@ async def health() -> HealthOut:
 
 async def openapi_document(admin: AdminState) -> OpenApiOut:
     """This OpenAPI document."""
-    return OpenApiOut.model_validate(admin.openapi)
+    return OpenApiOut.model_validate(await admin.openapi.get())
 
 
 def routes() -> list[Route]:
