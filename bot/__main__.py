@@ -9,6 +9,7 @@ import functools
 import importlib
 import logging
 import sys
+from collections.abc import Awaitable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from bot.store.spaces import local_space
 from bot.utils.log_setup import configure_logging, log_to_file
 
 if TYPE_CHECKING:
+    from admin_api.config import AdminConfig
     from bot.services import Services
 
 log = logging.getLogger("bot")
@@ -98,8 +100,16 @@ def _log_chat_to_file(settings: Settings) -> str:
     return ui.terminal_log_note.format(path=path)
 
 
-async def serve_all(services: Services, *, stop: asyncio.Event | None = None) -> int:
-    """Topic scheduler, admin API and Discord client in this loop until SIGINT/SIGTERM."""
+async def serve_all(
+    services: Services,
+    *,
+    stop: asyncio.Event | None = None,
+    admin: Awaitable[AdminConfig] | None = None,
+) -> int:
+    """Topic scheduler, admin API and Discord client in this loop until SIGINT/SIGTERM.
+
+    `admin`: the admin API's configuration, already being made (see `_prepare_serving`);
+    made here when not given."""
     from admin_api import serve
     from admin_api.config import admin_config, start_warnings
     from bot.bot import run_discord
@@ -122,7 +132,7 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(settings_synced(services.settings, services.tasks))
             if settings.admin_enabled:
-                config = admin_config(settings)
+                config = await admin if admin is not None else admin_config(settings)
                 try:
                     server = await serve(services, config=config)
                 except OSError as exc:
@@ -136,10 +146,11 @@ async def serve_all(services: Services, *, stop: asyncio.Event | None = None) ->
         scheduler.shutdown()
 
 
-def _prepare_serving(settings: Settings) -> None:
+def _prepare_serving(settings: Settings, admin: list[asyncio.Future[AdminConfig]]) -> None:
     """Refuse an unsafe admin bind; import what `serve_all` needs (the admin API, discord.py,
-    the scheduler). Run while the analysis worker loads (see `bot.ops.startup`)."""
-    from admin_api.config import UnsafeBindError, check_settings
+    the scheduler); start making the admin API's configuration on a thread (into `admin`).
+    Run while the analysis worker loads (see `bot.ops.startup`)."""
+    from admin_api.config import UnsafeBindError, admin_config, check_settings
 
     try:
         check_settings(settings)
@@ -147,15 +158,21 @@ def _prepare_serving(settings: Settings) -> None:
         raise ConfigurationError(str(exc)) from exc
     for module in ("bot.bot", "bot.ops.settings_sync", "bot.topics.scheduler"):
         importlib.import_module(module)
+    if settings.admin_enabled:
+        # Its scrypt hash of ADMIN_PASSWORD (~0.07 s of CPU, run without the GIL) is made on
+        # the other core while this thread opens the services, not on the event loop later.
+        loop = asyncio.get_running_loop()
+        admin.append(loop.run_in_executor(None, admin_config, settings))
 
 
 async def run_bot(settings: Settings) -> int:
     """The Discord bot, admin API and scheduler until SIGINT/SIGTERM."""
     from bot.ops.startup import started_services
 
-    prepare = functools.partial(_prepare_serving, settings)
+    admin: list[asyncio.Future[AdminConfig]] = []
+    prepare = functools.partial(_prepare_serving, settings, admin)
     async with started_services(settings, preload=prepare) as services:
-        return await serve_all(services)
+        return await serve_all(services, admin=admin[0] if admin else None)
 
 
 def bind_failure(host: str, port: int, exc: OSError) -> StartupError:

@@ -19,12 +19,19 @@ from tests.conftest import FAST_RETRY, SettingsFactory
 
 # The real entry point in a fresh interpreter, recording (audit hooks, gc callbacks) when the
 # worker is spawned, when a few heavy modules start importing, each cyclic collection (and
-# each full one) and the first connection out (the readiness probe or the login, once ready).
+# each full one), each scrypt hash and on which thread, and the first connection out (the
+# readiness probe or the login, once ready).
 # discord.py and the model are pointed at a port that refuses connections: start-up runs to
 # the login, which fails, and the process ends.
 SCRIPT = """
-import gc, json, sys
+import gc, hashlib, json, sys, threading
 events = []
+scrypt = hashlib.scrypt
+def recorded_scrypt(*args, **kwargs):
+    on_main = threading.current_thread() is threading.main_thread()
+    events.append("scrypt on the main thread" if on_main else "scrypt on a thread")
+    return scrypt(*args, **kwargs)
+hashlib.scrypt = recorded_scrypt
 watched = {"bot.services", "aiosqlite", "discord.ext", "ollama"}
 def audit(event, args):
     if event == "subprocess.Popen" and "bot.memory.japanese" in [str(a) for a in args[1]]:
@@ -97,6 +104,32 @@ async def test_python_m_bot_spawns_the_worker_first_and_collects_no_garbage_whil
     assert report["cli"] == []  # httpx's command-line client (and what it imports) never loaded
     assert not report["litellm"]  # an Ollama model: LiteLLM (~4 s to import) is never loaded
     assert not report["sqlalchemy"]  # SQLite: SQLAlchemy (~0.3 s to import) is never loaded
+
+
+@pytest.mark.sqlite_only(reason="the child process opens its own DB_PATH file")
+async def test_python_m_bot_hashes_the_admin_password_on_a_thread_while_starting(
+    tmp_path: Path, refusing_port: int
+) -> None:
+    env = bot_env(
+        tmp_path / "bot.db",
+        DISCORD_TOKEN="token",
+        ADMIN_ENABLED="true",
+        ADMIN_PASSWORD="correct horse battery staple",
+        ADMIN_PORT="0",
+        LLM_MODEL="ollama/test-model",
+        LLM_API_BASE=f"http://127.0.0.1:{refusing_port}",
+    )
+    returncode, out, err = await run_python(["-c", SCRIPT, str(refusing_port)], env, tmp_path)
+    assert returncode == 0, err
+    report = json.loads(out.splitlines()[-1])
+    assert report["code"] == 1, err  # the login was refused, after start-up
+    assert "admin API listening" in err
+    events: list[str] = report["events"]
+    # Once, and not on the event loop's thread (~0.07 s it would block before Discord connects):
+    # started while the services open, on the other core.
+    hashes = [event for event in events if event.startswith("scrypt")]
+    assert hashes == ["scrypt on a thread"], events
+    assert events.index("scrypt on a thread") < events.index("connect")
 
 
 @pytest.fixture
