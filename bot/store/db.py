@@ -28,11 +28,11 @@ import logging
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import aiosqlite
 
@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 __all__ = ["Connection", "Cursor", "Database", "IntegrityError", "Params", "Row", "utcnow"]
 
@@ -206,43 +208,112 @@ def _sqlite_errors() -> Iterator[None]:
 
 class SqliteConnection(Connection):
     """A `Connection` on an aiosqlite connection: each statement is one trip to aiosqlite's
-    thread, and rows are built there (see `RowMaker`)."""
+    thread, and rows are built there (see `RowMaker`).
+
+    A write transaction's `BEGIN IMMEDIATE` goes on the trip of its first statement, and a
+    write that is a transaction of its own (`execute_alone`) is one trip with its BEGIN and
+    COMMIT: under load each trip waits its turn on the event loop, and the single writer is
+    held for every trip of a transaction.
+    """
 
     def __init__(self, raw: aiosqlite.Connection) -> None:
         # Not Connection.__init__: its state is a SQLAlchemy connection, and there is none here.
         self.dialect = "sqlite"
         self._raw = raw
         raw.row_factory = RowMaker()  # type: ignore[assignment]
+        self._begin_first = False
+        self._begun = False  # set on aiosqlite's thread once BEGIN IMMEDIATE has run
+
+    def begin_with_next_statement(self) -> None:
+        """Open a write transaction with the next statement (on its trip)."""
+        self._begin_first, self._begun = True, False
+
+    async def end(self, *, commit: bool) -> None:
+        """Commit (or roll back) the transaction `begin_with_next_statement` opened; no trip
+        if no statement ran."""
+        self._begin_first = False
+        if not self._begun:
+            return
+        self._begun = False
+        with _sqlite_errors():
+            await self._trip(_commit if commit else _rollback)
+
+    async def _trip(self, work: Callable[[sqlite3.Connection], _T], *, alone: bool = False) -> _T:
+        begin, self._begin_first = self._begin_first or alone, False
+        conn = self._raw._conn  # the sqlite3 connection; used only on aiosqlite's thread
+
+        def run() -> _T:
+            if not begin:
+                return work(conn)
+            conn.execute("BEGIN IMMEDIATE")
+            if not alone:
+                self._begun = True
+                return work(conn)
+            try:
+                done = work(conn)
+            except BaseException:
+                _rollback(conn)
+                raise
+            conn.execute("COMMIT")
+            return done
+
+        # aiosqlite's own way to run a call on its thread (what its public methods use).
+        return cast(_T, await self._raw._execute(run))  # type: ignore[no-untyped-call]
 
     async def execute(self, sql: str, params: Params = ()) -> Cursor:
-        """Run one statement (one thread trip; two for an unforeseen statement with rows)."""
-        values = _sqlite_params(params)
+        """Run one statement (one thread trip)."""
         with _sqlite_errors():
-            query = _QUERY.match(sql) is not None
-            if query or _RETURNING.search(sql):
-                rows = await self._fetchall(sql, values)
-                # sqlite3 counts a query's rowcount as -1, a DML statement's as its rows.
-                return Cursor(rows, -1 if query else len(rows), None)
-            cursor = await self._raw.execute(sql, values)
-            # The row factory made them `Row`s (a PRAGMA, say: two trips).
-            rows = cast("list[Row]", await cursor.fetchall()) if cursor.description else []
-            return Cursor(rows, cursor.rowcount, cursor.lastrowid)
+            return await self._trip(_statement(sql, _sqlite_params(params)))
+
+    async def execute_alone(self, sql: str, params: Params = ()) -> Cursor:
+        """Run one write statement as a transaction of its own (one thread trip)."""
+        with _sqlite_errors():
+            return await self._trip(_statement(sql, _sqlite_params(params)), alone=True)
 
     async def execute_fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         """Run one statement and return its rows (one thread trip)."""
-        with _sqlite_errors():
-            return await self._fetchall(sql, _sqlite_params(params))
-
-    async def _fetchall(self, sql: str, values: tuple[Any, ...] | dict[str, Any]) -> list[Row]:
-        # sqlite3's fetchall answers a list, of `Row`s by the row factory.
-        return cast("list[Row]", await self._raw.execute_fetchall(sql, values))
+        return (await self.execute(sql, params))._rows
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         """Run one statement for many parameter sets (one thread trip)."""
         batch = [_sqlite_params(row) for row in rows]
         if batch:
             with _sqlite_errors():
-                await self._raw.executemany(sql, batch)
+                await self._trip(lambda conn: conn.executemany(sql, batch))
+
+    async def executemany_alone(self, sql: str, rows: Iterable[Params]) -> None:
+        """`executemany` as a transaction of its own (one thread trip)."""
+        batch = [_sqlite_params(row) for row in rows]
+        if batch:
+            with _sqlite_errors():
+                await self._trip(lambda conn: conn.executemany(sql, batch), alone=True)
+
+
+def _statement(
+    sql: str, values: tuple[Any, ...] | dict[str, Any]
+) -> Callable[[sqlite3.Connection], Cursor]:
+    """The work of one statement on aiosqlite's thread: run it, take its rows (the row
+    factory makes them `Row`s)."""
+
+    def run(conn: sqlite3.Connection) -> Cursor:
+        cursor = conn.execute(sql, values)
+        rows = cast("list[Row]", cursor.fetchall()) if cursor.description else []
+        if _QUERY.match(sql) is not None:
+            return Cursor(rows, -1, None)  # sqlite3 counts a query's rowcount as -1
+        if _RETURNING.search(sql):
+            return Cursor(rows, len(rows), None)
+        return Cursor(rows, cursor.rowcount, cursor.lastrowid)
+
+    return run
+
+
+def _commit(conn: sqlite3.Connection) -> None:
+    conn.execute("COMMIT")
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
 
 
 def _probe(path: str) -> None:
@@ -493,29 +564,44 @@ class Database:
             return
         async with self._write_lock:
             writer = self._write_link
-            await writer.execute("BEGIN IMMEDIATE")
+            writer.begin_with_next_statement()
             try:
                 yield writer
             except BaseException:
-                await writer.execute("ROLLBACK")
+                await writer.end(commit=False)
                 raise
-            await writer.execute("COMMIT")
+            await writer.end(commit=True)
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one write statement in its own transaction; returns SQLite's lastrowid (0 on
         PostgreSQL: use `insert` for a new row's id)."""
-        async with self.transaction() as conn:
-            return (await conn.execute(sql, params)).lastrowid or 0
+        if self._write_link is None:
+            async with self.transaction() as conn:
+                return (await conn.execute(sql, params)).lastrowid or 0
+        self._started += 1
+        async with self._write_lock:
+            return (await self._write_link.execute_alone(sql, params)).lastrowid or 0
 
     async def insert(self, sql: str, params: Params = ()) -> int:
         """Run one INSERT in its own transaction; returns the new row's id."""
-        async with self.transaction() as conn:
-            return await conn.insert(sql, params)
+        if self._write_link is None:
+            async with self.transaction() as conn:
+                return await conn.insert(sql, params)
+        self._started += 1
+        async with self._write_lock:
+            cursor = await self._write_link.execute_alone(f"{sql} RETURNING id", params)
+        row = await cursor.fetchone()
+        return 0 if row is None else int(row[0])
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         """Run one write statement for many parameter sets in a single transaction."""
-        async with self.transaction() as conn:
-            await conn.executemany(sql, rows)
+        if self._write_link is None:
+            async with self.transaction() as conn:
+                await conn.executemany(sql, rows)
+            return
+        self._started += 1
+        async with self._write_lock:
+            await self._write_link.executemany_alone(sql, rows)
 
     async def size_bytes(self) -> int:
         """How much room the database takes (SQLite: pages × page size)."""

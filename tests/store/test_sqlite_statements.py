@@ -57,10 +57,38 @@ async def test_each_statement_is_one_trip_to_the_database_thread(
             await conn.execute("SELECT name FROM scratch WHERE id = ?", (new_id,))
         ).fetchone()
         await conn.executemany("INSERT INTO scratch (name) VALUES (?)", [("c",), ("d",)])
-    # BEGIN IMMEDIATE, four statements, COMMIT.
-    assert trips.take() == 6
+    # BEGIN IMMEDIATE goes with the first statement; then three statements and the COMMIT.
+    assert trips.take() == 5
     assert renamed.rowcount == 1
     assert found is not None and found["name"] == "b"
+    # A write that is a transaction of its own: BEGIN, the statement and COMMIT in one trip.
+    assert await db.insert("INSERT INTO scratch (name) VALUES (?)", ("e",)) == new_id + 3
+    assert trips.take() == 1
+    await db.execute("UPDATE scratch SET name = ? WHERE id = ?", ("f", new_id))
+    await db.executemany("INSERT INTO scratch (name) VALUES (?)", [("g",), ("h",)])
+    assert trips.take() == 2
+    async with db.transaction():
+        pass  # nothing written: nothing begun, no trip
+    assert trips.take() == 0
+    assert await db.scalar("SELECT COUNT(*) FROM scratch") == 6
+
+
+async def test_a_failed_transaction_leaves_nothing_and_the_writer_usable(db: Database) -> None:
+    with pytest.raises(RuntimeError):
+        async with db.transaction() as conn:
+            await conn.insert("INSERT INTO scratch (name) VALUES (?)", ("kept?",))
+            raise RuntimeError("the caller fails mid-transaction")
+    with pytest.raises(IntegrityError):
+        async with db.transaction() as conn:
+            await conn.insert("INSERT INTO scratch (name) VALUES (?)", ("twice",))
+            await conn.insert("INSERT INTO scratch (name) VALUES (?)", ("twice",))
+    # A single write that fails rolls back on its own trip: the statement after it runs.
+    await db.execute("INSERT INTO scratch (name) VALUES (?)", ("once",))
+    with pytest.raises(IntegrityError):
+        await db.executemany("INSERT INTO scratch (name) VALUES (?)", [("new",), ("once",)])
+    await db.execute("INSERT INTO scratch (name) VALUES (?)", ("after",))
+    names = [row["name"] for row in await db.fetchall("SELECT name FROM scratch ORDER BY id")]
+    assert names == ["once", "after"]
 
 
 async def test_cursor_counts_and_ids_match_sqlite3(db: Database) -> None:
