@@ -45,3 +45,22 @@ async def run_python_m_bot(
 ) -> tuple[int, str, str]:
     """`python -m bot ARGS` fed `stdin`: its exit code, stdout and stderr (60 s at most)."""
     return await run_python(["-m", "bot", *args], env, cwd, stdin)
+
+
+async def spawn_entry(
+    entry: str, api_url: str, gateway_url: str, env: dict[str, str], cwd: Path
+) -> asyncio.subprocess.Process:
+    """`python -c ENTRY API_URL GATEWAY_URL` (an entry that points discord.py at a loopback
+    Discord, then runs the bot), its stderr piped and its stdin and stdout closed."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        entry,
+        api_url,
+        gateway_url,
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )

@@ -3,15 +3,13 @@ imported during start-up (off the event loop or before ready), none of it on the
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.bot_process import bot_env
+from tests.bot_process import bot_env, spawn_entry
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.llm_server import FakeLLMServer, Text
 from tests.sharding.processes import BotProcess
@@ -56,18 +54,7 @@ async def test_the_first_turn_after_start_imports_nothing(
             USER_COOLDOWN_SECONDS="0",
             LOG_LEVEL="INFO",
         )
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            ENTRY,
-            server.api_url,
-            server.gateway_url,
-            cwd=tmp_path,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        process = await spawn_entry(ENTRY, server.api_url, server.gateway_url, env, tmp_path)
         running = BotProcess(process)
         try:
             await running.wait_for_log(r"ready: imports are watched", START)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from bot.prompts.ui_text import ui_text
-from tests.bot_process import bot_env
+from tests.bot_process import bot_env, spawn_entry
 from tests.fakes.discord_server import FakeDiscord
 from tests.ops.conftest import closed_port
 
@@ -53,18 +52,7 @@ async def test_an_unreachable_model_is_warned_once_reported_and_shown(tmp_path: 
             ADMIN_PORT=str(admin_port),
             ADMIN_TOKEN=TOKEN,
         )
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            ENTRY,
-            server.api_url,
-            server.gateway_url,
-            cwd=tmp_path,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        process = await spawn_entry(ENTRY, server.api_url, server.gateway_url, env, tmp_path)
         try:
             presence = await server.wait_for(
                 lambda: server.gateway.presences[-1] if server.gateway.presences else None,

@@ -20,7 +20,7 @@ from typing import Any
 
 from bot.ops.pg_notify import asyncpg_dsn
 from bot.store.dialect import dialect_of, postgres_statement, sqlite_path
-from tests.bot_process import bot_env
+from tests.bot_process import bot_env, spawn_entry
 from tests.fakes.discord_gateway import GatewaySession
 from tests.fakes.discord_server import FakeDiscord, FakeGuild
 
@@ -149,18 +149,7 @@ async def bot_process(
 ) -> AsyncIterator[BotProcess]:
     """Run `python -m bot` (admin API off unless `extra` says otherwise) against `server`."""
     env = db.env(DISCORD_TOKEN=server.token, ADMIN_ENABLED="false", **extra)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        ENTRY,
-        server.api_url,
-        server.gateway_url,
-        cwd=cwd,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    process = await spawn_entry(ENTRY, server.api_url, server.gateway_url, env, cwd)
     running = BotProcess(process)
     try:
         yield running
