@@ -9,6 +9,7 @@ import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,21 +72,30 @@ def refusing_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
+async def start_until_login_refused(
+    tmp_path: Path, refusing_port: int, **extra: str
+) -> tuple[dict[str, Any], str]:
+    """Run `python -m bot` (through SCRIPT) until its Discord login is refused at
+    `refusing_port`: SCRIPT's report and the child's stderr."""
+    env = bot_env(
+        tmp_path / "bot.db",
+        DISCORD_TOKEN="token",
+        LLM_MODEL="ollama/test-model",
+        LLM_API_BASE=f"http://127.0.0.1:{refusing_port}",
+        **extra,
+    )
+    returncode, out, err = await run_python(["-c", SCRIPT, str(refusing_port)], env, tmp_path)
+    assert returncode == 0, err
+    report: dict[str, Any] = json.loads(out.splitlines()[-1])
+    assert report["code"] == 1, err  # the login was refused, after start-up
+    return report, err
+
+
 @pytest.mark.sqlite_only(reason="the child process opens its own DB_PATH file")
 async def test_python_m_bot_spawns_the_worker_first_and_collects_no_garbage_while_importing(
     tmp_path: Path, refusing_port: int
 ) -> None:
-    env = bot_env(
-        tmp_path / "bot.db",
-        DISCORD_TOKEN="token",
-        ADMIN_ENABLED="false",
-        LLM_MODEL="ollama/test-model",
-        LLM_API_BASE=f"http://127.0.0.1:{refusing_port}",
-    )
-    returncode, out, err = await run_python(["-c", SCRIPT, str(refusing_port)], env, tmp_path)
-    assert returncode == 0, err
-    report = json.loads(out.splitlines()[-1])
-    assert report["code"] == 1, err  # the login was refused, after start-up
+    report, err = await start_until_login_refused(tmp_path, refusing_port, ADMIN_ENABLED="false")
     events: list[str] = report["events"]
     assert "Cannot connect to host" in err
     assert events.count("worker spawned") == 1  # the services use the worker spawned first
@@ -110,19 +120,13 @@ async def test_python_m_bot_spawns_the_worker_first_and_collects_no_garbage_whil
 async def test_python_m_bot_hashes_the_admin_password_on_a_thread_while_starting(
     tmp_path: Path, refusing_port: int
 ) -> None:
-    env = bot_env(
-        tmp_path / "bot.db",
-        DISCORD_TOKEN="token",
+    report, err = await start_until_login_refused(
+        tmp_path,
+        refusing_port,
         ADMIN_ENABLED="true",
         ADMIN_PASSWORD="correct horse battery staple",
         ADMIN_PORT="0",
-        LLM_MODEL="ollama/test-model",
-        LLM_API_BASE=f"http://127.0.0.1:{refusing_port}",
     )
-    returncode, out, err = await run_python(["-c", SCRIPT, str(refusing_port)], env, tmp_path)
-    assert returncode == 0, err
-    report = json.loads(out.splitlines()[-1])
-    assert report["code"] == 1, err  # the login was refused, after start-up
     assert "admin API listening" in err
     events: list[str] = report["events"]
     # Once, and not on the event loop's thread (~0.07 s it would block before Discord connects):
