@@ -211,9 +211,9 @@ class SqliteConnection(Connection):
     thread, and rows are built there (see `RowMaker`).
 
     A write transaction's `BEGIN IMMEDIATE` goes on the trip of its first statement, and a
-    write that is a transaction of its own (`execute_alone`) is one trip with its BEGIN and
-    COMMIT: under load each trip waits its turn on the event loop, and the single writer is
-    held for every trip of a transaction.
+    write that is a transaction of its own (`alone_with_next_statement`) is one trip with its
+    BEGIN and COMMIT: under load each trip waits its turn on the event loop, and the single
+    writer is held for every trip of a transaction.
     """
 
     def __init__(self, raw: aiosqlite.Connection) -> None:
@@ -222,11 +222,21 @@ class SqliteConnection(Connection):
         self._raw = raw
         raw.row_factory = RowMaker()  # type: ignore[assignment]
         self._begin_first = False
+        self._alone_next = False
         self._begun = False  # set on aiosqlite's thread once BEGIN IMMEDIATE has run
 
     def begin_with_next_statement(self) -> None:
         """Open a write transaction with the next statement (on its trip)."""
         self._begin_first, self._begun = True, False
+
+    def alone_with_next_statement(self) -> None:
+        """Run the next statement as a transaction of its own: BEGIN, it and COMMIT on one
+        trip (rolled back on that trip if it fails)."""
+        self._alone_next = True
+
+    def end_alone(self) -> None:
+        """Forget `alone_with_next_statement` if no statement used it (an empty batch)."""
+        self._alone_next = False
 
     async def end(self, *, commit: bool) -> None:
         """Commit (or roll back) the transaction `begin_with_next_statement` opened; no trip
@@ -238,8 +248,10 @@ class SqliteConnection(Connection):
         with _sqlite_errors():
             await self._trip(_commit if commit else _rollback)
 
-    async def _trip(self, work: Callable[[sqlite3.Connection], _T], *, alone: bool = False) -> _T:
-        begin, self._begin_first = self._begin_first or alone, False
+    async def _trip(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        alone = self._alone_next
+        begin = self._begin_first or alone
+        self._begin_first = self._alone_next = False
         conn = self._raw._conn  # the sqlite3 connection; used only on aiosqlite's thread
 
         def run() -> _T:
@@ -265,11 +277,6 @@ class SqliteConnection(Connection):
         with _sqlite_errors():
             return await self._trip(_statement(sql, _sqlite_params(params)))
 
-    async def execute_alone(self, sql: str, params: Params = ()) -> Cursor:
-        """Run one write statement as a transaction of its own (one thread trip)."""
-        with _sqlite_errors():
-            return await self._trip(_statement(sql, _sqlite_params(params)), alone=True)
-
     async def execute_fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         """Run one statement and return its rows (one thread trip)."""
         return (await self.execute(sql, params))._rows
@@ -280,13 +287,6 @@ class SqliteConnection(Connection):
         if batch:
             with _sqlite_errors():
                 await self._trip(lambda conn: conn.executemany(sql, batch))
-
-    async def executemany_alone(self, sql: str, rows: Iterable[Params]) -> None:
-        """`executemany` as a transaction of its own (one thread trip)."""
-        batch = [_sqlite_params(row) for row in rows]
-        if batch:
-            with _sqlite_errors():
-                await self._trip(lambda conn: conn.executemany(sql, batch), alone=True)
 
 
 def _statement(
@@ -572,36 +572,36 @@ class Database:
                 raise
             await writer.end(commit=True)
 
-    async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one write statement in its own transaction; returns SQLite's lastrowid (0 on
-        PostgreSQL: use `insert` for a new row's id)."""
+    @asynccontextmanager
+    async def _one_statement(self) -> AsyncIterator[Connection]:
+        """A transaction for exactly one statement (on SQLite, one trip with it)."""
         if self._write_link is None:
             async with self.transaction() as conn:
-                return (await conn.execute(sql, params)).lastrowid or 0
-        self._started += 1
-        async with self._write_lock:
-            return (await self._write_link.execute_alone(sql, params)).lastrowid or 0
-
-    async def insert(self, sql: str, params: Params = ()) -> int:
-        """Run one INSERT in its own transaction; returns the new row's id."""
-        if self._write_link is None:
-            async with self.transaction() as conn:
-                return await conn.insert(sql, params)
-        self._started += 1
-        async with self._write_lock:
-            cursor = await self._write_link.execute_alone(f"{sql} RETURNING id", params)
-        row = await cursor.fetchone()
-        return 0 if row is None else int(row[0])
-
-    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
-        """Run one write statement for many parameter sets in a single transaction."""
-        if self._write_link is None:
-            async with self.transaction() as conn:
-                await conn.executemany(sql, rows)
+                yield conn
             return
         self._started += 1
         async with self._write_lock:
-            await self._write_link.executemany_alone(sql, rows)
+            self._write_link.alone_with_next_statement()
+            try:
+                yield self._write_link
+            finally:
+                self._write_link.end_alone()
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one write statement in its own transaction; returns SQLite's lastrowid (0 on
+        PostgreSQL: use `insert` for a new row's id)."""
+        async with self._one_statement() as conn:
+            return (await conn.execute(sql, params)).lastrowid or 0
+
+    async def insert(self, sql: str, params: Params = ()) -> int:
+        """Run one INSERT in its own transaction; returns the new row's id."""
+        async with self._one_statement() as conn:
+            return await conn.insert(sql, params)
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        """Run one write statement for many parameter sets in a single transaction."""
+        async with self._one_statement() as conn:
+            await conn.executemany(sql, rows)
 
     async def size_bytes(self) -> int:
         """How much room the database takes (SQLite: pages × page size)."""
