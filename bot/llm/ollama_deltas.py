@@ -52,22 +52,23 @@ def _joined(run: list[dict[str, Any]]) -> str:
 
 def joined_deltas(lines: list[bytes]) -> list[str]:
     """`lines` (one read's worth, in order) as text, each run of text deltas joined into one."""
-    if len(lines) < 2:
-        return [line.decode("utf-8", "replace") for line in lines]
     out: list[str] = []
-    run: list[dict[str, Any]] = []
-    first = b""  # the run's first line as it came: a run of one passes unchanged
+    run: list[tuple[bytes, dict[str, Any]]] = []
     for line in lines:
-        part = _text_delta(line)
+        part = _text_delta(line) if len(lines) > 1 else None
         if part is not None:
-            if not run:
-                first = line
-            run.append(part)
+            run.append((line, part))
             continue
-        if run:
-            out.append(first.decode("utf-8", "replace") if len(run) == 1 else _joined(run))
-            run = []
+        _flush(run, out)
         out.append(line.decode("utf-8", "replace"))
-    if run:
-        out.append(first.decode("utf-8", "replace") if len(run) == 1 else _joined(run))
+    _flush(run, out)
     return out
+
+
+def _flush(run: list[tuple[bytes, dict[str, Any]]], out: list[str]) -> None:
+    """Append the run to `out` (a run of one as it came, unchanged) and empty it."""
+    if len(run) == 1:
+        out.append(run[0][0].decode("utf-8", "replace"))
+    elif run:
+        out.append(_joined([part for _, part in run]))
+    run.clear()
