@@ -13,6 +13,7 @@ from bot.config import Settings, load_settings
 from bot.errors import StartupError
 from bot.ops.settings_sync import settings_synced
 from bot.services import open_services
+from bot.utils import event_loop
 from bot.utils.log_setup import configure_logging
 
 log = logging.getLogger("admin_api")
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     try:
-        return asyncio.run(run(settings))
+        return event_loop.run(run(settings), settings.event_loop)
     except StartupError as exc:
         print(str(exc), file=sys.stderr)
         return exc.exit_code

@@ -471,6 +471,8 @@ async def running_bot(args: argparse.Namespace) -> AsyncIterator[Harness]:
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     """Cold turn, warm turns, then many threads at once; returns the JSON result."""
+    from bot.utils import event_loop
+
     async with running_bot(args) as harness:
         control = harness.control
 
@@ -505,6 +507,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     sequential = [cold, *warm]
     first = [t["first_reply_ms"] for t in warm]
     return {
+        "event_loop": event_loop.loop_name(asyncio.get_running_loop()),
         "tokens_per_reply": args.tokens,
         "token_rate_per_s": args.rate,
         "stream_edit_interval_s": args.interval,
@@ -552,6 +555,12 @@ def _args() -> argparse.Namespace:
     parser.add_argument("--tokens", type=int, default=60, help="tokens per answer")
     parser.add_argument("--rate", type=float, default=50.0, help="LLM tokens per second")
     parser.add_argument("--interval", type=float, default=1.2, help="stream_edit_interval")
+    parser.add_argument(
+        "--event-loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default="auto",
+        help="the bot's event loop (auto: as python -m bot picks it)",
+    )
     parser.add_argument("--serve-fakes", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -561,10 +570,13 @@ if __name__ == "__main__":
     if arguments.serve_fakes:
         asyncio.run(serve_fakes(arguments.tokens, arguments.rate))
         sys.exit(0)
-    result = asyncio.run(main(arguments))
+    from bot.utils import event_loop
+
+    result = event_loop.run(main(arguments), arguments.event_loop)
     print(json.dumps(result))
     print(
-        f"ready {result['startup_to_ready_s']} s (<= 1.5; CPU {result['startup_cpu_s']} s "
+        f"{result['event_loop']} loop: ready {result['startup_to_ready_s']} s "
+        f"(<= 1.5; CPU {result['startup_cpu_s']} s "
         f"+ {result['analysis_worker_startup_cpu_s']} s in the analysis worker); "
         f"first visible text: cold {result['cold_first_reply_ms']} ms (<= 50), "
         f"warm p50 {result['first_reply_ms_p50']} ms / p99 {result['first_reply_ms_p99']} ms; "

@@ -32,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.discord_turn import one_turn, running_bot
+from bot.utils import event_loop
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -118,6 +119,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             pstats.Stats(profile, stream=text).sort_stats(args.sort).print_stats(args.top)
             print(f"===== {title} turn(s), by {args.sort}\n{text.getvalue()}", file=sys.stderr)
     return {
+        "event_loop": event_loop.loop_name(asyncio.get_running_loop()),
         "tokens_per_reply": args.tokens,
         "clock": args.clock,
         "sort": args.sort,
@@ -143,13 +145,19 @@ def _args() -> argparse.Namespace:
     parser.add_argument("--tokens", type=int, default=60, help="tokens per answer")
     parser.add_argument("--rate", type=float, default=50.0, help="LLM tokens per second")
     parser.add_argument("--interval", type=float, default=1.2, help="stream_edit_interval")
+    parser.add_argument(
+        "--event-loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default="auto",
+        help="the bot's event loop (auto: as python -m bot picks it)",
+    )
     parser.add_argument("--print-stats", action="store_true", help="pstats tables on stderr")
     return parser.parse_args()
 
 
 if __name__ == "__main__":
     arguments = _args()
-    result = asyncio.run(main(arguments))
+    result = event_loop.run(main(arguments), arguments.event_loop)
     print(json.dumps(result))
     hottest = result["warm_top"][0]["function"] if result["warm_top"] else "-"
     print(

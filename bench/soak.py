@@ -32,6 +32,7 @@ from bot.chat.events import DoneEvent
 from bot.config import Settings
 from bot.llm.gateway import RetryPolicy
 from bot.services import ServiceOptions, Services, open_services
+from bot.utils import event_loop
 from bot.utils.heap import settle_heap
 
 SPACE = "local:soak"
@@ -120,6 +121,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         scratch.cleanup()
     growth = marks[args.turns] - marks[100]
     return {
+        "event_loop": event_loop.loop_name(asyncio.get_running_loop()),
         "turns": args.turns,
         "concurrency": args.concurrency,
         "turns_per_session": args.per_session,
@@ -140,6 +142,12 @@ def _args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=16, help="turns at once")
     parser.add_argument("--per-session", type=int, default=12, help="turns per session")
     parser.add_argument("--tokens", type=int, default=12, help="tokens per answer")
+    parser.add_argument(
+        "--event-loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default="auto",
+        help="the bot's event loop (auto: as python -m bot picks it)",
+    )
     arguments = parser.parse_args()
     if arguments.turns < 100:
         parser.error("--turns must be at least 100")
@@ -147,7 +155,8 @@ def _args() -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    result = asyncio.run(run(_args()))
+    arguments = _args()
+    result = event_loop.run(run(arguments), arguments.event_loop)
     print(json.dumps(result))
     turns = result["turns"]
     print(

@@ -17,6 +17,7 @@ from bot.config import Settings, load_settings
 from bot.errors import ConfigurationError, StartupError, ValidationError
 from bot.prompts.ui_text import ui_text
 from bot.store.spaces import local_space
+from bot.utils import event_loop
 from bot.utils.log_setup import configure_logging, log_to_file
 
 if TYPE_CHECKING:
@@ -172,6 +173,8 @@ async def run_bot(settings: Settings) -> int:
     admin: list[asyncio.Future[AdminConfig]] = []
     prepare = functools.partial(_prepare_serving, settings, admin)
     async with started_services(settings, preload=prepare) as services:
+        # Once open: a start that fails still says one sentence and nothing more.
+        log.info("event loop: %s", event_loop.loop_name(asyncio.get_running_loop()))
         return await serve_all(services, admin=admin[0] if admin else None)
 
 
@@ -244,7 +247,7 @@ def migrate_db(settings: Settings, url: str) -> int:
     """`python -m bot migrate-db --to URL`: copy DB_PATH into an empty PostgreSQL, verified."""
     from bot.store.copy import copy_sqlite_to_postgresql
 
-    report = asyncio.run(copy_sqlite_to_postgresql(settings.db_path, url))
+    report = event_loop.run(copy_sqlite_to_postgresql(settings.db_path, url), settings.event_loop)
     for table in report:
         print(f"{table.table}: {table.rows} rows, checksum {table.checksum[:16]} (matches)")
     print(f"Copied and verified {sum(t.rows for t in report)} rows; set DATABASE_URL to use it.")
@@ -260,8 +263,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         print(SETUP_HELP, file=sys.stderr, end="")
         return 2
     if args.command == "chat":
-        return asyncio.run(run_chat(settings, args.space))
-    return asyncio.run(run_bot(settings))
+        return event_loop.run(run_chat(settings, args.space), settings.event_loop)
+    return event_loop.run(run_bot(settings), settings.event_loop)
 
 
 if __name__ == "__main__":

@@ -375,6 +375,11 @@ class Settings(BaseSettings):
         description="Seconds between readiness checks (model, embeddings, MCP, scheduler).",
     )
 
+    event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
+        default="auto",
+        description="The event loop: auto (uvloop where installed, else asyncio's), uvloop "
+        "(fail without it) or asyncio.",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
         default="INFO", description="Least severe log level shown."
     )

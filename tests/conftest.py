@@ -8,8 +8,9 @@ import os
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from bot.config import Settings
 from bot.llm.gateway import RetryPolicy
 from bot.services import ServiceOptions, Services, open_services
 from bot.store.dialect import sqlite_url
+from bot.utils.event_loop import LoopFactory, loop_factory
 from bot.utils.log_setup import CHATTY_LOGGERS, NOISY_LOGGERS
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.postgres import (
@@ -58,6 +60,13 @@ LITELLM_WARNING_FILTERS = (
     "ignore:.*`ReadOnly` qualifier:UserWarning",
     "ignore:.*conflict with protected namespace:UserWarning",
 )
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> Mapping[str, LoopFactory]:
+    """Every async test runs on the loop `python -m bot` runs on (uvloop where installed)."""
+    return {"product": loop_factory() or asyncio.new_event_loop}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
