@@ -84,6 +84,9 @@ class TurnRequest:
     # Seconds the model's stream may gather between reads once the answer shows: a front end
     # that edits its message a second apart needs no wake-up per token (0: every token at once).
     read_pace: float = field(default=0.0, kw_only=True)
+    # The session `session_id` names, as the front end found or made it a moment before: the
+    # turn takes it instead of reading it again (one that does not match is ignored).
+    session: Session | None = field(default=None, compare=False, kw_only=True)
 
 
 @dataclass
@@ -171,6 +174,13 @@ class ChatEngine:
                 log.error("chat turn crashed", exc_info=task.exception())
 
     async def _session_for(self, request: TurnRequest) -> tuple[Session, bool]:
+        given = request.session
+        if (
+            given is not None
+            and given.id == request.session_id
+            and given.space_id == request.space_id
+        ):
+            return given, False
         if request.session_id is not None:
             session = await self._sessions.get(request.space_id, request.session_id)
             if session is not None:

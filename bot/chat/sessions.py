@@ -35,17 +35,23 @@ class ConversationSessions:
         parent_channel_id: int | None = None,
         reply_to: int | None = None,
         source: str = "discord",
+        new_channel: bool = False,
     ) -> Session:
         """The channel's current session in `space`, or a new one bound to it.
 
         `parent_channel_id` is the channel a thread hangs off (its topic pool). A conversation
         started on one of the bot's topic openers (a thread on it, or a reply to it:
-        `reply_to`) continues that topic: the opener becomes its first message.
+        `reply_to`) continues that topic: the opener becomes its first message. `new_channel`:
+        the channel was made for this conversation a moment ago (a thread the bot opened on
+        the user's message), so it has no session and is no opener: neither is looked up.
         """
-        session = await self._sessions.open_for_channel(space, channel_id)
-        if session is not None:
-            return session
-        candidates = [channel_id] if reply_to is None else [reply_to, channel_id]
+        if not new_channel:
+            session = await self._sessions.open_for_channel(space, channel_id)
+            if session is not None:
+                return session
+        candidates = [] if reply_to is None else [reply_to]
+        if not new_channel:
+            candidates.append(channel_id)
         post = None
         for candidate in candidates:
             post = await self._topics.post_for_message(space, candidate)

@@ -194,11 +194,11 @@ class NoteTitlesLayer:
         try:
             # Extra characters so collapsing blank lines still leaves a full preview.
             items = await self._notes.outline(request.space_id, PREVIEW_CHARS * 3)
+            if not items:  # most spaces: no read of the session's links for an empty list
+                return None
             linked = set(await self._notes.linked_page_ids(request.space_id, request.session_id))
         except Exception:
             log.exception("notes layer failed")
-            return None
-        if not items:
             return None
         prompts = _prompts(request)
         header = prompts.format("layer_notes_header", preview_chars=PREVIEW_CHARS)

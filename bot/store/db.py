@@ -6,9 +6,10 @@ The store writes SQL in the common subset of the two dialects with `?` placehold
 - SQLite (the default): one reader connection (`query_only`) and a single serialized writer,
   WAL, foreign keys on, writes in `BEGIN IMMEDIATE`, migrations in `PRAGMA user_version`,
   each an aiosqlite connection in autocommit mode (`SqliteConnection`): one trip to its
-  thread per statement. SQLAlchemy is not imported at all (~0.3 s of start-up CPU): with two
-  fixed connections there is nothing for its pool to do, and its cursor adapter made three or
-  four trips per statement plus a greenlet switch for each.
+  thread per statement, or per batch of statements (`Database.write_batch`). SQLAlchemy is
+  not imported at all (~0.3 s of start-up CPU): with two fixed connections there is nothing
+  for its pool to do, and its cursor adapter made three or four trips per statement plus a
+  greenlet switch for each.
 - PostgreSQL, through SQLAlchemy's async engine (asyncpg underneath), which does the driver,
   URL, pooling and error work: a pool of connections kept open (`PG_POOL_SIZE`), each checked
   with a cheap ping
@@ -28,8 +29,9 @@ import logging
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, closing, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -60,7 +62,16 @@ log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
-__all__ = ["Connection", "Cursor", "Database", "IntegrityError", "Params", "Row", "utcnow"]
+__all__ = [
+    "Connection",
+    "Cursor",
+    "Database",
+    "IntegrityError",
+    "Params",
+    "Row",
+    "Statement",
+    "utcnow",
+]
 
 _PRAGMAS = (
     "PRAGMA journal_mode=WAL",
@@ -123,6 +134,16 @@ class Cursor:
         return list(self._rows)
 
 
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One statement of a batch (`Database.write_batch`): `sql` with `params`, or, given
+    `many`, once per parameter set (as `executemany`; its cursor has no rows, rowcount -1)."""
+
+    sql: str
+    params: Params = ()
+    many: Sequence[Params] | None = None
+
+
 def _cursor(result: CursorResult[Any], dialect: Dialect) -> Cursor:
     rows = make_rows(list(result.keys()), result.fetchall()) if result.returns_rows else []
     lastrowid = result.lastrowid if dialect == "sqlite" else None
@@ -163,6 +184,17 @@ class Connection:
         """Run an INSERT and return the new row's `id` (via RETURNING, on both engines)."""
         row = await (await self.execute(f"{sql} RETURNING id", params)).fetchone()
         return 0 if row is None else int(row[0])
+
+    async def run_batch(self, statements: Sequence[Statement]) -> list[Cursor]:
+        """Run statements that need none of one another's results, in order; their cursors."""
+        cursors = []
+        for statement in statements:
+            if statement.many is None:
+                cursors.append(await self.execute(statement.sql, statement.params))
+            else:
+                await self.executemany(statement.sql, statement.many)
+                cursors.append(Cursor([], -1, None))
+        return cursors
 
 
 def _sqlite_params(params: Params) -> tuple[Any, ...] | dict[str, Any]:
@@ -211,9 +243,10 @@ class SqliteConnection(Connection):
     thread, and rows are built there (see `RowMaker`).
 
     A write transaction's `BEGIN IMMEDIATE` goes on the trip of its first statement, and a
-    write that is a transaction of its own (`alone_with_next_statement`) is one trip with its
-    BEGIN and COMMIT: under load each trip waits its turn on the event loop, and the single
-    writer is held for every trip of a transaction.
+    write that is a transaction of its own (`alone_with_next_statement`: one statement, or a
+    batch of them, `run_batch`) is one trip with its BEGIN and COMMIT: under load each trip
+    waits its turn on the event loop, and the single writer is held for every trip of a
+    transaction.
     """
 
     def __init__(self, raw: aiosqlite.Connection) -> None:
@@ -230,8 +263,8 @@ class SqliteConnection(Connection):
         self._begin_first, self._begun = True, False
 
     def alone_with_next_statement(self) -> None:
-        """Run the next statement as a transaction of its own: BEGIN, it and COMMIT on one
-        trip (rolled back on that trip if it fails)."""
+        """Run the next statement (or batch) as a transaction of its own: BEGIN, it and COMMIT
+        on one trip (rolled back on that trip if it fails)."""
         self._alone_next = True
 
     def end_alone(self) -> None:
@@ -287,6 +320,28 @@ class SqliteConnection(Connection):
         if batch:
             with _sqlite_errors():
                 await self._trip(lambda conn: conn.executemany(sql, batch))
+
+    async def run_batch(self, statements: Sequence[Statement]) -> list[Cursor]:
+        """Run statements that need none of one another's results, in order, on one trip."""
+        if not statements:
+            return []
+        works = [_batch_work(statement) for statement in statements]
+        with _sqlite_errors():
+            return await self._trip(lambda conn: [work(conn) for work in works])
+
+
+def _batch_work(statement: Statement) -> Callable[[sqlite3.Connection], Cursor]:
+    """The work of one statement of a batch on aiosqlite's thread."""
+    if statement.many is None:
+        return _statement(statement.sql, _sqlite_params(statement.params))
+    sql, rows = statement.sql, [_sqlite_params(row) for row in statement.many]
+
+    def run(conn: sqlite3.Connection) -> Cursor:
+        if rows:
+            conn.executemany(sql, rows)
+        return Cursor([], -1, None)
+
+    return run
 
 
 def _statement(
@@ -557,10 +612,8 @@ class Database:
         success, rolls back on error."""
         self._started += 1
         if self._write_link is None:
-            async with self._pool().connect() as pooled:
-                await pooled.execution_options(isolation_level=_PG_WRITES)
-                async with pooled.begin():
-                    yield Connection(pooled, self.dialect)
+            async with self._pooled_transaction() as conn:
+                yield conn
             return
         async with self._write_lock:
             writer = self._write_link
@@ -573,13 +626,21 @@ class Database:
             await writer.end(commit=True)
 
     @asynccontextmanager
-    async def _one_statement(self) -> AsyncIterator[Connection]:
-        """A transaction for exactly one statement (on SQLite, one trip with it)."""
+    async def _pooled_transaction(self) -> AsyncIterator[Connection]:
+        """A write transaction on a pooled PostgreSQL connection."""
+        async with self._pool().connect() as pooled:
+            await pooled.execution_options(isolation_level=_PG_WRITES)
+            async with pooled.begin():
+                yield Connection(pooled, self.dialect)
+
+    @asynccontextmanager
+    async def _one_trip(self) -> AsyncIterator[Connection]:
+        """A transaction for exactly one statement or batch (on SQLite, one trip with it)."""
+        self._started += 1
         if self._write_link is None:
-            async with self.transaction() as conn:
+            async with self._pooled_transaction() as conn:
                 yield conn
             return
-        self._started += 1
         async with self._write_lock:
             self._write_link.alone_with_next_statement()
             try:
@@ -590,18 +651,25 @@ class Database:
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one write statement in its own transaction; returns SQLite's lastrowid (0 on
         PostgreSQL: use `insert` for a new row's id)."""
-        async with self._one_statement() as conn:
+        async with self._one_trip() as conn:
             return (await conn.execute(sql, params)).lastrowid or 0
 
     async def insert(self, sql: str, params: Params = ()) -> int:
         """Run one INSERT in its own transaction; returns the new row's id."""
-        async with self._one_statement() as conn:
+        async with self._one_trip() as conn:
             return await conn.insert(sql, params)
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         """Run one write statement for many parameter sets in a single transaction."""
-        async with self._one_statement() as conn:
+        async with self._one_trip() as conn:
             await conn.executemany(sql, rows)
+
+    async def write_batch(self, statements: Sequence[Statement]) -> list[Cursor]:
+        """Run write statements that need none of one another's results in one transaction
+        (SQLite: one trip with its BEGIN and COMMIT, rolled back on it if one fails); their
+        cursors, in order."""
+        async with self._one_trip() as conn:
+            return await conn.run_batch(statements)
 
     async def size_bytes(self) -> int:
         """How much room the database takes (SQLite: pages × page size)."""

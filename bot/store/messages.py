@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.db import Database, Row, utcnow
+from bot.store.db import Database, Row, Statement, utcnow
 
 
 @dataclass(frozen=True)
@@ -104,32 +104,37 @@ class MessageRepository:
         reply_to: int | None = None,
         created_at: str | None = None,
     ) -> StoredMessage:
-        """Insert a message (and touch its session) in one transaction.
+        """Insert a message (and touch its session) in one transaction (one batch).
 
         The session must be in `space` (a foreign key refuses anything else).
         """
         now = created_at or utcnow()
-        async with self._db.transaction() as conn:
-            message_id = await conn.insert(
-                "INSERT INTO messages (space_id, session_id, role, content, author_id, "
-                "author_name, discord_message_id, reply_to, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    space,
-                    session_id,
-                    role,
-                    content,
-                    author_id,
-                    author_name,
-                    discord_message_id,
-                    reply_to,
-                    now,
+        inserted, _ = await self._db.write_batch(
+            [
+                Statement(
+                    "INSERT INTO messages (space_id, session_id, role, content, author_id, "
+                    "author_name, discord_message_id, reply_to, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    (
+                        space,
+                        session_id,
+                        role,
+                        content,
+                        author_id,
+                        author_name,
+                        discord_message_id,
+                        reply_to,
+                        now,
+                    ),
                 ),
-            )
-            await conn.execute(
-                "UPDATE sessions SET updated_at = ? WHERE space_id = ? AND id = ?",
-                (now, space, session_id),
-            )
+                Statement(
+                    "UPDATE sessions SET updated_at = ? WHERE space_id = ? AND id = ?",
+                    (now, space, session_id),
+                ),
+            ]
+        )
+        row = await inserted.fetchone()
+        message_id = 0 if row is None else int(row[0])
         return StoredMessage(
             id=message_id,
             space_id=space,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from bot.store.db import Database, Row, utcnow
-from bot.store.space_records import ensure_space_row
+from bot.store.db import Database, Row, Statement, utcnow
+from bot.store.space_records import space_row_statement
 from bot.store.spaces import SpaceScope, in_space
 
 
@@ -86,25 +86,29 @@ class SessionRepository:
             created_at=now,
             updated_at=now,
         )
-        async with self._db.transaction() as conn:
-            await ensure_space_row(conn, space)
-            await conn.execute(
-                f"INSERT INTO sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    session.id,
-                    session.space_id,
-                    session.title,
-                    session.model,
-                    session.source,
-                    session.discord_channel_id,
-                    session.discord_guild_id,
-                    session.parent_channel_id,
-                    session.topic,
-                    None,
-                    session.created_at,
-                    session.updated_at,
+        await self._db.write_batch(
+            [
+                space_row_statement(space),
+                Statement(
+                    f"INSERT INTO sessions ({_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        session.id,
+                        session.space_id,
+                        session.title,
+                        session.model,
+                        session.source,
+                        session.discord_channel_id,
+                        session.discord_guild_id,
+                        session.parent_channel_id,
+                        session.topic,
+                        None,
+                        session.created_at,
+                        session.updated_at,
+                    ),
                 ),
-            )
+            ]
+        )
         return session
 
     async def get(self, scope: SpaceScope, session_id: str) -> Session | None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from bot.errors import NotFoundError
-from bot.store.db import Connection, Database, Row, utcnow
+from bot.store.db import Connection, Database, Row, Statement, utcnow
 from bot.store.spaces import parse_space
 
 log = logging.getLogger(__name__)
@@ -76,14 +76,20 @@ def _clean_name(name: str) -> str:
     return text[:MAX_SPACE_NAME_CHARS]
 
 
-async def ensure_space_row(conn: Connection, space_id: str, name: str = "") -> None:
-    """Insert the `spaces` row of `space_id` if missing (inside the caller's write)."""
+def space_row_statement(space_id: str, name: str = "") -> Statement:
+    """The statement inserting the `spaces` row of `space_id` if missing (for a batch)."""
     space = parse_space(space_id)
-    await conn.execute(
+    return Statement(
         "INSERT INTO spaces (id, kind, name, discord_id, created_at) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT(id) DO NOTHING",
         (space.id, space.kind, _clean_name(name), space.discord_id, utcnow()),
     )
+
+
+async def ensure_space_row(conn: Connection, space_id: str, name: str = "") -> None:
+    """Insert the `spaces` row of `space_id` if missing (inside the caller's write)."""
+    statement = space_row_statement(space_id, name)
+    await conn.execute(statement.sql, statement.params)
 
 
 class SpaceRepository:

@@ -8,7 +8,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.store.db import Database, utcnow
+from bot.store.db import Database, Statement, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -68,34 +68,36 @@ class TagRepository:
     async def add_many_message_tags(
         self, space: str, tags_by_message: Mapping[int, Sequence[str]]
     ) -> set[int]:
-        """`add_message_tags` for several messages of `space` in one transaction (three
-        statements); returns the ids that were still there (tagged now)."""
+        """`add_message_tags` for several messages of `space` in one transaction (one batch
+        of three statements); returns the ids that were still there (tagged now)."""
         if not tags_by_message:
             return set()
         ids = list(tags_by_message)
         marks = ", ".join("?" for _ in ids)
         now = utcnow()
-        async with self._db.transaction() as conn:
-            rows = await conn.execute_fetchall(
-                f"UPDATE messages SET tagged_at = ? WHERE space_id = ? AND id IN ({marks})"
-                " RETURNING id",
-                (now, space, *ids),
-            )
-            present = {int(row[0]) for row in rows}
-            if not present:
-                return present
-            kept = [owner for owner in ids if owner in present]
-            await conn.execute(
-                f"DELETE FROM message_tags WHERE space_id = ? AND message_id IN"
-                f" ({', '.join('?' for _ in kept)})",
-                (space, *kept),
-            )
-            await conn.executemany(
-                "INSERT INTO message_tags (space_id, message_id, tag, created_at)"
-                " VALUES (?, ?, ?, ?)",
-                [(space, owner, tag, now) for owner in kept for tag in tags_by_message[owner]],
-            )
-        return present
+        # The tags are replaced and added only for the messages still in `space` (those the
+        # UPDATE marks), as the statements select them themselves: no trip waits for its ids.
+        rows = [(tag, now, space, owner) for owner in ids for tag in tags_by_message[owner]]
+        marked, _, _ = await self._db.write_batch(
+            [
+                Statement(
+                    f"UPDATE messages SET tagged_at = ? WHERE space_id = ? AND id IN ({marks})"
+                    " RETURNING id",
+                    (now, space, *ids),
+                ),
+                Statement(
+                    "DELETE FROM message_tags WHERE space_id = ? AND message_id IN"
+                    f" (SELECT id FROM messages WHERE space_id = ? AND id IN ({marks}))",
+                    (space, space, *ids),
+                ),
+                Statement(
+                    "INSERT INTO message_tags (space_id, message_id, tag, created_at)"
+                    " SELECT space_id, id, ?, ? FROM messages WHERE space_id = ? AND id = ?",
+                    many=rows,
+                ),
+            ]
+        )
+        return {int(row[0]) for row in await marked.fetchall()}
 
     async def add_memory_tags(self, space: str, memory_id: int, tags: Sequence[str]) -> bool:
         """Replace the memory's tags and mark it tagged; False when the memory is gone."""

@@ -22,6 +22,7 @@ from bot.chat.events import (
 from bot.chat.tool_budget import MAX_TOOL_CONTEXT_CHARS, PAGE_INFO_MARKER
 from bot.errors import ToolError
 from bot.services import ServiceOptions, Services, open_services
+from bot.store.sessions import Session
 from bot.tools.registry import Source, ToolDisplay, ToolResult
 from bot.tools.web_search import web_search_sources
 from tests.conftest import LOCAL, SettingsFactory
@@ -494,4 +495,33 @@ async def test_a_named_session_of_another_space_is_still_refused(
     events = await run(services, "hello", "theirs")
     assert isinstance(events[-1], ErrorEvent)
     assert not llm.chat_requests
+    assert await services.repos.messages.all_for_session("guild:1", "theirs") == []
+
+
+async def test_a_session_handed_over_is_not_read_again_and_one_of_another_space_is_ignored(
+    services: Services, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mine = await services.repos.sessions.create(LOCAL, session_id="mine")
+    theirs = await services.repos.sessions.create("guild:1", session_id="theirs")
+    reads: list[str] = []
+    read = services.repos.sessions.get
+
+    async def counted(scope: str, session_id: str) -> Session | None:
+        reads.append(session_id)
+        return await read(scope, session_id)
+
+    monkeypatch.setattr(services.repos.sessions, "get", counted)
+    llm.script(Text("Hi."))
+    request = TurnRequest("hello", "mine", space_id=LOCAL, session=mine)
+    events = [event async for event in services.engine.run_turn(request)]
+    assert answer(events) == "Hi." and reads == []
+    assert not [e for e in events if isinstance(e, SessionEvent)], "not announced as new"
+    stored = await services.repos.messages.all_for_session(LOCAL, "mine")
+    assert [(m.role, m.content) for m in stored] == [("user", "hello"), ("assistant", "Hi.")]
+    # A session that is not the request's (another space here) is looked up as without one.
+    request = TurnRequest("hello", "theirs", space_id=LOCAL, session=theirs)
+    events = [event async for event in services.engine.run_turn(request)]
+    assert isinstance(events[-1], ErrorEvent)
+    assert reads == ["theirs", "theirs"]  # before and after the refused create, as before
+    assert len(llm.chat_requests) == 1
     assert await services.repos.messages.all_for_session("guild:1", "theirs") == []

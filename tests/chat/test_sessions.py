@@ -10,6 +10,8 @@ import pytest
 from bot.chat.sessions import ConversationSessions
 from bot.services import Repositories
 from bot.store.db import Database
+from bot.store.sessions import Session
+from bot.store.topics import TopicPost
 
 THREAD = 1001
 GUILD = 77
@@ -114,3 +116,40 @@ async def test_sessions_and_openers_stay_in_their_space(world: World) -> None:
     assert (thread.space_id, thread.parent_channel_id, thread.pool_channel_id) == (SPACE, 42, 42)
     fresh = await world.conversations.reset(thread)
     assert (fresh.space_id, fresh.parent_channel_id) == (SPACE, 42)
+
+
+async def test_a_new_channel_looks_up_only_the_opener_it_replies_to(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _opener(world, OPENER, "What are you reading?")
+    looked_up: list[tuple[str, int]] = []
+    by_channel, by_message = (
+        world.repos.sessions.open_for_channel,
+        world.repos.topics.post_for_message,
+    )
+
+    async def channel_read(space: str, channel_id: int) -> Session | None:
+        looked_up.append(("session", channel_id))
+        return await by_channel(space, channel_id)
+
+    async def post_read(space: str, message_id: int) -> TopicPost | None:
+        looked_up.append(("opener", message_id))
+        return await by_message(space, message_id)
+
+    monkeypatch.setattr(world.repos.sessions, "open_for_channel", channel_read)
+    monkeypatch.setattr(world.repos.topics, "post_for_message", post_read)
+    plain = await world.conversations.for_channel(
+        SPACE, THREAD, title="new", guild_id=GUILD, parent_channel_id=42, new_channel=True
+    )
+    assert looked_up == []
+    assert (plain.discord_channel_id, plain.parent_channel_id, plain.topic) == (THREAD, 42, None)
+    replied = await world.conversations.for_channel(
+        SPACE, THREAD + 1, title="books", reply_to=OPENER, new_channel=True
+    )
+    assert looked_up == [("opener", OPENER)]
+    assert replied.topic == "ramen" and replied.parent_channel_id == 42
+    messages = await world.repos.messages.all_for_session(SPACE, replied.id)
+    assert [m.content for m in messages] == ["What are you reading?"]
+    # Without the flag the channel is looked up as before (a thread that already existed).
+    assert await world.conversations.for_channel(SPACE, THREAD, title="again") == plain
+    assert looked_up[1:] == [("session", THREAD)]

@@ -219,6 +219,29 @@ async def test_note_titles_grouped_by_section_with_linked_marks(
     ), "section lines are not counted as pages"
 
 
+async def test_note_titles_ask_for_the_sessions_links_only_when_the_space_has_pages(
+    db: Database, session_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes = NotesService(db)
+    asked: list[str] = []
+    linked_ids = notes.linked_page_ids
+
+    async def counted(space: str, session: str) -> list[int]:
+        asked.append(session)
+        return await linked_ids(space, session)
+
+    monkeypatch.setattr(notes, "linked_page_ids", counted)
+    layer = NoteTitlesLayer(notes)
+    request = request_for(session_id, settings_for(tmp_path))
+    assert await layer.draft(request) is None
+    assert asked == []
+    page = await notes.create(S, "Groceries", "milk")
+    await notes.link(S, session_id, page.id)
+    draft = await layer.draft(request)
+    assert draft is not None and "- Groceries (linked" in draft.text
+    assert asked == [session_id]
+
+
 async def test_linked_notes_full_text_up_to_the_seed_limit(
     db: Database, session_id: str, tmp_path: Path
 ) -> None:

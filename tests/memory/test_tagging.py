@@ -13,7 +13,7 @@ from bot.errors import LLMError
 from bot.llm.types import Completion
 from bot.memory.japanese import InProcessAnalyzer
 from bot.memory.tagging import MAX_TAG_CHARS, Tagger, keyword_tags, parse_llm_tags
-from bot.store.db import Connection, Database, utcnow
+from bot.store.db import Connection, Cursor, Database, Statement, utcnow
 from bot.store.tags import TagRepository
 
 
@@ -168,9 +168,10 @@ class CountingAnalyzer:
 
 
 def count_transactions(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts `db.transaction()` uses from now on (one element per transaction)."""
+    """Counts write transactions from now on, `db.transaction()` or `db.write_batch` (one
+    element per transaction)."""
     opened: list[int] = []
-    original = db.transaction
+    original, original_batch = db.transaction, db.write_batch
 
     @asynccontextmanager
     async def counting() -> AsyncIterator[Connection]:
@@ -178,7 +179,12 @@ def count_transactions(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[in
         async with original() as conn:
             yield conn
 
+    async def counting_batch(statements: Sequence[Statement]) -> list[Cursor]:
+        opened.append(1)
+        return await original_batch(statements)
+
     monkeypatch.setattr(db, "transaction", counting)
+    monkeypatch.setattr(db, "write_batch", counting_batch)
     return opened
 
 

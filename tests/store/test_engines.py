@@ -10,7 +10,7 @@ import pytest
 
 from bot.errors import DatabaseVersionError
 from bot.ops.pg_notify import asyncpg_dsn
-from bot.store.db import PG_POOL_SIZE, Database, IntegrityError
+from bot.store.db import PG_POOL_SIZE, Database, IntegrityError, Statement
 from bot.store.dialect import postgres_statement
 from bot.store.messages import MessageRepository
 from bot.store.migrations import IN_BASELINE, MIGRATIONS, SCHEMA_VERSION
@@ -68,6 +68,42 @@ async def test_a_failed_transaction_rolls_back_and_constraints_fail_alike(db: Da
             raise RuntimeError("boom")
     assert await db.scalar("SELECT COUNT(*) FROM messages") == 2
     assert await db.size_bytes() > 0
+
+
+async def test_a_write_batch_is_one_transaction_on_both_engines(db: Database) -> None:
+    session = await SessionRepository(db).create("guild:1", title="batch")
+    assert await db.scalar("SELECT kind FROM spaces WHERE id = 'guild:1'") == "guild"
+    added = "INSERT INTO messages (space_id, session_id, role, content, created_at) "
+    inserted, touched, many = await db.write_batch(
+        [
+            Statement(
+                f"{added} VALUES ('guild:1', ?, 'user', ?, 'now') RETURNING id", (session.id, "a")
+            ),
+            Statement("UPDATE sessions SET title = ? WHERE space_id = 'guild:1'", ("renamed",)),
+            Statement(
+                f"{added} VALUES ('guild:1', ?, 'user', ?, 'now')",
+                many=[(session.id, "b"), (session.id, "c")],
+            ),
+        ]
+    )
+    first = await inserted.fetchone()
+    assert first is not None and first[0] > 0
+    assert (touched.rowcount, many.rowcount) == (1, -1)
+    with pytest.raises(IntegrityError):
+        await db.write_batch(
+            [
+                Statement(f"{added} VALUES ('guild:1', ?, 'user', 'kept?', 'now')", (session.id,)),
+                Statement("UPDATE sessions SET title = 'failed' WHERE space_id = 'guild:1'"),
+                Statement(f"{added} VALUES ('guild:1', 'no such session', 'user', 'x', 'now')"),
+            ]
+        )
+    contents = await db.fetchall("SELECT content FROM messages ORDER BY id")
+    assert [row["content"] for row in contents] == ["a", "b", "c"]
+    assert await db.scalar("SELECT title FROM sessions") == "renamed"
+    await db.write_batch(
+        [Statement("UPDATE sessions SET title = 'after' WHERE space_id = 'guild:1'")]
+    )
+    assert await db.scalar("SELECT title FROM sessions") == "after"
 
 
 async def test_postgresql_gets_the_same_tables_and_columns_as_sqlite(

@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
-from bot.store.db import Database, IntegrityError
+from bot.store.db import Database, IntegrityError, Statement
+from bot.store.messages import MessageRepository
+from bot.store.sessions import SessionRepository
+from bot.store.tags import TagRepository
 
 
 @pytest.fixture
@@ -125,3 +128,93 @@ async def test_constraint_and_other_errors_keep_their_types(db: Database) -> Non
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         await db.fetchall("INSERT INTO scratch (name) VALUES ('via the reader') RETURNING id")
     assert await db.scalar("SELECT COUNT(*) FROM scratch") == 1
+
+
+async def test_a_batch_is_one_trip_with_its_begin_and_commit(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trips = Trips(monkeypatch)
+    inserted, renamed, many, counted = await db.write_batch(
+        [
+            Statement("INSERT INTO scratch (name) VALUES (?) RETURNING id", ("a",)),
+            Statement("UPDATE scratch SET name = ? WHERE name = ?", ("b", "a")),
+            Statement("INSERT INTO scratch (name) VALUES (?)", many=[("c",), ("d",)]),
+            Statement("SELECT COUNT(*) FROM scratch"),
+        ]
+    )
+    assert trips.take() == 1
+    assert [tuple(row) for row in await inserted.fetchall()] == [(1,)]
+    assert (renamed.rowcount, many.rowcount, await many.fetchall()) == (1, -1, [])
+    assert [tuple(row) for row in await counted.fetchall()] == [(3,)]  # sees the batch so far
+    assert await db.write_batch([]) == []
+    await db.write_batch([Statement("INSERT INTO scratch (name) VALUES (?)", many=[])])
+    assert trips.take() == 1  # the empty batch made none, the empty executemany one
+    assert [row["name"] for row in await db.fetchall("SELECT name FROM scratch")] == [
+        "b",
+        "c",
+        "d",
+    ]
+
+
+async def test_a_failing_statement_in_a_batch_leaves_nothing_and_the_writer_usable(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await db.execute("INSERT INTO scratch (name) VALUES (?)", ("taken",))
+    trips = Trips(monkeypatch)
+    with pytest.raises(IntegrityError):
+        await db.write_batch(
+            [
+                Statement("INSERT INTO scratch (name) VALUES (?)", ("first",)),
+                Statement("INSERT INTO scratch (name) VALUES (?)", many=[("x",), ("taken",)]),
+                Statement("INSERT INTO scratch (name) VALUES (?)", ("never",)),
+            ]
+        )
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        await db.write_batch(
+            [
+                Statement("INSERT INTO scratch (name) VALUES (?)", ("second",)),
+                Statement("DELETE FROM nowhere"),
+            ]
+        )
+    assert trips.take() == 2  # each rolled back on its own trip
+    await db.write_batch([Statement("INSERT INTO scratch (name) VALUES (?)", ("after",))])
+    async with db.transaction() as conn:
+        await conn.execute("INSERT INTO scratch (name) VALUES (?)", ("then",))
+    names = [row["name"] for row in await db.fetchall("SELECT name FROM scratch ORDER BY id")]
+    assert names == ["taken", "after", "then"]
+
+
+async def test_a_turns_writes_are_one_trip_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = await Database.open(tmp_path / "turn.db")
+    try:
+        sessions, messages, tags = (
+            SessionRepository(database),
+            MessageRepository(database),
+            TagRepository(database),
+        )
+        trips = Trips(monkeypatch)
+        session = await sessions.create("guild:1", title="t", discord_channel_id=5)
+        assert trips.take() == 1  # the space's row and the session's, with BEGIN and COMMIT
+        question = await messages.add("guild:1", session.id, "user", "q", discord_message_id=7)
+        answer = await messages.add("guild:1", session.id, "assistant", "a")
+        assert trips.take() == 2  # INSERT … RETURNING id and the session's UPDATE, each
+        stored = await tags.add_many_message_tags(
+            "guild:1", {question.id: ["x", "y"], answer.id: ["z"], 999: ["gone"]}
+        )
+        assert trips.take() == 1
+        assert stored == {question.id, answer.id}
+        assert (question.id, answer.id) == (1, 2)
+        assert await tags.tags_for_message("guild:1", question.id) == ["x", "y"]
+        assert await tags.tags_for_message("guild:1", answer.id) == ["z"]
+        touched = await database.scalar(
+            "SELECT updated_at FROM sessions WHERE id = ?", (session.id,)
+        )
+        assert touched == answer.created_at
+        with pytest.raises(IntegrityError):  # the same Discord message twice
+            await messages.add("guild:1", session.id, "user", "again", discord_message_id=7)
+        assert await database.scalar("SELECT COUNT(*) FROM messages") == 2
+        assert await database.scalar("SELECT updated_at FROM sessions") == answer.created_at
+    finally:
+        await database.close()

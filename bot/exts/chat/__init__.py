@@ -224,8 +224,9 @@ class Chat(commands.Cog):
         channel: discord.abc.Messageable = message.channel
         channel_id = message.channel.id
         parent_id = route.parent_id
+        new_thread = False
         if route.kind == "channel":
-            thread = await self._open_thread(message, title)
+            thread, new_thread = await self._open_thread(message, title)
             channel, channel_id, parent_id = thread, thread.id, message.channel.id
         # Looked up again under the channel lock: a /reset may have happened meanwhile.
         ref = message.reference
@@ -237,6 +238,7 @@ class Chat(commands.Cog):
             parent_channel_id=parent_id,
             # A reply to one of our topic openers (or a thread on it) continues that topic.
             reply_to=ref.message_id if ref is not None else None,
+            new_channel=new_thread,
         )
         files = PreparedFiles()
         if message.attachments:
@@ -255,6 +257,7 @@ class Chat(commands.Cog):
             discord_guild_id=message.guild.id if message.guild else None,
             images=tuple(files.images),
             read_pace=read_pace(settings.stream_edit_interval),
+            session=session,
         )
         cadence = StreamCadence(
             self.windows.get(channel_id), settings.stream_edit_interval, self.deps.clock
@@ -268,21 +271,25 @@ class Chat(commands.Cog):
             outcome.writes,
         )
 
-    async def _open_thread(self, message: discord.Message, title: str) -> discord.Thread:
+    async def _open_thread(
+        self, message: discord.Message, title: str
+    ) -> tuple[discord.Thread, bool]:
+        """The thread on `message`, and whether it was made just now (else it existed)."""
         try:
-            return await message.create_thread(
+            thread = await message.create_thread(
                 name=title, auto_archive_duration=THREAD_ARCHIVE_MINUTES
             )
+            return thread, True
         except discord.HTTPException as exc:
             if exc.code != 160004 or message.guild is None:  # 160004: thread already exists
                 raise
         existing = message.guild.get_thread(message.id)
         if existing is not None:
-            return existing
+            return existing, False
         fetched = await self.bot.fetch_channel(message.id)
         if not isinstance(fetched, discord.Thread):
             raise TypeError(f"channel {message.id} is not a thread")
-        return fetched
+        return fetched, False
 
     async def _say(self, message: discord.Message, text: str, *, in_thread: bool = False) -> None:
         """A short notice: in the message's thread if one was opened, else as a reply."""
