@@ -17,7 +17,8 @@ from bot.errors import LLMError, LLMUnavailableError
 from bot.llm.backend import BackendError, ChatBackend, ModelErrorKind, internal
 from bot.llm.redact import Redactor
 from bot.llm.token_factors import Calibration, TokenCalibrator
-from bot.llm.tokens import prompt_tokens
+from bot.llm.tokens import prompt_tokens, tool_tokens
+from bot.llm.tool_sets import PerToolSet
 from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSchema, Usage
 from bot.store.api_logs import ApiLogRepository
 from bot.store.token_factors import TokenFactorRepository
@@ -160,6 +161,8 @@ class LLMGateway:
         self._calibrator = TokenCalibrator(token_factors)
         self._endpoints = endpoints
         self._endpoint_keys: set[str] = set()
+        # The JSON of a turn's tool schemas is the same in each of its calls: estimated once.
+        self._tool_tokens = PerToolSet(tool_tokens)
 
     async def _resolved_backend(self, model: str, *, for_embedding: bool = False) -> ChatBackend:
         """The backend of `model` at its connection's address and key, if it has one."""
@@ -220,7 +223,7 @@ class LLMGateway:
             return
         await self._calibrator.observe(
             call.model,
-            estimated=prompt_tokens(messages, tools),
+            estimated=prompt_tokens(messages) + (self._tool_tokens(tools) if tools else 0),
             reported=usage.prompt_tokens,
             window=self._settings().llm_context_tokens,
             conversation=None if call.session_id is None else (call.session_id, call.purpose),

@@ -28,6 +28,7 @@ from bot.llm.backend import (
     unreachable,
 )
 from bot.llm.ollama_transport import OllamaTransport
+from bot.llm.tool_sets import PerToolSet
 from bot.llm.types import (
     Completion,
     Embeddings,
@@ -121,6 +122,11 @@ def to_ollama_tools(tools: list[ToolSchema] | None) -> list[dict[str, Any]] | No
     return converted
 
 
+def _ollama_tool_models(tools: list[ToolSchema]) -> list[ollama.Tool]:
+    """`tools` as the client's ready models (it does not validate those again)."""
+    return [ollama.Tool.model_validate(spec) for spec in to_ollama_tools(tools) or ()]
+
+
 def _arguments_dict(arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, dict):
         return arguments
@@ -145,6 +151,8 @@ class OllamaBackend:
         self._client = ollama.AsyncClient(
             host=host, timeout=timeout, headers=headers, transport=self._transport
         )
+        # The client would validate each tool dict into an `ollama.Tool` on every call.
+        self._tools = PerToolSet(_ollama_tool_models)
 
     def warm_up(self) -> None:
         """Load now (blocking; run on a thread) what the first call would load on the loop."""
@@ -220,7 +228,7 @@ class OllamaBackend:
             response = await self._client.chat(
                 model=strip_ollama_prefix(model),
                 messages=to_ollama_messages(messages),
-                tools=to_ollama_tools(tools),
+                tools=self._tools(tools) if tools else None,
                 stream=True,
                 options={"num_ctx": context_tokens},
             )

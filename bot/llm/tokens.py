@@ -44,10 +44,12 @@ def prompt_tokens(
     messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None
 ) -> int:
     """Estimated tokens of a whole request: its messages plus the JSON of its tool schemas."""
-    total = sum(message_tokens(message) for message in messages)
-    if tools:
-        total += estimate_tokens(json.dumps(list(tools), ensure_ascii=False))
-    return total
+    return sum(message_tokens(message) for message in messages) + tool_tokens(tools)
+
+
+def tool_tokens(tools: Sequence[dict[str, Any]] | None) -> int:
+    """Estimated tokens of a request's tool schemas (their JSON)."""
+    return estimate_tokens(json.dumps(list(tools), ensure_ascii=False)) if tools else 0
 
 
 def truncate_to_tokens(text: str, budget: int) -> str:

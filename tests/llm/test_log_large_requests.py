@@ -34,3 +34,23 @@ async def test_a_request_of_any_size_leaves_one_whole_redacted_row(
         assert SECRET not in row.request_json
         logged = json.loads(row.request_json)["messages"][0]["content"]
         assert logged == text.replace(SECRET, "[REDACTED]")
+
+
+async def test_credentials_at_the_edge_are_masked_and_prose_words_kept(
+    services: Services, llm: FakeLLMServer
+) -> None:
+    text = (
+        "pass next_token unchanged; the bot answers, token'  : abcd, PASSWORD=hunter22, "
+        "Bearer abcdefgh, bot abcdefg, api_\u212aey:zyxwvuts"
+    )
+    llm.script(Text("the secret: s3cr3tvalue"))
+    answer = "".join(
+        [d.text async for d in services.gateway.stream([{"role": "user", "content": text}])]
+    )
+    assert answer == "the secret: s3cr3tvalue"
+    (row,) = await services.repos.api_logs.list(ApiLogFilter())
+    assert json.loads(row.request_json)["messages"][0]["content"] == (
+        "pass next_token unchanged; the bot answers, token'  : [REDACTED], PASSWORD=[REDACTED], "
+        "[REDACTED], bot abcdefg, api_\u212aey:[REDACTED]"
+    )
+    assert row.response_text == "the secret: [REDACTED]"

@@ -111,3 +111,131 @@ async def test_a_bad_line_after_joined_text_is_still_the_protocol_error_it_was()
         assert seen == ["partial answer"]
         assert caught.value.kind is ModelErrorKind.PROTOCOL
         await backend.close()
+
+
+def parsed_reference(lines: list[bytes]) -> list[str]:
+    """What joining gives by parsing every line with json (the rule the module states)."""
+
+    def text_delta(raw: bytes) -> dict[str, Any] | None:
+        try:
+            part = json.loads(raw)
+        except ValueError:
+            return None
+        message = part.get("message") if isinstance(part, dict) else None
+        if (
+            not isinstance(part, dict)
+            or part.get("done") is not False
+            or not {"model", "created_at", "message", "done"}.issuperset(part)
+            or not isinstance(message, dict)
+            or message.get("role") != "assistant"
+            or not {"role", "content", "thinking"}.issuperset(message)
+            or not all(isinstance(message.get(k, ""), str) for k in ("content", "thinking"))
+        ):
+            return None
+        return part
+
+    out: list[str] = []
+    run: list[tuple[bytes, dict[str, Any]]] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0][0].decode("utf-8", "replace"))
+        elif run:
+            parts = [part for _, part in run]
+            message = {
+                "role": "assistant",
+                "content": "".join(p["message"].get("content", "") for p in parts),
+            }
+            thinking = "".join(p["message"].get("thinking", "") for p in parts)
+            if thinking:
+                message["thinking"] = thinking
+            out.append(json.dumps({**parts[-1], "message": message}, ensure_ascii=False))
+        run.clear()
+
+    for raw in lines:
+        part = text_delta(raw) if len(lines) > 1 else None
+        if part is not None:
+            run.append((raw, part))
+            continue
+        flush()
+        out.append(raw.decode("utf-8", "replace"))
+    flush()
+    return out
+
+
+# Ollama's own layout (Go's encoder: compact, <, > and & escaped) and Python's json.dumps.
+COMPACT = (
+    b'{"model":"m","created_at":"2026-12-02T00:00:00Z",'
+    b'"message":{"role":"assistant","content":"%s"},"done":false}'
+)
+SPACED = (
+    b'{"model": "m", "created_at": "t", '
+    b'"message": {"role": "assistant", "content": "%s"}, "done": false}'
+)
+THINKING = (
+    b'{"model":"m","created_at":"t",'
+    b'"message":{"role":"assistant","content":"%s","thinking":"%s"},"done":false}'
+)
+EDGES = {
+    "plain, both layouts": [COMPACT % b"a ", SPACED % "é日 ".encode(), COMPACT % b"c"],
+    "escaped quotes": [COMPACT % b'say \\"hi\\"', COMPACT % b"\\\\ back", COMPACT % b"x"],
+    "unicode escapes": [
+        COMPACT % b"\\u003cb\\u003e \\u00e9",
+        COMPACT % b"\\ud83d\\ude00",
+        COMPACT % b"!",
+    ],
+    "a lone surrogate escape": [COMPACT % b"a", COMPACT % b"\\ud800", COMPACT % b"b"],
+    "an encoded surrogate": [COMPACT % b"a", COMPACT % b"\xed\xa0\x80", COMPACT % b"b"],
+    "bad utf-8": [COMPACT % b"a", COMPACT % b"\xff", COMPACT % b"b"],
+    "a raw control character": [COMPACT % b"a", COMPACT % b"\x01", COMPACT % b"b"],
+    "a bad escape": [COMPACT % b"a", COMPACT % b"\\x41", COMPACT % b"b"],
+    "content not a string": [
+        COMPACT % b"a",
+        COMPACT.replace(b'"%s"', b"%s") % b"5",
+        COMPACT.replace(b'"%s"', b"%s") % b"null",
+        COMPACT % b"b",
+    ],
+    "extra fields": [
+        COMPACT % b"a",
+        COMPACT[:-1] % b"b" + b',"logprobs":[]}',
+        COMPACT.replace(b'"},', b'","images":[]},') % b"c",
+        COMPACT % b"d",
+    ],
+    "other layouts and orders": [
+        COMPACT % b"a",
+        COMPACT.replace(b"{", b"{ ", 1) % b"b",
+        b'{"created_at":"t","model":"m","message":{"content":"c","role":"assistant"},"done":false}',
+        b'{"model":"m","model":"n","message":{"role":"assistant","content":"d"},"done":false}',
+        (COMPACT % b"e") + b" ",
+        COMPACT % b"f",
+    ],
+    "not a delta": [
+        COMPACT % b"a",
+        COMPACT.replace(b"false", b"true") % b"b",
+        COMPACT.replace(b"assistant", b"user") % b"c",
+        COMPACT.replace(b'"m"', b"1") % b"d",
+        COMPACT % b"e",
+    ],
+    "thinking": [THINKING % (b"", b"let "), THINKING % (b"Hi", b"me"), COMPACT % b"!"],
+}
+
+
+@pytest.mark.parametrize("name", EDGES)
+def test_each_line_is_judged_and_joined_as_parsing_it_would(name: str) -> None:
+    lines = EDGES[name]
+    assert joined_deltas(lines) == parsed_reference(lines)
+    assert joined_deltas(lines[1:]) == parsed_reference(lines[1:])
+
+
+def test_plain_text_deltas_are_joined_without_a_json_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lines = [COMPACT % b"one ", SPACED % b"two ", THINKING % (b"three", b"hm"), COMPACT % b"x"]
+    expected = parsed_reference(lines)
+    parses: list[object] = []
+    real = json.loads
+    monkeypatch.setattr(json, "loads", lambda *a, **k: parses.append(a) or real(*a, **k))
+    assert joined_deltas(lines) == expected
+    assert parses == []
+    joined_deltas([COMPACT % b"a", COMPACT % b"\\n"])  # an escape is left to json
+    assert len(parses) == 1

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
 from bot.chat.engine import TurnRequest
 from bot.config import Settings
+from bot.llm import tokens
 from bot.llm.token_factors import (
     MAX_FACTOR,
     MIN_FACTOR,
@@ -151,6 +153,39 @@ async def test_reported_counts_move_the_factor_toward_the_real_ratio(
         await services.gateway.complete(messages, purpose="summarize")
     assert 1.2 < services.gateway.token_factor(model) < 1.3, "an EMA converging on 1.2"
     assert services.gateway.token_factor("ollama/never-used") == 1.0, "per model"
+
+
+async def test_a_tool_set_is_estimated_once_and_again_when_it_changes(
+    services: Services, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    observed: list[int] = []
+    observe = services.gateway._calibrator.observe
+
+    async def spy(model: str, *, estimated: int, **rest: Any) -> None:
+        observed.append(estimated)
+        await observe(model, estimated=estimated, **rest)
+
+    monkeypatch.setattr(services.gateway._calibrator, "observe", spy)
+    tool_json: list[str] = []
+    estimate = tokens.estimate_tokens
+
+    def counted(text: str) -> int:
+        if text.startswith('[{"type": "function"'):
+            tool_json.append(text)
+        return estimate(text)
+
+    monkeypatch.setattr(tokens, "estimate_tokens", counted)
+    tools = [copy.deepcopy(LOOKUP)]
+    messages = conversation(1)
+    expected = []
+    for change in ("", "", " With examples." * 40, ""):
+        tools[0]["function"]["description"] += change  # the same dict, changed in place
+        expected.append(prompt_tokens(messages, tools))
+        llm.script(Text("ok", prompt_tokens=round(1.5 * expected[-1])))
+        await stream_once(services, messages, tools=list(tools))
+    assert observed == expected and expected[2] > expected[1]
+    # Four estimates here (prompt_tokens) and two by the gateway: the set, then its change.
+    assert len(tool_json) == 4 + 2
 
 
 async def test_absurd_reports_leave_the_factor_within_bounds(
