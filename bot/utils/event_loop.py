@@ -2,7 +2,7 @@
 
 uvloop (libuv under asyncio's interface) runs the loop, its timers and its sockets in C: a warm
 Discord turn costs ≈ 7 % less CPU than on asyncio's selector loop (bench/discord_turn.py
---event-loop), for ≈ 0.1 s more to start. It has no Windows build; there, or with
+--event-loop); start-up takes as long. It has no Windows build; there, or with
 `EVENT_LOOP=asyncio`, the process runs on asyncio's own loop.
 """
 
