@@ -64,6 +64,10 @@ class Spaces(commands.Cog):
     async def _present(self, guild: discord.Guild) -> None:
         space = guild_space(guild.id)
         await self.deps.services.spaces.ensure(space, guild.name)
+        # Removed while this ran (on_ready's pass over every guild takes a while): the
+        # removal's mark stays. No await between this check and the queued write.
+        if self.bot.get_guild(guild.id) is None:
+            return
         await self.deps.services.spaces.mark_returned(space)
 
     @commands.Cog.listener()

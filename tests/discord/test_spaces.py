@@ -321,6 +321,20 @@ async def test_a_left_server_is_purged_after_the_retention_days(
         assert [p.title for p in await w.services.notes.list_pages(w.space)] == ["Alpha"]
 
 
+async def test_a_server_removed_while_it_was_being_announced_stays_marked_left(
+    world: WorldFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with world(two_servers) as w:
+        _, w.bot.deps.now = clock(datetime(2025, 1, 1, tzinfo=UTC))
+        b = w.bot.get_guild(guild_b(w).id)
+        assert b is not None
+        space_b = await removed_b(w, monkeypatch)
+        # The start-up pass (on_ready) reaching B only now, with B's Guild from before.
+        await spaces_cog(w)._present(b)
+        found = await w.services.spaces.get(space_b)
+        assert found is not None and found.left_at == "2025-01-01T00:00:00+00:00"
+
+
 async def test_a_left_server_is_kept_by_default_and_rejoining_clears_the_mark(
     world: WorldFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
