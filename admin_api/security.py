@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from admin_api.config import AdminConfig, Clock, token_digest
-from bot.store.admin_sessions import AdminSessionRepository
+from bot.store.repos.admin_sessions import AdminSessionRepository
 
 log = logging.getLogger(__name__)
 

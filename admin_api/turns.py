@@ -15,7 +15,7 @@ from bot.chat.engine import ChatEngine, TurnRequest
 from bot.chat.events import Event
 from bot.errors import ValidationError
 from bot.memory.notes import NotesService
-from bot.store.sessions import SessionRepository
+from bot.store.repos.sessions import SessionRepository
 from bot.store.spaces import ALL_SPACES
 
 log = logging.getLogger(__name__)

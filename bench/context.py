@@ -31,7 +31,7 @@ from bot.llm.backend import ChatBackend  # noqa: E402
 from bot.llm.gateway import default_backend_factory  # noqa: E402
 from bot.memory.japanese import InProcessAnalyzer  # noqa: E402
 from bot.services import ServiceOptions, open_services  # noqa: E402
-from bot.store.db import Database  # noqa: E402
+from bot.store.engine.database import Database  # noqa: E402
 from tests.fakes.llm_server import FakeLLMServer  # noqa: E402
 
 NOTES = 200

@@ -35,7 +35,7 @@ from bot.chat.tokens import estimate_tokens, message_tokens  # noqa: E402
 from bot.config import Settings  # noqa: E402
 from bot.prompts import prompts_for  # noqa: E402
 from bot.services import ServiceOptions, Services, open_services  # noqa: E402
-from bot.store.knowledge import KnowledgeRepository, KnowledgeSource  # noqa: E402
+from bot.store.repos.knowledge import KnowledgeRepository, KnowledgeSource  # noqa: E402
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Text, ToolCalls  # noqa: E402
 
 WINDOWS = (4096, 8192, 16384, 32768, 131072)

@@ -37,7 +37,7 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.store.dialect import sqlite_url
+from bot.store.engine.dialect import sqlite_url
 from tests.fakes.discord_models import FakeUser
 from tests.fakes.discord_server import FakeDiscord, FakeGuild, FakeMessage
 from tests.fakes.llm_server import FakeLLMServer, Text

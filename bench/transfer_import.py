@@ -17,11 +17,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bot.store.attachments import AttachmentRepository  # noqa: E402
-from bot.store.db import Database  # noqa: E402
-from bot.store.memories import MemoryRepository  # noqa: E402
-from bot.store.messages import MessageRepository  # noqa: E402
-from bot.store.sessions import SessionRepository  # noqa: E402
+from bot.store.engine.database import Database  # noqa: E402
+from bot.store.repos.attachments import AttachmentRepository  # noqa: E402
+from bot.store.repos.memories import MemoryRepository  # noqa: E402
+from bot.store.repos.messages import MessageRepository  # noqa: E402
+from bot.store.repos.sessions import SessionRepository  # noqa: E402
 from bot.store.transfer import SessionExport, SessionTransfer  # noqa: E402
 
 SPACE = "local:local"

@@ -32,7 +32,7 @@ from bot.llm.backend import ChatBackend  # noqa: E402
 from bot.llm.gateway import default_backend_factory  # noqa: E402
 from bot.llm.types import Completion, Message, StreamDelta, ToolSchema  # noqa: E402
 from bot.services import ServiceOptions, open_services  # noqa: E402
-from bot.store.db import Database  # noqa: E402
+from bot.store.engine.database import Database  # noqa: E402
 from tests.fakes.llm_server import FakeLLMServer, Text  # noqa: E402
 
 SESSIONS = 1000

@@ -200,8 +200,8 @@ def bind_failure(host: str, port: int, exc: OSError) -> StartupError:
 
 def backup(settings: Settings, target: str) -> int:
     """`python -m bot backup PATH`: copy the database consistently, also while the bot runs."""
-    from bot.store.backup import BackupError, backup_database, record_backup, resolve_target
-    from bot.store.dialect import dialect_of
+    from bot.store.engine.backup import BackupError, backup_database, record_backup, resolve_target
+    from bot.store.engine.dialect import dialect_of
 
     if dialect_of(settings.database()) == "postgresql":
         raise BackupError(
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def migrate_db(settings: Settings, url: str) -> int:
     """`python -m bot migrate-db --to URL`: copy DB_PATH into an empty PostgreSQL, verified."""
-    from bot.store.copy import copy_sqlite_to_postgresql
+    from bot.store.engine.copy import copy_sqlite_to_postgresql
 
     report = event_loop.run(copy_sqlite_to_postgresql(settings.db_path, url), settings.event_loop)
     for table in report:

@@ -24,12 +24,12 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import ConfigurationError, ValidationError
-from bot.store.dialect import dialect_of, sqlite_url
+from bot.store.engine.dialect import dialect_of, sqlite_url
 from bot.store.shards import ShardFilter
 from bot.store.spaces import DEFAULT_LOCAL_NAME, LOCAL_NAME_PATTERN, local_space
 
 if TYPE_CHECKING:
-    from bot.store.app_settings import AppSettingsRepository
+    from bot.store.repos.app_settings import AppSettingsRepository
 
 log = logging.getLogger(__name__)
 

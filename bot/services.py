@@ -35,27 +35,10 @@ from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool
 from bot.ops.probes import MODEL_KEYS, build_readiness
 from bot.ops.readiness import Readiness
-from bot.store.activity import ActivityRepository
-from bot.store.admin_sessions import AdminSessionRepository
-from bot.store.api_logs import ApiLogRepository
-from bot.store.app_settings import AppSettingsRepository
-from bot.store.attachments import AttachmentRepository
-from bot.store.conversations import ConversationRepository
-from bot.store.db import Database
-from bot.store.directory import DirectoryRepository
-from bot.store.memories import Memory, MemoryRepository
-from bot.store.messages import MessageRepository
-from bot.store.model_presets import ModelPresetRepository
-from bot.store.search import SearchRepository
-from bot.store.sessions import SessionRepository
-from bot.store.space_records import SpaceRepository
-from bot.store.stats import StatsRepository
-from bot.store.tags import TagRepository
-from bot.store.token_factors import TokenFactorRepository
-from bot.store.tool_calls import ToolCallRepository
-from bot.store.topics import TopicRepository
+from bot.store import Repositories
+from bot.store.engine.database import Database
+from bot.store.repos.memories import Memory
 from bot.store.transfer import SessionTransfer
-from bot.store.word_pool import WordPoolRepository
 from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
 from bot.tools.core import ToolRegistry
 from bot.tools.knowledge_tools import register_knowledge_tools
@@ -72,57 +55,6 @@ if TYPE_CHECKING:
     from bot.tools.mcp.client import McpTuning
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Repositories:
-    """One repository per aggregate, all over the same database."""
-
-    spaces: SpaceRepository
-    sessions: SessionRepository
-    messages: MessageRepository
-    memories: MemoryRepository
-    api_logs: ApiLogRepository
-    attachments: AttachmentRepository
-    app_settings: AppSettingsRepository
-    tags: TagRepository
-    topics: TopicRepository
-    presets: ModelPresetRepository
-    stats: StatsRepository
-    admin_sessions: AdminSessionRepository
-    word_pool: WordPoolRepository
-    token_factors: TokenFactorRepository
-    tool_calls: ToolCallRepository
-    activity: ActivityRepository
-    search: SearchRepository
-    conversation_reads: ConversationRepository
-    directory: DirectoryRepository
-
-    @classmethod
-    def over(cls, db: Database) -> Repositories:
-        """Repositories sharing `db`."""
-        tool_calls = ToolCallRepository(db)
-        return cls(
-            spaces=SpaceRepository(db),
-            sessions=SessionRepository(db),
-            messages=MessageRepository(db),
-            memories=MemoryRepository(db),
-            api_logs=ApiLogRepository(db),
-            attachments=AttachmentRepository(db),
-            app_settings=AppSettingsRepository(db),
-            tags=TagRepository(db),
-            topics=TopicRepository(db),
-            presets=ModelPresetRepository(db),
-            stats=StatsRepository(db),
-            admin_sessions=AdminSessionRepository(db),
-            word_pool=WordPoolRepository(db),
-            token_factors=TokenFactorRepository(db),
-            tool_calls=tool_calls,
-            activity=ActivityRepository(db),
-            search=SearchRepository(db),
-            conversation_reads=ConversationRepository(db, tool_calls),
-            directory=DirectoryRepository(db),
-        )
 
 
 @dataclass
@@ -260,16 +192,18 @@ def _open_memory(
     if analyzer is None:
         analyzer = JapaneseAnalyzer()
         stack.push_async_callback(analyzer.close)
-    local_kb = LocalKnowledgeBase(runtime().kb_dir, core.db, gateway, analyzer, runtime)
+    local_kb = LocalKnowledgeBase(
+        runtime().kb_dir, core.repos.local_kb_docs, gateway, analyzer, runtime
+    )
     knowledge = KnowledgeService(
-        core.db,
+        core.repos.knowledge,
         gateway,
         lambda: runtime().kb_dir,
         runtime,
         on_files_changed=local_kb.invalidate,
         read_page=tool_deps.page_text if tool_deps is not None else None,
     )
-    notes = NotesService(core.db)
+    notes = NotesService(core.repos.notes)
     return _Memory(
         analyzer=analyzer,
         word_pool=WordPool(analyzer, core.repos.word_pool),

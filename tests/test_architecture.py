@@ -59,15 +59,16 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _runtime_imports(path: Path) -> list[str]:
-    """Absolute and relative imports anywhere in the module, except under `if TYPE_CHECKING`."""
+def _runtime_imports(path: Path, *, type_only: bool = False) -> list[str]:
+    """Absolute and relative imports anywhere in the module, and under `if TYPE_CHECKING` only
+    when `type_only` is set."""
     tree = ast.parse(path.read_text("utf-8"))
     package = (
         _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
     )
     skipped: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not type_only and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             skipped.update(id(child) for stmt in node.body for child in ast.walk(stmt))
     names: list[str] = []
     for node in ast.walk(tree):
@@ -177,3 +178,87 @@ def test_every_public_extension_has_setup_and_is_loaded() -> None:
             isinstance(node, ast.AsyncFunctionDef) and node.name == "setup" for node in tree.body
         ), f"{name} has no setup()"
     assert sorted(DEFAULT_EXTENSIONS) == sorted(public)
+
+
+# The store's rooms, face first: a module may import its own room and the rooms after it.
+STORE_ROOMS = (
+    "bot.store",
+    "bot.store.reads",
+    "bot.store.repos",
+    "bot.store.engine",
+    "bot.store.schema",
+)
+# Beside the rooms: the tenancy vocabulary (imported by every room) and the shard filter over it.
+STORE_VOCABULARY = ("bot.store.spaces", "bot.store.shards")
+
+
+def _store_room(module: str) -> str | None:
+    for room in reversed(STORE_ROOMS):
+        if module == room or module.startswith(room + "."):
+            return None if room == "bot.store" and module != room else room
+    return None
+
+
+def _all_imports(path: Path) -> list[str]:
+    """Every `bot` module the module imports, type-only imports included."""
+    modules = {_module_name(module) for module in _modules("bot")}
+    return [name for name in _runtime_imports(path, type_only=True) if name in modules]
+
+
+def test_store_rooms_depend_one_way() -> None:
+    offenders: list[str] = []
+    for path in _modules("bot/store"):
+        name = _module_name(path)
+        if name in STORE_VOCABULARY:
+            allowed: tuple[str, ...] = STORE_VOCABULARY
+        elif (room := _store_room(name)) is not None:
+            allowed = STORE_ROOMS[STORE_ROOMS.index(room) :] + STORE_VOCABULARY
+        else:  # transfer and other modules beside the rooms: anything but the face
+            allowed = STORE_ROOMS[1:] + STORE_VOCABULARY
+        for target in _all_imports(path):
+            if not target.startswith("bot.store"):
+                continue
+            target_room = _store_room(target) or (
+                target if target in STORE_VOCABULARY else "bot.store.transfer"
+            )
+            if target_room not in allowed and target != name:
+                offenders.append(f"{name} -> {target}")
+    assert offenders == []
+
+
+def test_no_room_imports_the_modules_beside_the_rooms() -> None:
+    beside = {"bot.store.transfer"}
+    offenders = [
+        f"{_module_name(path)} -> {target}"
+        for path in _modules("bot/store")
+        if _store_room(_module_name(path)) not in (None, "bot.store")
+        for target in _all_imports(path)
+        if target in beside
+    ]
+    assert offenders == []
+
+
+def _repository_classes() -> set[str]:
+    return {
+        node.name
+        for path in _modules("bot/store")
+        for node in ast.walk(ast.parse(path.read_text("utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Repository")
+    }
+
+
+def test_only_the_store_face_constructs_repositories() -> None:
+    classes = _repository_classes()
+    assert {"MessageRepository", "ConversationRepository"} <= classes
+    offenders: list[str] = []
+    for path in _modules("bot", "admin_api"):
+        rel = path.relative_to(REPO).as_posix()
+        if rel == "bot/store/__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+                if called in classes:
+                    offenders.append(f"{rel}:{node.lineno} {called}(…)")
+    assert offenders == []

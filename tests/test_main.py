@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.store.db import Database
+from bot.store.engine.database import Database
 from tests.bot_process import bot_env, run_python, run_python_m_bot
 from tests.fakes.llm_server import FakeLLMServer, Raw, Text, ToolCalls
 

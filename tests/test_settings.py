@@ -15,8 +15,8 @@ from bot.config import InvalidSettings, RuntimeSettings, Settings, is_ollama_mod
 from bot.errors import ValidationError
 from bot.prompts import available_languages, prompts_for
 from bot.prompts.ui_text import UiCatalogueError, UiText, parse_ui_text, ui_text
-from bot.store.app_settings import AppSettingsRepository
-from bot.store.db import Database
+from bot.store.engine.database import Database
+from bot.store.repos.app_settings import AppSettingsRepository
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Activity report query (the report itself is `bot.store.activity.Activity`)."""
+"""Activity report query (the report itself is `bot.store.reads.activity.Activity`)."""
 
 from __future__ import annotations
 

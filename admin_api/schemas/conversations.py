@@ -11,7 +11,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, model_validator
 
 from admin_api.schemas.common import Limit, Page, RowId, SpaceId
-from bot.store.sessions import Session
+from bot.store.repos.sessions import Session
 
 ChannelParam = Annotated[str, Field(pattern=r"^[0-9]{1,20}$", examples=["123456789012345678"])]
 Before = Annotated[str, Field(max_length=64)]

@@ -1,10 +1,10 @@
-"""The channel directory: servers and their channels by name (`bot.store.directory`)."""
+"""The channel directory: servers and their channels by name (`bot.store.repos.directory`)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
-from bot.store.directory import DirectoryServer
+from bot.store.repos.directory import DirectoryServer
 
 
 class DirectoryOut(BaseModel):

@@ -1,4 +1,4 @@
-"""LLM API log filters and the list row (a detail is `bot.store.api_logs.ApiLog`)."""
+"""LLM API log filters and the list row (a detail is `bot.store.repos.api_logs.ApiLog`)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from admin_api.schemas.common import Body
 from bot.config import mask_secret
-from bot.store.model_presets import ModelPreset
+from bot.store.repos.model_presets import ModelPreset
 
 Title = Annotated[str, Field(min_length=1, max_length=200)]
 ModelName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:/@+-]+$")]

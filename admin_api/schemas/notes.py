@@ -1,4 +1,4 @@
-"""Shared notes: inputs and envelopes (a page is `bot.store.notes.NotePage`)."""
+"""Shared notes: inputs and envelopes (a page is `bot.store.repos.notes.NotePage`)."""
 
 from __future__ import annotations
 

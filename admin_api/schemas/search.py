@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from admin_api.schemas.common import Page, SpaceId
-from bot.store.search import SearchHit
+from bot.store.reads.search import SearchHit
 
 # The deepest offset a page may start at (results are bounded).
 MAX_CURSOR = 150

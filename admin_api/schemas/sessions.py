@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from bot.store.messages import StoredMessage
+from bot.store.repos.messages import StoredMessage
 
 
 class MessageListOut(BaseModel):

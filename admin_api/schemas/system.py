@@ -1,4 +1,4 @@
-"""Operations: tag backfill and the word pool (stats are `bot.store.stats.Stats`)."""
+"""Operations: tag backfill and the word pool (stats are `bot.store.repos.stats.Stats`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from admin_api.schemas.common import Body, SpaceId
 from admin_api.schemas.conversations import ChannelParam
-from bot.store.word_pool import PoolWord
+from bot.store.repos.word_pool import PoolWord
 
 
 class BackfillIn(Body):

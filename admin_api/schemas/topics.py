@@ -1,4 +1,4 @@
-"""Topic schedules: the change body and envelopes (rows are `bot.store.topics`' dataclasses)."""
+"""Topic schedules: the change body and envelopes (rows: `bot.store.repos.topics` dataclasses)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from apscheduler.triggers.cron import CronTrigger
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from admin_api.schemas.common import Body
-from bot.store.topics import TopicPost
+from bot.store.repos.topics import TopicPost
 from bot.store.transfer import SQLITE_INT_MAX
 from bot.topics.policy import parse_hhmm, zone
 

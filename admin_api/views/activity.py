@@ -8,7 +8,7 @@ from admin_api.routing import Route
 from admin_api.schemas.activity import ActivityQuery
 from admin_api.schemas.common import scope_of
 from bot.services import Services
-from bot.store.activity import Activity, activity_range
+from bot.store.reads.activity import Activity, activity_range
 
 
 async def get_activity(services: Services, query: ActivityQuery) -> Activity:

@@ -13,7 +13,7 @@ from aiohttp import web
 from admin_api.errors import ApiError
 from admin_api.routing import FileDownload, Route
 from bot.services import Services
-from bot.store.backup import BackupError, backup_name, backup_to, record_backup
+from bot.store.engine.backup import BackupError, backup_name, backup_to, record_backup
 
 CHUNK = 256 * 1024
 SQLITE_FILE = FileDownload(

@@ -21,7 +21,7 @@ from admin_api.schemas.conversations import (
     TranscriptQuery,
 )
 from bot.services import Services
-from bot.store.conversations import SummaryRange, ThreadSummary, TranscriptMessage
+from bot.store.reads.conversations import SummaryRange, ThreadSummary, TranscriptMessage
 from bot.store.spaces import ALL_SPACES
 
 

@@ -7,7 +7,7 @@ from admin_api.routing import Route
 from admin_api.schemas.common import DeletedOut, Page, RowId, stored_time
 from admin_api.schemas.logs import LogDeleteQuery, LogFilterQuery, LogListQuery, LogSummaryOut
 from bot.services import Services
-from bot.store.api_logs import ApiLog, ApiLogFilter
+from bot.store.repos.api_logs import ApiLog, ApiLogFilter
 
 
 def _filter(query: LogFilterQuery) -> ApiLogFilter:

@@ -18,8 +18,8 @@ from admin_api.schemas.spaces import MoveIn
 from bot.errors import NotFoundError
 from bot.memory.knowledge import RegenerateError
 from bot.services import Services
-from bot.store.knowledge import KnowledgeEntry
-from bot.store.memories import Memory
+from bot.store.repos.knowledge import KnowledgeEntry
+from bot.store.repos.memories import Memory
 from bot.store.spaces import ALL_SPACES
 
 

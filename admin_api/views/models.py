@@ -32,7 +32,7 @@ from bot.llm.backend import BackendError
 from bot.ops.probes import ModelProbe, connection_target, failure_kind
 from bot.ops.readiness import PROBE_TIMEOUT
 from bot.services import Services
-from bot.store.model_presets import ModelPreset
+from bot.store.repos.model_presets import ModelPreset
 
 PING = "Reply with the single word OK."
 MAX_REPLY_CHARS = 500

@@ -6,7 +6,7 @@ from admin_api.routing import Route
 from admin_api.schemas.common import scope_of
 from admin_api.schemas.search import MAX_CURSOR, SearchOut, SearchQuery
 from bot.services import Services
-from bot.store.search import KINDS
+from bot.store.reads.search import KINDS
 
 
 async def search(services: Services, query: SearchQuery) -> SearchOut:

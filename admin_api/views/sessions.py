@@ -12,7 +12,7 @@ from admin_api.routing import Route, render
 from admin_api.schemas.common import DeletedOut, Limit, Page, SessionId, SpaceId, scope_of
 from admin_api.schemas.sessions import ImportOut, MessageListOut
 from bot.services import Services
-from bot.store.sessions import Session
+from bot.store.repos.sessions import Session
 from bot.store.spaces import ALL_SPACES, is_space_id
 from bot.store.transfer import SessionExport
 

@@ -8,7 +8,7 @@ from admin_api.schemas.common import SpaceId
 from admin_api.schemas.spaces import PurgeOut, SpaceListOut, SpaceOut, SpaceUpdateIn
 from bot.errors import NotFoundError
 from bot.services import Services
-from bot.store.space_records import SpaceRecord
+from bot.store.repos.space_records import SpaceRecord
 
 
 def _space(record: SpaceRecord, held: dict[str, int]) -> SpaceOut:

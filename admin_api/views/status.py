@@ -24,7 +24,7 @@ from admin_api.views.chat import SSE_HEADERS
 from bot.ops.process_info import process_started, version
 from bot.ops.readiness import ComponentStatus
 from bot.services import Services
-from bot.store.backup import last_backup
+from bot.store.engine.backup import last_backup
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from admin_api.schemas.system import (
     WordPoolOut,
 )
 from bot.services import Services
-from bot.store.stats import Stats
+from bot.store.repos.stats import Stats
 from bot.store.transfer import SQLITE_INT_MAX
 
 

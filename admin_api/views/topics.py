@@ -18,8 +18,8 @@ from admin_api.schemas.topics import (
     TopicUpdateIn,
 )
 from bot.services import Services
+from bot.store.repos.topics import TopicChannel
 from bot.store.spaces import ALL_SPACES, parse_space
-from bot.store.topics import TopicChannel
 from bot.topics.service import PostResult
 
 RECENT_POSTS = 10

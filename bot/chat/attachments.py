@@ -16,7 +16,7 @@ from typing import Literal
 
 from bot.config import Settings
 from bot.prompts import prompts_for
-from bot.store.attachments import AttachmentRepository
+from bot.store.repos.attachments import AttachmentRepository
 from bot.tools.image import ImageError, resize_image
 
 log = logging.getLogger(__name__)

@@ -20,8 +20,8 @@ from bot.chat.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, t
 from bot.config import Settings
 from bot.llm.types import Message, ToolSchema
 from bot.prompts import Prompts, prompts_for
-from bot.store.memories import MemoryRepository
-from bot.store.messages import MessageRepository, StoredMessage
+from bot.store.repos.memories import MemoryRepository
+from bot.store.repos.messages import MessageRepository, StoredMessage
 
 log = logging.getLogger(__name__)
 

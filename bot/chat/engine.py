@@ -34,9 +34,9 @@ from bot.llm.litellm_backend import arguments_text
 from bot.llm.pacing import ReadPace, reading_at
 from bot.llm.types import Message, ToolCall
 from bot.prompts import Prompts, prompts_for
-from bot.store.messages import MessageRepository, StoredMessage
-from bot.store.sessions import Session, SessionRepository
-from bot.store.space_records import SpaceRecord, SpaceRepository
+from bot.store.repos.messages import MessageRepository, StoredMessage
+from bot.store.repos.sessions import Session, SessionRepository
+from bot.store.repos.space_records import SpaceRecord, SpaceRepository
 from bot.tools.core import ToolRegistry
 from bot.tools.result import Source, ToolResult
 from bot.utils.locks import KeyedLocks

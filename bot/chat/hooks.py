@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.chat.events import Event
-from bot.store.messages import StoredMessage
+from bot.store.repos.messages import StoredMessage
 from bot.tools.result import ToolResult
 
 Emit = Callable[[Event], None]

@@ -16,9 +16,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
-from bot.store.db import Database
-from bot.store.messages import MessageRepository, UnansweredMessage
-from bot.store.space_records import SpaceRepository
+from bot.store.repos.messages import MessageRepository, UnansweredMessage
+from bot.store.repos.space_records import SpaceRepository
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +32,14 @@ def _iso(moment: datetime) -> str:
 
 
 async def find_interrupted(
-    db: Database, owned: Callable[[str], bool], started: datetime, window: timedelta = WINDOW
+    messages: MessageRepository,
+    owned: Callable[[str], bool],
+    started: datetime,
+    window: timedelta = WINDOW,
 ) -> list[Interrupted]:
     """Unanswered user messages of this process's spaces written within `window` before
     `started` (messages from after it are this process's own turns)."""
-    found = await MessageRepository(db).unanswered_all_spaces(_iso(started - window), _iso(started))
+    found = await messages.unanswered_all_spaces(_iso(started - window), _iso(started))
     return [turn for turn in found if owned(turn.space_id)]
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from bot.store.messages import MessageRepository
-from bot.store.sessions import Session, SessionRepository
-from bot.store.topics import TopicRepository
+from bot.store.repos.messages import MessageRepository
+from bot.store.repos.sessions import Session, SessionRepository
+from bot.store.repos.topics import TopicRepository
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from bot.config import Settings
 from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway
 from bot.prompts import prompts_for
-from bot.store.memories import Memory, MemoryRepository
-from bot.store.messages import MessageRepository, StoredMessage
+from bot.store.repos.memories import Memory, MemoryRepository
+from bot.store.repos.messages import MessageRepository, StoredMessage
 from bot.utils.locks import KeyedLocks
 
 log = logging.getLogger(__name__)

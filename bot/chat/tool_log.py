@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from bot.chat.hooks import Emit, ToolOutcome
-from bot.store.tool_calls import ToolCallRepository, ToolCallSource
+from bot.store.repos.tool_calls import ToolCallRepository, ToolCallSource
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from discord.ext import commands
 from bot.bot import BotDeps, PlayChatBot
 from bot.errors import UserFacingError
 from bot.prompts.ui_text import UiText, ui_text
-from bot.store.sessions import Session
+from bot.store.repos.sessions import Session
 from bot.store.spaces import conversation_space
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from discord.ext import commands
 
 from bot.bot import BotDeps
 from bot.exts._common import deps_of
-from bot.store.directory import ChannelSeen
+from bot.store.repos.directory import ChannelSeen
 from bot.store.spaces import guild_space
 
 log = logging.getLogger(__name__)

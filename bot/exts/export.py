@@ -18,8 +18,8 @@ from bot.chat.attachments import human_size
 from bot.errors import UserFacingError
 from bot.exts._common import Reply, answer, deps_of, session_here, ui_for
 from bot.prompts.ui_text import UiText
-from bot.store.messages import StoredMessage
-from bot.store.sessions import Session
+from bot.store.repos.messages import StoredMessage
+from bot.store.repos.sessions import Session
 
 MAX_EXPORT_BYTES = 8 * 1024 * 1024
 

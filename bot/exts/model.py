@@ -18,7 +18,7 @@ from bot.bot import BotDeps
 from bot.errors import UserFacingError
 from bot.exts._admin import require_admin
 from bot.exts._common import Reply, answer, deps_of, space_here, ui_for
-from bot.store.sessions import Session
+from bot.store.repos.sessions import Session
 
 DEFAULT_CHOICE = "default"
 

@@ -12,7 +12,7 @@ from discord.ext import commands
 from bot.bot import BotDeps
 from bot.errors import UserFacingError
 from bot.exts._common import Reply, answer, clip, deps_of, session_here, space_here, ui_for
-from bot.store.notes import NotePage
+from bot.store.repos.notes import NotePage
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from bot.bot import BotDeps
 from bot.errors import UserFacingError
 from bot.exts._admin import require_admin
 from bot.exts._common import Reply, answer, deps_of, space_here, ui_for
-from bot.store.topics import TopicChannel
+from bot.store.repos.topics import TopicChannel
 from bot.topics.host_zone import host_timezone
 from bot.topics.policy import parse_hhmm, zone
 from bot.topics.scheduler import parse_cron

@@ -20,8 +20,8 @@ from bot.llm.token_factors import Calibration, TokenCalibrator
 from bot.llm.tokens import prompt_tokens, tool_tokens
 from bot.llm.tool_sets import PerToolSet
 from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSchema, Usage
-from bot.store.api_logs import ApiLogRepository
-from bot.store.token_factors import TokenFactorRepository
+from bot.store.repos.api_logs import ApiLogRepository
+from bot.store.repos.token_factors import TokenFactorRepository
 from bot.utils.log_setup import adopt_litellm_logging, wants_library_debug
 
 log = logging.getLogger(__name__)

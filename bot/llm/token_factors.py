@@ -24,7 +24,7 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
-from bot.store.token_factors import StoredTokenFactor, TokenFactorRepository
+from bot.store.repos.token_factors import StoredTokenFactor, TokenFactorRepository
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,7 @@ from bot.config import Settings
 from bot.errors import LLMError, NotFoundError, UserFacingError
 from bot.llm.types import Completer
 from bot.prompts import prompts_for
-from bot.store.db import Database
-from bot.store.knowledge import KnowledgeEntry, KnowledgeRepository, KnowledgeSource
+from bot.store.repos.knowledge import KnowledgeEntry, KnowledgeRepository, KnowledgeSource
 from bot.store.spaces import SpaceScope, parse_space, space_dirname
 
 __all__ = [
@@ -232,7 +231,7 @@ class KnowledgeService:
 
     def __init__(
         self,
-        db: Database,
+        repo: KnowledgeRepository,
         gateway: Completer,
         kb_dir: Callable[[], Path] | Path,
         settings: Callable[[], Settings],
@@ -242,7 +241,7 @@ class KnowledgeService:
     ) -> None:
         self._on_files_changed = on_files_changed
         self._read_page = read_page
-        self._repo = KnowledgeRepository(db)
+        self._repo = repo
         self._gateway = gateway
         self._kb_dir = kb_dir
         self._settings = settings

@@ -37,8 +37,7 @@ from bot.memory.kb_files import (
     title_of,
 )
 from bot.memory.vectors import VectorIndex, normalise
-from bot.store.db import Database
-from bot.store.local_kb_docs import KBDocRow, LocalKBDocRepository
+from bot.store.repos.local_kb_docs import KBDocRow, LocalKBDocRepository
 from bot.store.spaces import parse_space, space_dirname
 
 log = logging.getLogger(__name__)
@@ -242,7 +241,7 @@ class LocalKnowledgeBase:
     def __init__(
         self,
         kb_dir: Path,
-        db: Database,
+        repo: LocalKBDocRepository,
         embedder: Embedder,
         analyzer: NounExtractor,
         settings_fn: Callable[[], KBSettings],
@@ -254,7 +253,7 @@ class LocalKnowledgeBase:
         self._kb_dir = Path(kb_dir)
         self._rescan_interval = rescan_interval
         self._scanned_at: float | None = None
-        self._repo = LocalKBDocRepository(db)
+        self._repo = repo
         self._embedder = embedder
         self._analyzer = analyzer
         self._settings_fn = settings_fn

@@ -2,7 +2,7 @@
 
 Used by the read_note / write_note tools, the context layers 2 and 2.5, the Discord /note
 commands and the admin API. Input is validated here; ordering and atomicity live in
-bot.store.notes. Reorder policy: an order that would split a section is refused
+bot.store.repos.notes. Reorder policy: an order that would split a section is refused
 (ValidationError, nothing changed) rather than silently regrouped, so a client's bug shows.
 """
 
@@ -16,8 +16,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from bot.errors import ValidationError
-from bot.store.db import Database
-from bot.store.notes import NoteOutline, NotePage, NoteRepository
+from bot.store.repos.notes import NoteOutline, NotePage, NoteRepository
 from bot.store.spaces import parse_space
 
 __all__ = ["NoteOutline", "NotePage", "NotesService"]
@@ -101,8 +100,10 @@ class NotesService:
     a session links only pages of its own space.
     """
 
-    def __init__(self, db: Database, *, clock: Callable[[], float] = time.monotonic) -> None:
-        self._repo = NoteRepository(db)
+    def __init__(
+        self, repo: NoteRepository, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._repo = repo
         self._clock = clock
         self._outlines: dict[tuple[str, int], tuple[float, list[NoteOutline]]] = {}
 

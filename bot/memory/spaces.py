@@ -15,7 +15,7 @@ from datetime import datetime
 from bot.errors import NotFoundError
 from bot.memory.knowledge import KnowledgeEntry, KnowledgeService
 from bot.memory.notes import NotePage, NotesService
-from bot.store.space_records import SpaceRecord, SpaceRepository
+from bot.store.repos.space_records import SpaceRecord, SpaceRepository
 from bot.store.spaces import parse_space
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from bot.llm.types import Completer
 from bot.memory.japanese import NounExtractor
-from bot.store.tags import TagRepository, Untagged
+from bot.store.repos.tags import TagRepository, Untagged
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 
 from bot.memory.japanese import NounExtractor
+from bot.store.repos.word_pool import PoolWord, WordPoolRepository
 from bot.store.spaces import SpaceScope
-from bot.store.word_pool import PoolWord, WordPoolRepository
 
 log = logging.getLogger(__name__)
 

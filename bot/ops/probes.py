@@ -24,8 +24,8 @@ from bot.ops.readiness import PROBE_TIMEOUT, Check, Fact, Part, Probe, Readiness
 
 if TYPE_CHECKING:
     from bot.llm.gateway import LLMGateway
-    from bot.store.db import Database
-    from bot.store.model_presets import ModelPreset
+    from bot.store.engine.database import Database
+    from bot.store.repos.model_presets import ModelPreset
     from bot.tools.mcp.status import McpTools
     from bot.topics.scheduler import TopicScheduler
 

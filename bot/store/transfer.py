@@ -46,12 +46,13 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from bot.errors import ConflictError, NotFoundError
-from bot.store.attachments import AttachmentRepository
-from bot.store.db import Connection, Database, IntegrityError, utcnow
-from bot.store.memories import MemoryRepository
-from bot.store.messages import MessageRepository
-from bot.store.sessions import SessionRepository
-from bot.store.space_records import ensure_space_row
+from bot.store.engine.connection import Connection, IntegrityError, utcnow
+from bot.store.engine.database import Database
+from bot.store.repos.attachments import AttachmentRepository
+from bot.store.repos.memories import MemoryRepository
+from bot.store.repos.messages import MessageRepository
+from bot.store.repos.sessions import SessionRepository
+from bot.store.repos.space_records import ensure_space_row
 
 log = logging.getLogger(__name__)
 

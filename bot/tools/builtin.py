@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config import Settings
-from bot.store.attachments import AttachmentRepository
+from bot.store.repos.attachments import AttachmentRepository
 from bot.tools import pdf, scrape, search_and_fetch, web_search
 from bot.tools.core import ToolRegistry
 from bot.tools.doc_cache import DocumentCache

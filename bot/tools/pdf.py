@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from bot.config import Settings
 from bot.errors import ToolError
-from bot.store.attachments import AttachmentRepository
+from bot.store.repos.attachments import AttachmentRepository
 from bot.tools.core import ToolDisplay, short_url
 from bot.tools.doc_cache import CachedDocument, CacheKey, DocumentCache
 from bot.tools.extract import ExtractionError, PdfPages, looks_like_pdf, pdf_page_texts

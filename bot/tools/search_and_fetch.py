@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 from bot.config import Settings
 from bot.errors import ToolError
 from bot.prompts import Prompts, prompts_for
-from bot.store.attachments import AttachmentRepository
+from bot.store.repos.attachments import AttachmentRepository
 from bot.tools.core import ToolDisplay, short_text
 from bot.tools.doc_cache import CachedDocument, CacheKey, DocumentCache
 from bot.tools.extract import ExtractionError, looks_like_pdf

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bot.store.topics import TopicChannel
+from bot.store.repos.topics import TopicChannel
 
 
 @dataclass(frozen=True)

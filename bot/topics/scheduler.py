@@ -10,9 +10,9 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.store.repos.topics import TopicChannel
 from bot.store.shards import ShardFilter
 from bot.store.spaces import ALL_SPACES
-from bot.store.topics import TopicChannel
 from bot.topics.policy import zone
 from bot.topics.service import TopicService
 

@@ -14,8 +14,8 @@ from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway
 from bot.memory.word_pool import WordPool
 from bot.prompts import available_languages, prompts_for
+from bot.store.repos.topics import TopicChannel, TopicRepository
 from bot.store.spaces import ALL_SPACES, SpaceScope, guild_space
-from bot.store.topics import TopicChannel, TopicRepository
 from bot.topics.host_zone import host_timezone
 from bot.topics.picker import TopicChoice, TopicPicker
 from bot.topics.policy import Decision, cron_decision, day_start_utc, idle_decision, zone

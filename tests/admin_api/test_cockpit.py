@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bot.store.directory import ChannelSeen
+from bot.store.repos.directory import ChannelSeen
 from bot.store.spaces import local_space
 from bot.tools.web_search import web_search_sources
 from tests.admin_api.conftest import Admin, sse_events

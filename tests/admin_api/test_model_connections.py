@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from admin_api.views import models as models_view
-from bot.store.api_logs import ApiLogFilter
+from bot.store.repos.api_logs import ApiLogFilter
 from tests.admin_api.conftest import API_KEY, Admin, StartAdmin, sse_events
 from tests.fakes.llm_server import FakeLLMServer, Hang, HttpError, Text
 

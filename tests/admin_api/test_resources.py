@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.store.knowledge import KnowledgeRepository, KnowledgeSource
+from bot.store.repos.knowledge import KnowledgeRepository, KnowledgeSource
 from tests.admin_api.conftest import Admin, StartAdmin
 from tests.conftest import LOCAL
 from tests.fakes.llm_server import Text

@@ -17,7 +17,7 @@ import pytest
 
 from bot.__main__ import backup as cli_backup
 from bot.ops.readiness import Check
-from bot.store.backup import last_backup
+from bot.store.engine.backup import last_backup
 from tests.admin_api.conftest import TOKEN, Admin, StartAdmin
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -7,7 +7,7 @@ import json
 
 from playwright.async_api import expect
 
-from bot.store.directory import ChannelSeen
+from bot.store.repos.directory import ChannelSeen
 from bot.tools.web_search import web_search_sources
 from tests.admin_page.conftest import Ui
 from tests.conftest import LOCAL

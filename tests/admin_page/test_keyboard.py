@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from playwright.async_api import Locator, expect
 
-from bot.store.directory import ChannelSeen
+from bot.store.repos.directory import ChannelSeen
 from tests.admin_api.conftest import PASSWORD
 from tests.admin_page.conftest import SCREENS, Ui
 from tests.admin_page.test_screens import seed_everything

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from playwright.async_api import expect
 
-from bot.store.knowledge import KnowledgeRepository, KnowledgeSource
+from bot.store.repos.knowledge import KnowledgeRepository, KnowledgeSource
 from tests.admin_page.conftest import Ui
 from tests.conftest import LOCAL
 

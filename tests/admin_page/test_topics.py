@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.async_api import expect
 
-from bot.store.directory import ChannelSeen
+from bot.store.repos.directory import ChannelSeen
 from tests.admin_page.conftest import Ui
 
 # A real Discord snowflake: larger than JavaScript's exact integers (2**53).

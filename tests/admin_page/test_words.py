@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.async_api import expect
 
-from bot.store.directory import ChannelSeen
+from bot.store.repos.directory import ChannelSeen
 from tests.admin_page.conftest import Ui
 
 GUILD = "guild:100"

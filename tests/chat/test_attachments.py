@@ -12,8 +12,8 @@ from PIL import Image
 
 from bot.chat.attachments import MAX_INLINE_TEXT_BYTES, AttachmentIntake, PreparedFiles, classify
 from bot.config import Settings
-from bot.services import Repositories
-from bot.store.db import Database
+from bot.store import Repositories
+from bot.store.engine.database import Database
 from tests.conftest import LOCAL
 
 

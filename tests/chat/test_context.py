@@ -21,10 +21,10 @@ from bot.chat.context import (
 from bot.chat.tokens import estimate_tokens, message_tokens, truncate_to_tokens
 from bot.config import Settings
 from bot.prompts import prompts_for
-from bot.store.db import Database
-from bot.store.memories import MemoryRepository
-from bot.store.messages import MessageRepository, StoredMessage
-from bot.store.sessions import SessionRepository
+from bot.store.engine.database import Database
+from bot.store.repos.memories import MemoryRepository
+from bot.store.repos.messages import MessageRepository, StoredMessage
+from bot.store.repos.sessions import SessionRepository
 from tests.conftest import LOCAL
 
 

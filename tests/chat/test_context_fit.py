@@ -15,7 +15,7 @@ from bot.chat.events import Event, SessionEvent
 from bot.chat.tokens import estimate_tokens, message_tokens
 from bot.prompts import prompts_for
 from bot.services import ServiceOptions, Services, open_services
-from bot.store.knowledge import KnowledgeRepository, KnowledgeSource
+from bot.store.repos.knowledge import KnowledgeRepository, KnowledgeSource
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Text
 

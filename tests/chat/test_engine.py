@@ -22,7 +22,7 @@ from bot.chat.events import (
 from bot.chat.tool_budget import MAX_TOOL_CONTEXT_CHARS, PAGE_INFO_MARKER
 from bot.errors import ToolError
 from bot.services import ServiceOptions, Services, open_services
-from bot.store.sessions import Session
+from bot.store.repos.sessions import Session
 from bot.tools.registry import Source, ToolDisplay, ToolResult
 from bot.tools.web_search import web_search_sources
 from tests.conftest import LOCAL, SettingsFactory
@@ -210,7 +210,7 @@ async def test_llm_failure_gives_error_event_and_keeps_message(
 
 
 def _errors_only():  # type: ignore[no-untyped-def]
-    from bot.store.api_logs import ApiLogFilter
+    from bot.store.repos.api_logs import ApiLogFilter
 
     return ApiLogFilter(errors_only=True)
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from bot.chat.interrupted import by_language, close_interrupted, find_interrupted
 from bot.prompts.ui_text import ui_text
-from bot.store.db import Database
-from bot.store.messages import MessageRepository
-from bot.store.sessions import SessionRepository
-from bot.store.space_records import SpaceRepository
+from bot.store.engine.database import Database
+from bot.store.repos.messages import MessageRepository
+from bot.store.repos.sessions import SessionRepository
+from bot.store.repos.space_records import SpaceRepository
 
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -38,7 +38,7 @@ async def test_each_space_is_told_in_its_own_language(tmp_path: Path) -> None:
                 discord_message_id=200 + number,
                 created_at=(START - timedelta(minutes=1)).isoformat(timespec="microseconds"),
             )
-        turns = await find_interrupted(db, lambda space: True, START)
+        turns = await find_interrupted(MessageRepository(db), lambda space: True, START)
         groups = await by_language(turns, spaces, default="ja")
         assert {lang: [t.space_id for t in group] for lang, group in groups.items()} == {
             "ja": ["guild:11", "guild:12"],

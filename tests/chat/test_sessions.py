@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import pytest
 
 from bot.chat.sessions import ConversationSessions
-from bot.services import Repositories
-from bot.store.db import Database
-from bot.store.sessions import Session
-from bot.store.topics import TopicPost
+from bot.store import Repositories
+from bot.store.engine.database import Database
+from bot.store.repos.sessions import Session
+from bot.store.repos.topics import TopicPost
 
 THREAD = 1001
 GUILD = 77

@@ -14,7 +14,7 @@ from bot.chat.engine import TurnRequest
 from bot.chat.events import ChunkEvent, DoneEvent, ErrorEvent, Event, SessionEvent
 from bot.llm.gateway import CANCELLED, STOPPED_BY_CALLER
 from bot.services import ServiceOptions, Services, open_services
-from bot.store.api_logs import ApiLog, ApiLogFilter
+from bot.store.repos.api_logs import ApiLog, ApiLogFilter
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import Endless, FakeLLMServer, Text
 

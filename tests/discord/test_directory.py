@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 
 from admin_api import AdminConfig, serve
-from bot.store.directory import DirectoryRepository
+from bot.store.repos.directory import DirectoryRepository
 from bot.topics.scheduler import TopicScheduler
 from tests.discord.conftest import WAIT, World, WorldFactory
 

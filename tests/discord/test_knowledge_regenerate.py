@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.services import ServiceOptions
-from bot.store.knowledge import KnowledgeEntry
+from bot.store.repos.knowledge import KnowledgeEntry
 from bot.tools.safe_http import FetchPolicy
 from tests.conftest import FAST_RETRY
 from tests.discord.conftest import World, WorldFactory

@@ -77,7 +77,7 @@ async def test_topic_commands_are_admin_only_and_tools_lists_builtins(
 
 
 async def test_knowledge_commands_list_read_and_delete(world: WorldFactory) -> None:
-    from bot.store.knowledge import KnowledgeRepository, KnowledgeSource
+    from bot.store.repos.knowledge import KnowledgeRepository, KnowledgeSource
 
     async with world() as w:
         repo = KnowledgeRepository(w.services.db)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bot.store.db import Database
+from bot.store.engine.database import Database
 from tests.discord.conftest import World, WorldFactory
 from tests.fakes.discord_models import FakeChannel, FakeMessage
 from tests.fakes.llm_server import Text

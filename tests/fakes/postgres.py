@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.store.dialect import sqlite_url
+from bot.store.engine.dialect import sqlite_url
 
 log = logging.getLogger(__name__)
 

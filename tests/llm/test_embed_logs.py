@@ -10,7 +10,7 @@ import pytest
 
 from bot.errors import LLMError
 from bot.services import ServiceOptions, Services, open_services
-from bot.store.api_logs import ApiLog, ApiLogFilter
+from bot.store.repos.api_logs import ApiLog, ApiLogFilter
 from tests.conftest import SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, HttpError
 

@@ -12,7 +12,7 @@ import pytest
 from bot.errors import LLMError
 from bot.llm.litellm_backend import import_litellm
 from bot.services import ServiceOptions, Services, open_services
-from bot.store.api_logs import ApiLogFilter
+from bot.store.repos.api_logs import ApiLogFilter
 from tests.conftest import SettingsFactory
 from tests.fakes.llm_server import Drop, FakeLLMServer, HttpError, Reply, Text
 

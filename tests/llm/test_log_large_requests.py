@@ -11,7 +11,7 @@ import pytest
 
 from bot.llm.gateway import LOG_ON_THREAD_CHARS
 from bot.services import Services
-from bot.store.api_logs import ApiLogFilter
+from bot.store.repos.api_logs import ApiLogFilter
 from tests.fakes.llm_server import FakeLLMServer, Text
 
 SECRET = "sk-abcdefghijklmnop0123"

@@ -15,7 +15,7 @@ from bot.chat.events import ChunkEvent, DoneEvent, ErrorEvent, Event, SessionEve
 from bot.errors import LLMError
 from bot.llm.backend import BackendError, ModelErrorKind
 from bot.services import Services
-from bot.store.api_logs import ApiLog, ApiLogFilter
+from bot.store.repos.api_logs import ApiLog, ApiLogFilter
 from tests.conftest import LOCAL
 from tests.fakes.llm_server import (
     BadToolArguments,

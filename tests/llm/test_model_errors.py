@@ -20,7 +20,7 @@ from bot.errors import LLMError, LLMUnavailableError
 from bot.llm.backend import BackendError, ModelErrorKind, parse_retry_after
 from bot.llm.gateway import RetryPolicy
 from bot.services import ServiceOptions, Services, open_services
-from bot.store.api_logs import ApiLog, ApiLogFilter
+from bot.store.repos.api_logs import ApiLog, ApiLogFilter
 from bot.utils.log_setup import configure_logging
 from tests.conftest import SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, HttpError, Text

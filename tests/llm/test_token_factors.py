@@ -21,8 +21,8 @@ from bot.llm.token_factors import (
 from bot.llm.tokens import message_tokens, prompt_tokens
 from bot.llm.types import Message, ToolSchema
 from bot.services import ServiceOptions, Services, open_services
-from bot.store.db import Database
-from bot.store.token_factors import StoredTokenFactor, TokenFactorRepository
+from bot.store.engine.database import Database
+from bot.store.repos.token_factors import StoredTokenFactor, TokenFactorRepository
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Text
 

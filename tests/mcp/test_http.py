@@ -7,7 +7,7 @@ import json
 import time
 
 from bot.services import ServiceOptions, open_services
-from bot.store.api_logs import ApiLogFilter
+from bot.store.repos.api_logs import ApiLogFilter
 from tests.conftest import LOCAL, SettingsFactory
 from tests.mcp.conftest import ConfigWriter, server, started_manager, wait_server
 from tests.mcp.servers.demo import build_legacy_server

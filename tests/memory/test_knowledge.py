@@ -25,7 +25,8 @@ from bot.memory.knowledge import (
     slugify,
 )
 from bot.services import ServiceOptions, Services, open_services
-from bot.store.db import Database
+from bot.store.engine.database import Database
+from bot.store.repos.knowledge import KnowledgeRepository
 from bot.tools.knowledge_tools import register_knowledge_tools
 from bot.tools.registry import ToolRegistry, ToolResult
 from bot.tools.safe_http import FetchPolicy
@@ -49,7 +50,9 @@ def settings(make_settings: SettingsFactory) -> Settings:
 async def knowledge(settings: Settings) -> AsyncIterator[KnowledgeService]:
     db = await Database.connect(settings.database())
     gateway = LLMGateway(lambda: settings, None, retry=FAST_RETRY)
-    yield KnowledgeService(db, gateway, lambda: settings.kb_dir, lambda: settings)
+    yield KnowledgeService(
+        KnowledgeRepository(db), gateway, lambda: settings.kb_dir, lambda: settings
+    )
     await gateway.close()
     await db.close()
 

@@ -24,9 +24,10 @@ from bot.memory.layers import (
 )
 from bot.memory.notes import NotesService
 from bot.services import ServiceOptions, open_services
-from bot.store.db import Database
-from bot.store.knowledge import KnowledgeRepository, KnowledgeSource
-from bot.store.sessions import SessionRepository
+from bot.store.engine.database import Database
+from bot.store.repos.knowledge import KnowledgeRepository, KnowledgeSource
+from bot.store.repos.notes import NoteRepository
+from bot.store.repos.sessions import SessionRepository
 from tests.conftest import SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text
 
@@ -115,7 +116,9 @@ async def test_knowledge_layer_lists_latest_headings_only(
     db: Database, session_id: str, tmp_path: Path
 ) -> None:
     settings = settings_for(tmp_path, knowledge_context_limit=3)
-    knowledge = KnowledgeService(db, NeverCalled(), tmp_path / "kb", lambda: settings)
+    knowledge = KnowledgeService(
+        KnowledgeRepository(db), NeverCalled(), tmp_path / "kb", lambda: settings
+    )
     layer = KnowledgeHeadingsLayer(knowledge)
     request = request_for(session_id, settings)
     assert await layer.draft(request) is None, "nothing saved yet"
@@ -155,7 +158,9 @@ async def test_knowledge_layer_drafts_the_seeds_15_headings(
     db: Database, session_id: str, tmp_path: Path
 ) -> None:
     settings = settings_for(tmp_path)
-    knowledge = KnowledgeService(db, NeverCalled(), tmp_path / "kb", lambda: settings)
+    knowledge = KnowledgeService(
+        KnowledgeRepository(db), NeverCalled(), tmp_path / "kb", lambda: settings
+    )
     await add_entries(db, 20)
     draft = await KnowledgeHeadingsLayer(knowledge).draft(request_for(session_id, settings))
     assert draft is not None and draft.text.count("\n- [#") == 15
@@ -167,7 +172,7 @@ async def test_knowledge_layer_drafts_the_seeds_15_headings(
 async def test_note_titles_grouped_by_section_with_linked_marks(
     db: Database, session_id: str, tmp_path: Path
 ) -> None:
-    notes = NotesService(db)
+    notes = NotesService(NoteRepository(db))
     settings = settings_for(tmp_path)
     layer = NoteTitlesLayer(notes)
     request = request_for(session_id, settings)
@@ -222,7 +227,7 @@ async def test_note_titles_grouped_by_section_with_linked_marks(
 async def test_note_titles_ask_for_the_sessions_links_only_when_the_space_has_pages(
     db: Database, session_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    notes = NotesService(db)
+    notes = NotesService(NoteRepository(db))
     asked: list[str] = []
     linked_ids = notes.linked_page_ids
 
@@ -245,7 +250,7 @@ async def test_note_titles_ask_for_the_sessions_links_only_when_the_space_has_pa
 async def test_linked_notes_full_text_up_to_the_seed_limit(
     db: Database, session_id: str, tmp_path: Path
 ) -> None:
-    notes = NotesService(db)
+    notes = NotesService(NoteRepository(db))
     settings = settings_for(tmp_path, session_notes_content_limit=8000)
     layer = LinkedNotesLayer(notes)
     request = request_for(session_id, settings)
@@ -280,7 +285,7 @@ async def test_linked_notes_full_text_up_to_the_seed_limit(
 async def test_a_linked_note_with_no_room_for_its_body_keeps_its_heading_and_marker(
     db: Database, session_id: str, tmp_path: Path
 ) -> None:
-    notes = NotesService(db)
+    notes = NotesService(NoteRepository(db))
     page = await notes.create(S, "Plan", "step " * 400)
     await notes.link(S, session_id, page.id)
     draft = await LinkedNotesLayer(notes).draft(request_for(session_id, settings_for(tmp_path)))
@@ -338,7 +343,7 @@ async def test_local_kb_layer_wraps_search_and_keeps_files_whole(
 
 async def test_japanese_texts(db: Database, session_id: str, tmp_path: Path) -> None:
     settings = settings_for(tmp_path, language="ja")
-    notes = NotesService(db)
+    notes = NotesService(NoteRepository(db))
     page = await notes.create(S, "買い物", "牛乳と卵" * 100)
     text = await render(NoteTitlesLayer(notes), request_for(session_id, settings))
     assert text is not None and text.startswith("[共有ノート") and "- 買い物: 牛乳と卵" in text

@@ -20,7 +20,8 @@ from bot.memory import kb_files, local_kb
 from bot.memory.japanese import InProcessAnalyzer
 from bot.memory.local_kb import EMBED_MAX_CHARS, LocalKnowledgeBase
 from bot.services import ServiceOptions, open_services
-from bot.store.db import Database
+from bot.store.engine.database import Database
+from bot.store.repos.local_kb_docs import LocalKBDocRepository
 from tests.fakes.llm_server import FakeLLMServer, HttpError, Text
 
 S = "local:local"
@@ -132,7 +133,13 @@ def kb(
     clock: Clock,
 ) -> LocalKnowledgeBase:
     return LocalKnowledgeBase(
-        kb_dir, db, embedder, analyzer, lambda: conf, clock=clock, rescan_interval=0.0
+        kb_dir,
+        LocalKBDocRepository(db),
+        embedder,
+        analyzer,
+        lambda: conf,
+        clock=clock,
+        rescan_interval=0.0,
     )
 
 
@@ -178,7 +185,9 @@ async def test_restart_reuses_cached_vectors(
     conf: Conf,
 ) -> None:
     await kb.sync()
-    restarted = LocalKnowledgeBase(kb_dir, db, embedder, analyzer, lambda: conf)
+    restarted = LocalKnowledgeBase(
+        kb_dir, LocalKBDocRepository(db), embedder, analyzer, lambda: conf
+    )
     report = await restarted.sync()
     assert (report.files, report.added, report.embedded) == (5, 0, 0)
     assert len(embedder.calls) == 1
@@ -446,7 +455,7 @@ async def test_large_file_is_embedded_by_its_first_part(
 async def test_missing_directory_is_empty_not_an_error(
     tmp_path: Path, db: Database, embedder: KeywordEmbedder, analyzer: InProcessAnalyzer
 ) -> None:
-    kb = LocalKnowledgeBase(tmp_path / "nope", db, embedder, analyzer, Conf)
+    kb = LocalKnowledgeBase(tmp_path / "nope", LocalKBDocRepository(db), embedder, analyzer, Conf)
     assert (await kb.sync()).files == 0
     assert await kb.search("ラーメン", S) == []
     assert embedder.calls == []
@@ -462,7 +471,7 @@ async def test_works_with_real_settings(
     kb_dir: Path, db: Database, embedder: KeywordEmbedder, analyzer: InProcessAnalyzer
 ) -> None:
     settings = Settings(_env_file=None, local_kb_top_k=2, local_kb_min_score=0.5)  # type: ignore[call-arg]
-    kb = LocalKnowledgeBase(kb_dir, db, embedder, analyzer, lambda: settings)
+    kb = LocalKnowledgeBase(kb_dir, LocalKBDocRepository(db), embedder, analyzer, lambda: settings)
     hits = await kb.search("ラーメン", S)
     assert [h.path for h in hits] == ["ramen.md"]
 
@@ -478,14 +487,18 @@ async def test_through_the_gateway_and_the_loopback_llm(
     settings = make_settings()
     gateway = LLMGateway(lambda: settings, retry=RetryPolicy(attempts=1))
     try:
-        kb = LocalKnowledgeBase(kb_dir, db, gateway, analyzer, lambda: settings)
+        kb = LocalKnowledgeBase(
+            kb_dir, LocalKBDocRepository(db), gateway, analyzer, lambda: settings
+        )
         hits = await kb.search("おすすめのラーメン屋はどこ？", S)
         assert [(h.path, h.method) for h in hits] == [("ramen.md", "embedding")]
         embeds = [r for r in llm.requests if r.path == "/api/embed"]
         assert len(embeds) == 2  # the five files in one batch, then the query
 
         llm.embed_error = HttpError(404, 'model "nomic-embed-text" not found, try pulling it first')
-        down = LocalKnowledgeBase(kb_dir, db, gateway, analyzer, lambda: settings)
+        down = LocalKnowledgeBase(
+            kb_dir, LocalKBDocRepository(db), gateway, analyzer, lambda: settings
+        )
         hits = await down.search("PlayChatのデプロイ手順を教えて", S)
         assert [(h.path, h.method) for h in hits] == [("deploy.md", "bm25")]
     finally:
@@ -501,7 +514,13 @@ async def test_directory_is_rescanned_at_most_every_interval_unless_invalidated(
     clock: Clock,
 ) -> None:
     kb = LocalKnowledgeBase(
-        kb_dir, db, embedder, analyzer, lambda: conf, clock=clock, rescan_interval=2.0
+        kb_dir,
+        LocalKBDocRepository(db),
+        embedder,
+        analyzer,
+        lambda: conf,
+        clock=clock,
+        rescan_interval=2.0,
     )
     await kb.search("ラーメン", S)
     syncs = kb.sync_count
@@ -524,7 +543,7 @@ async def test_the_folders_own_readme_is_not_knowledge(
     (kb_dir / "sub").mkdir(parents=True)
     (kb_dir / "README.md").write_text("# How this folder works\n", "utf-8")
     (kb_dir / "sub" / "README.md").write_text("# ラーメン\n\nA real note.\n", "utf-8")
-    kb = LocalKnowledgeBase(kb_dir, db, embedder, analyzer, lambda: conf)
+    kb = LocalKnowledgeBase(kb_dir, LocalKBDocRepository(db), embedder, analyzer, lambda: conf)
     report = await kb.sync()
     assert report.files == 1
     assert set(await rows(db)) == {"sub/README.md"}
@@ -568,7 +587,9 @@ async def test_a_space_sees_shared_files_and_only_its_own_folders(
     if mode == "bm25":
         embedder.error = LLMError("no embedding model")
     conf = Conf(local_kb_top_k=10, local_kb_min_score=0.0)
-    kb = LocalKnowledgeBase(root, db, embedder, analyzer, lambda: conf, rescan_interval=0.0)
+    kb = LocalKnowledgeBase(
+        root, LocalKBDocRepository(db), embedder, analyzer, lambda: conf, rescan_interval=0.0
+    )
 
     async def seen(space: str) -> set[str]:
         hits = await kb.search("ラーメン", space)

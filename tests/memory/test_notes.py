@@ -14,9 +14,9 @@ from bot.chat.events import Event, NotesUpdatedEvent, SessionEvent, ToolEvent
 from bot.errors import ConflictError, NotFoundError, ValidationError
 from bot.memory.notes import MAX_CONTENT_CHARS, NotePage, NotesService
 from bot.services import ServiceOptions, open_services
-from bot.store.db import Database
-from bot.store.notes import is_contiguous
-from bot.store.sessions import SessionRepository
+from bot.store.engine.database import Database
+from bot.store.repos.notes import NoteRepository, is_contiguous
+from bot.store.repos.sessions import SessionRepository
 from bot.tools.notes_tools import (
     READ_CHUNK_CHARS,
     register_notes_tools,
@@ -38,7 +38,7 @@ async def db(suite_database_url: str) -> AsyncIterator[Database]:
 
 @pytest.fixture
 def notes(db: Database) -> NotesService:
-    return NotesService(db)
+    return NotesService(NoteRepository(db))
 
 
 def layout(pages: list[NotePage]) -> list[tuple[str, str]]:
@@ -414,7 +414,7 @@ async def test_outline_is_cached_until_a_write_or_its_age_limit(db: Database) ->
     from bot.memory.notes import OUTLINE_CACHE_SECONDS
 
     now = [100.0]
-    notes = NotesService(db, clock=lambda: now[0])
+    notes = NotesService(NoteRepository(db), clock=lambda: now[0])
     page = await notes.create(S, "First", "body")
     assert [item.title for item in await notes.outline(S)] == ["First"]
     await notes.update(S, page.id, title="Renamed")

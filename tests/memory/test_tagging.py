@@ -13,8 +13,9 @@ from bot.errors import LLMError
 from bot.llm.types import Completion
 from bot.memory.japanese import InProcessAnalyzer
 from bot.memory.tagging import MAX_TAG_CHARS, Tagger, keyword_tags, parse_llm_tags
-from bot.store.db import Connection, Cursor, Database, Statement, utcnow
-from bot.store.tags import TagRepository
+from bot.store.engine.connection import Connection, Cursor, Statement, utcnow
+from bot.store.engine.database import Database
+from bot.store.repos.tags import TagRepository
 
 
 class NoLLM:

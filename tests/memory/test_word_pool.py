@@ -10,8 +10,8 @@ import pytest
 
 from bot.memory.japanese import InProcessAnalyzer
 from bot.memory.word_pool import POOL_SIZE, WordPool
-from bot.store.db import Database
-from bot.store.word_pool import WordPoolRepository
+from bot.store.engine.database import Database
+from bot.store.repos.word_pool import WordPoolRepository
 
 TOPICS = ["ラーメン", "カメラ", "写真", "旅行", "沖縄", "天気", "映画", "音楽", "猫", "公園"]
 A = "guild:1"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.ops.pg_notify import asyncpg_dsn
-from bot.store.dialect import dialect_of, postgres_statement, sqlite_path
+from bot.store.engine.dialect import dialect_of, postgres_statement, sqlite_path
 from tests.bot_process import bot_env, spawn_entry
 from tests.fakes.discord_gateway import GatewaySession
 from tests.fakes.discord_server import FakeDiscord, FakeGuild

@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.services import ServiceOptions, Services, open_services
+from bot.store.repos.tags import TagRepository
+from bot.store.repos.topics import TopicRepository
 from bot.store.shards import ShardFilter
-from bot.store.tags import TagRepository
-from bot.store.topics import TopicRepository
 from bot.topics.picker import TopicPicker
 from bot.topics.scheduler import TopicScheduler
 from bot.topics.service import TopicService

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.store.dialect import sqlite_url
+from bot.store.engine.dialect import sqlite_url
 from tests.fakes.discord_server import FakeDiscord
 from tests.sharding.processes import START, SharedDatabase, bot_process, wait_ready
 

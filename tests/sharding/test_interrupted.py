@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.chat.interrupted import WINDOW, close_interrupted, find_interrupted
-from bot.store.db import Database
-from bot.store.messages import MessageRepository
-from bot.store.sessions import SessionRepository
+from bot.store.engine.database import Database
+from bot.store.repos.messages import MessageRepository
+from bot.store.repos.sessions import SessionRepository
+from bot.store.repos.space_records import SpaceRepository
 from bot.store.shards import ShardFilter
-from bot.store.space_records import SpaceRepository
 
 # Guild ids on shard 0 and shard 1 of 2 ((id >> 22) % 2).
 GUILD_0 = 4 << 22
@@ -62,7 +62,7 @@ async def test_only_recent_unanswered_last_messages_of_own_shards_are_found_and_
         assert answered and old and other_shard and after_start
 
         owned = ShardFilter.of(2, [1]).owns_space
-        found = await find_interrupted(db, owned, START)
+        found = await find_interrupted(MessageRepository(db), owned, START)
         assert [t.message_id for t in found] == [cut[-1]]
         posted: list[tuple[int, str]] = []
 
@@ -72,11 +72,15 @@ async def test_only_recent_unanswered_last_messages_of_own_shards_are_found_and_
         assert await close_interrupted(found, messages, "restarted", post) == 1
         assert posted == [(found[0].channel_id, "restarted")]
         # Told once: the notice is now the conversation's last message.
-        assert await find_interrupted(db, owned, START + timedelta(seconds=1)) == []
+        assert (
+            await find_interrupted(MessageRepository(db), owned, START + timedelta(seconds=1)) == []
+        )
         answer = await messages.recent_live(found[0].space_id, found[0].session_id, 1)
         assert answer[0].reply_to == cut[-1] and answer[0].content == "restarted"
         # Process 0 (shard 0) finds its own only.
-        found_0 = await find_interrupted(db, ShardFilter.of(2, [0]).owns_space, START)
+        found_0 = await find_interrupted(
+            MessageRepository(db), ShardFilter.of(2, [0]).owns_space, START
+        )
         assert [t.message_id for t in found_0] == other_shard
     finally:
         await db.close()

@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from bot.store.migrations import SCHEMA_VERSION
+from bot.store.schema.migrations import SCHEMA_VERSION
 from tests.bot_process import REPO
 from tests.sharding.processes import SharedDatabase
 
 # Waits for a line on stdin (the starting gun), then opens (and so migrates) the database.
 OPEN = """
 import asyncio, sys
-from bot.store.db import Database
+from bot.store.engine.database import Database
 sys.stdin.readline()
 async def main():
     db = await Database.connect(sys.argv[1])

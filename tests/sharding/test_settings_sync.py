@@ -12,8 +12,8 @@ from typing import Any
 from bot.config import RuntimeSettings, Settings
 from bot.ops.pg_notify import LISTEN_APPLICATION, PostgresNotifier, asyncpg_dsn
 from bot.ops.settings_sync import CHANNEL, SettingsSync, notifier_for
-from bot.store.app_settings import AppSettingsRepository
-from bot.store.db import Database
+from bot.store.engine.database import Database
+from bot.store.repos.app_settings import AppSettingsRepository
 from bot.utils.tasks import BackgroundTasks
 
 WAIT = 10.0

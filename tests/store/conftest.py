@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.store.db import Database
+from bot.store.engine.database import Database
 
 
 @pytest.fixture

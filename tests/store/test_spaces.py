@@ -8,15 +8,18 @@ from dataclasses import dataclass
 import pytest
 
 from bot.errors import ConflictError, NotFoundError, ValidationError
-from bot.store.api_logs import ApiLogFilter, ApiLogRepository
-from bot.store.attachments import AttachmentRepository
-from bot.store.db import Database
-from bot.store.knowledge import KnowledgeRepository, KnowledgeSource
-from bot.store.memories import MemoryRepository
-from bot.store.messages import MessageRepository
-from bot.store.notes import NoteRepository
-from bot.store.sessions import SessionRepository
-from bot.store.space_records import SpaceRepository
+from bot.store.engine.database import Database
+from bot.store.repos.api_logs import ApiLogFilter, ApiLogRepository
+from bot.store.repos.attachments import AttachmentRepository
+from bot.store.repos.knowledge import KnowledgeRepository, KnowledgeSource
+from bot.store.repos.memories import MemoryRepository
+from bot.store.repos.messages import MessageRepository
+from bot.store.repos.notes import NoteRepository
+from bot.store.repos.sessions import SessionRepository
+from bot.store.repos.space_records import SpaceRepository
+from bot.store.repos.tags import TagRepository
+from bot.store.repos.topics import TopicRepository
+from bot.store.repos.word_pool import WordPoolRepository
 from bot.store.spaces import (
     ALL_SPACES,
     conversation_space,
@@ -27,9 +30,6 @@ from bot.store.spaces import (
     parse_space,
     space_dirname,
 )
-from bot.store.tags import TagRepository
-from bot.store.topics import TopicRepository
-from bot.store.word_pool import WordPoolRepository
 
 A = "guild:100"
 B = "guild:200"

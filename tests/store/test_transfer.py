@@ -14,11 +14,11 @@ from types import FrameType
 import pytest
 
 from bot.errors import ConflictError, NotFoundError
-from bot.store.attachments import AttachmentRepository
-from bot.store.db import Database
-from bot.store.memories import MemoryRepository
-from bot.store.messages import MessageRepository
-from bot.store.sessions import SessionRepository
+from bot.store.engine.database import Database
+from bot.store.repos.attachments import AttachmentRepository
+from bot.store.repos.memories import MemoryRepository
+from bot.store.repos.messages import MessageRepository
+from bot.store.repos.sessions import SessionRepository
 from bot.store.transfer import SessionExport, SessionTransfer
 
 T = "2026-01-02T03:04:05+00:00"

@@ -9,8 +9,9 @@ import pytest
 import pytest_asyncio
 
 from bot.errors import ToolError
-from bot.store.attachments import AttachmentRepository
-from bot.store.db import Database, utcnow
+from bot.store.engine.connection import utcnow
+from bot.store.engine.database import Database
+from bot.store.repos.attachments import AttachmentRepository
 from bot.tools.isolate import IsolatedRunner
 from bot.tools.safe_http import FetchPolicy, SafeFetcher
 from tests.fakes.web_server import FakeWebServer

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bot.config import Settings
-from bot.store.attachments import AttachmentRepository
+from bot.store.repos.attachments import AttachmentRepository
 from bot.tools.doc_cache import DocumentCache
 from bot.tools.extract import pdf_page_texts
 from bot.tools.isolate import IsolatedRunner

@@ -13,7 +13,7 @@ import pytest
 
 from bot.config import Settings
 from bot.prompts import prompts_for
-from bot.store.attachments import AttachmentRepository
+from bot.store.repos.attachments import AttachmentRepository
 from bot.tools.builtin import ToolDeps
 from bot.tools.doc_cache import DocumentCache
 from bot.tools.extract import pdf_page_texts

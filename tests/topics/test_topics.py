@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from bot.services import ServiceOptions, Services, open_services
-from bot.store.db import Database
+from bot.store.engine.database import Database
+from bot.store.repos.tags import TagRepository
+from bot.store.repos.topics import TopicRepository
 from bot.store.spaces import ALL_SPACES
-from bot.store.tags import TagRepository
-from bot.store.topics import TopicRepository
 from bot.topics.picker import TopicPicker
 from bot.topics.policy import in_active_hours
 from bot.topics.scheduler import JOB_DEFAULTS, TopicScheduler

@@ -99,7 +99,9 @@ class Chat(commands.Cog):
         self._caught_up = True
         services = self.deps.services
         settings = services.settings()
-        turns = await find_interrupted(services.db, settings.shards.owns_space, self.started)
+        turns = await find_interrupted(
+            services.repos.messages, settings.shards.owns_space, self.started
+        )
 
         async def post(channel_id: int, text: str) -> None:
             await self.bot.get_partial_messageable(channel_id).send(text, suppress_embeds=True)

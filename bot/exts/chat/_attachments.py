@@ -21,7 +21,7 @@ from bot.chat.attachments import (
     human_size,
 )
 from bot.prompts.ui_text import UiText
-from bot.store.sessions import Session
+from bot.store.repos.sessions import Session
 
 log = logging.getLogger(__name__)
 

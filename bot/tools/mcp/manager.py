@@ -28,7 +28,7 @@ from bot.config import SECRET_KEYS, Settings
 from bot.errors import ToolError
 from bot.llm.redact import Redactor
 from bot.llm.types import ToolSchema
-from bot.store.api_logs import ApiLogRepository
+from bot.store.repos.api_logs import ApiLogRepository
 from bot.tools.core import Tool, ToolDisplay, ToolRegistry
 from bot.tools.mcp.client import (
     McpConnection,

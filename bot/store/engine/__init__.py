@@ -1,0 +1,1 @@
+"""The database engine: connections, dialects, the migration runner, backup and copy."""

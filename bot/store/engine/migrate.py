@@ -1,0 +1,165 @@
+"""Runs the schema's migrations on a database: SQLite in order, PostgreSQL from its baseline.
+
+SQLite records its version in `PRAGMA user_version` and runs every migration in order.
+PostgreSQL records it in the one-row table `schema_version`; an empty PostgreSQL database gets
+the schema at `BASELINE_VERSION` in one go, and every migration after that runs its PostgreSQL
+steps. Both engines refuse a database newer than this code. The steps are in `bot.store.schema`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Final
+
+import aiosqlite
+
+from bot.errors import DatabaseVersionError
+from bot.store.schema.migrations import (
+    IN_BASELINE,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    PostgresStep,
+    SqliteStep,
+)
+from bot.store.schema.postgresql import BASELINE_VERSION, baseline, statements
+from bot.store.schema.v3_spaces import MigrationContext
+
+if TYPE_CHECKING:
+    from bot.store.engine.connection import Connection
+
+log = logging.getLogger(__name__)
+
+
+async def current_version(conn: aiosqlite.Connection) -> int:
+    """The schema version recorded in the database file."""
+    cursor = await conn.execute("PRAGMA user_version")
+    row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def _apply(
+    conn: aiosqlite.Connection, migration: SqliteStep, context: MigrationContext
+) -> None:
+    if isinstance(migration, str):
+        for statement in statements(migration):
+            await conn.execute(statement)
+    else:
+        await migration(conn, context)
+
+
+async def _foreign_key_problems(conn: aiosqlite.Connection) -> list[str]:
+    rows = await conn.execute_fetchall("PRAGMA foreign_key_check")
+    return [f"{row[0]} row {row[1]} → {row[2]}" for row in rows]
+
+
+async def migrate(
+    conn: aiosqlite.Connection,
+    context: MigrationContext | None = None,
+    *,
+    target: int | None = None,
+) -> int:
+    """Apply pending migrations in order (up to `target`); refuse a database newer than this.
+
+    Foreign keys are off while migrating, so tables can be rebuilt (create, copy, drop,
+    rename) without cascades; every migration must leave them consistent, checked before its
+    commit.
+    """
+    context = context or MigrationContext()
+    goal = SCHEMA_VERSION if target is None else min(target, SCHEMA_VERSION)
+    # The version is read under the write lock: another process starting at the same moment
+    # on the same file may be migrating it, and is then waited for (busy_timeout).
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = await current_version(conn)
+    finally:
+        await conn.execute("ROLLBACK")
+    if version > SCHEMA_VERSION:
+        raise _newer(version, "DB_PATH")
+    if version >= goal:
+        return version
+    await conn.execute("PRAGMA foreign_keys=OFF")
+    try:
+        for number in range(version + 1, goal + 1):
+            await conn.execute("BEGIN IMMEDIATE")
+            if await current_version(conn) >= number:
+                # Applied by another process between our read and this lock.
+                await conn.execute("ROLLBACK")
+                continue
+            try:
+                await _apply(conn, MIGRATIONS[number - 1].sqlite, context)
+                problems = await _foreign_key_problems(conn)
+                if problems:
+                    raise RuntimeError(
+                        f"migration {number} broke foreign keys: {', '.join(problems[:5])}"
+                    )
+                await conn.execute(f"PRAGMA user_version = {number}")
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+            await conn.execute("COMMIT")
+            log.info("database migrated to schema version %d", number)
+    finally:
+        await conn.execute("PRAGMA foreign_keys=ON")
+    return goal
+
+
+# Serialises schema changes between processes starting at once (several shard processes).
+_PG_LOCK_KEY: Final = 0x504C4159  # "PLAY"
+
+
+def _newer(version: int, where: str) -> DatabaseVersionError:
+    return DatabaseVersionError(
+        f"The database is at schema version {version}, newer than this PlayChat "
+        f"({SCHEMA_VERSION}). Upgrade PlayChat or point {where} at another "
+        f"{'file' if where == 'DB_PATH' else 'database'}."
+    )
+
+
+async def postgres_version(conn: Connection) -> int:
+    """The schema version recorded in a PostgreSQL database (0: no PlayChat schema yet)."""
+    exists = await conn.execute_fetchall("SELECT to_regclass('schema_version') IS NOT NULL")
+    if not exists[0][0]:
+        return 0
+    rows = await conn.execute_fetchall("SELECT version FROM schema_version")
+    return int(rows[0][0]) if rows else 0
+
+
+async def _apply_postgres(conn: Connection, step: PostgresStep, context: MigrationContext) -> None:
+    if isinstance(step, str):
+        for statement in statements(step):
+            await conn.execute(statement)
+    else:
+        await step(conn, context)
+
+
+async def migrate_postgresql(
+    conn: Connection, context: MigrationContext | None = None, *, target: int | None = None
+) -> int:
+    """Bring a PostgreSQL database to the current schema in one transaction; refuse a newer one.
+
+    An empty database gets the baseline schema and the versions after it; each later
+    migration runs its PostgreSQL steps. The caller commits.
+    """
+    context = context or MigrationContext()
+    goal = SCHEMA_VERSION if target is None else min(target, SCHEMA_VERSION)
+    await conn.execute("SELECT pg_advisory_xact_lock(?)", (_PG_LOCK_KEY,))
+    version = await postgres_version(conn)
+    if version > SCHEMA_VERSION:
+        raise _newer(version, "DATABASE_URL")
+    if version >= goal:
+        return version
+    if version == 0:
+        for statement in baseline():
+            await conn.execute(statement)
+        await conn.execute("CREATE TABLE schema_version (version BIGINT NOT NULL)")
+        await conn.execute("INSERT INTO schema_version (version) VALUES (?)", (BASELINE_VERSION,))
+        version = BASELINE_VERSION
+        log.info("PostgreSQL schema created at version %d", version)
+    for number in range(version + 1, goal + 1):
+        step = MIGRATIONS[number - 1].postgresql
+        if step == IN_BASELINE:
+            raise RuntimeError(f"migration {number} has no PostgreSQL steps")
+        await _apply_postgres(conn, step, context)
+        await conn.execute("UPDATE schema_version SET version = ?", (number,))
+        log.info("database migrated to schema version %d", number)
+    return max(version, goal)

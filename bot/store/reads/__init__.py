@@ -1,0 +1,1 @@
+"""Read models of the admin page: activity, full-text search, conversations."""

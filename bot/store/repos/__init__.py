@@ -1,0 +1,1 @@
+"""Repositories: one per aggregate, each over the engine's `Database`."""

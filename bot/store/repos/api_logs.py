@@ -1,0 +1,150 @@
+"""API call log of every LLM request: latency, tokens, cost, redacted request and response."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bot.store.engine.connection import utcnow
+from bot.store.engine.database import Database
+from bot.store.engine.dialect import Row
+
+
+@dataclass(frozen=True)
+class ApiLog:
+    """One logged LLM (or MCP) call."""
+
+    id: int
+    session_id: str | None
+    space_id: str | None
+    model: str
+    purpose: str
+    request_json: str
+    response_text: str | None
+    error: str | None
+    latency_ms: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost: float | None
+    created_at: str
+
+
+@dataclass(frozen=True)
+class ApiLogFilter:
+    """Which log rows a listing or a bulk delete applies to."""
+
+    session_id: str | None = None
+    space_id: str | None = None
+    model: str | None = None
+    errors_only: bool = False
+    since: str | None = None
+    until: str | None = None
+
+    def where(self) -> tuple[str, list[Any]]:
+        """SQL WHERE clause (without the keyword) and its parameters."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.session_id is not None:
+            clauses.append("session_id = ?")
+            params.append(self.session_id)
+        if self.space_id is not None:
+            clauses.append("space_id = ?")
+            params.append(self.space_id)
+        if self.model is not None:
+            clauses.append("model = ?")
+            params.append(self.model)
+        if self.errors_only:
+            clauses.append("error IS NOT NULL")
+        if self.since is not None:
+            clauses.append("created_at >= ?")
+            params.append(self.since)
+        if self.until is not None:
+            clauses.append("created_at < ?")
+            params.append(self.until)
+        return (" AND ".join(clauses) or "TRUE"), params
+
+
+_COLUMNS = (
+    "id, session_id, space_id, model, purpose, request_json, response_text, error, latency_ms, "
+    "prompt_tokens, completion_tokens, cost, created_at"
+)
+
+
+def _log(row: Row) -> ApiLog:
+    return ApiLog(**{key: row[key] for key in row.keys()})  # noqa: SIM118
+
+
+class ApiLogRepository:
+    """Writes and queries api_logs."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(
+        self,
+        *,
+        session_id: str | None,
+        model: str,
+        purpose: str,
+        request_json: str,
+        response_text: str | None,
+        error: str | None,
+        latency_ms: int,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        cost: float | None = None,
+    ) -> int:
+        """Insert one log row (callers pass already-redacted text).
+
+        The row's space is its session's (NULL for calls outside a conversation).
+        """
+        return await self._db.insert(
+            f"INSERT INTO api_logs ({_COLUMNS.removeprefix('id, ')}) VALUES (?, "
+            "(SELECT space_id FROM sessions WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                session_id,
+                model,
+                purpose,
+                request_json,
+                response_text,
+                error,
+                latency_ms,
+                prompt_tokens,
+                completion_tokens,
+                cost,
+                utcnow(),
+            ),
+        )
+
+    async def list(
+        self, log_filter: ApiLogFilter, *, limit: int = 50, before_id: int | None = None
+    ) -> list[ApiLog]:
+        """Matching rows, newest first; page with the last id as `before_id`."""
+        where, params = log_filter.where()
+        if before_id is not None:
+            where += " AND id < ?"
+            params.append(before_id)
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM api_logs WHERE {where} ORDER BY id DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [_log(row) for row in rows]
+
+    async def get(self, log_id: int) -> ApiLog | None:
+        """One row by id."""
+        row = await self._db.fetchone(f"SELECT {_COLUMNS} FROM api_logs WHERE id = ?", (log_id,))
+        return None if row is None else _log(row)
+
+    async def delete(self, log_id: int) -> bool:
+        """Delete one row."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute("DELETE FROM api_logs WHERE id = ?", (log_id,))
+            return cursor.rowcount > 0
+
+    async def delete_matching(self, log_filter: ApiLogFilter) -> int:
+        """Delete every row the filter matches; returns how many."""
+        where, params = log_filter.where()
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(f"DELETE FROM api_logs WHERE {where}", params)
+            return cursor.rowcount

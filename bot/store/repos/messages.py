@@ -1,0 +1,218 @@
+"""Conversation messages (short-term memory); summarised ones are archived, never deleted."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.store.engine.connection import Statement, utcnow
+from bot.store.engine.database import Database
+from bot.store.engine.dialect import Row
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One message of a session."""
+
+    id: int
+    space_id: str
+    session_id: str
+    role: str
+    content: str
+    author_id: str | None
+    author_name: str | None
+    discord_message_id: int | None
+    reply_to: int | None
+    archived_at: str | None
+    memory_id: int | None
+    created_at: str
+
+    @property
+    def order_key(self) -> tuple[int, int]:
+        """Conversation order: an answer sits right after the message it answers."""
+        return (self.reply_to if self.reply_to is not None else self.id, self.id)
+
+
+_COLUMNS = (
+    "id, space_id, session_id, role, content, author_id, author_name, discord_message_id, "
+    "reply_to, archived_at, memory_id, created_at"
+)
+
+
+def _message(row: Row) -> StoredMessage:
+    return StoredMessage(
+        id=row["id"],
+        space_id=row["space_id"],
+        session_id=row["session_id"],
+        role=row["role"],
+        content=row["content"],
+        author_id=row["author_id"],
+        author_name=row["author_name"],
+        discord_message_id=row["discord_message_id"],
+        reply_to=row["reply_to"],
+        archived_at=row["archived_at"],
+        memory_id=row["memory_id"],
+        created_at=row["created_at"],
+    )
+
+
+def conversation_order(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
+    """Messages sorted so that every answer follows its question."""
+    return sorted(messages, key=lambda message: message.order_key)
+
+
+# Operator-level (every space): the bot's start-up looks across its shards' spaces.
+_UNANSWERED = """
+SELECT m.id, m.space_id, m.session_id, m.discord_message_id, s.discord_channel_id
+FROM messages m JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id
+WHERE m.role = 'user' AND m.archived_at IS NULL AND m.discord_message_id IS NOT NULL
+  AND s.discord_channel_id IS NOT NULL AND s.closed_at IS NULL
+  AND m.created_at >= ? AND m.created_at < ?
+  AND NOT EXISTS (
+    SELECT 1 FROM messages n
+    WHERE n.space_id = m.space_id AND n.session_id = m.session_id AND n.id > m.id
+  )
+ORDER BY m.id
+"""
+
+
+@dataclass(frozen=True)
+class UnansweredMessage:
+    """A user's message that is the last of its Discord conversation."""
+
+    message_id: int
+    space_id: str
+    session_id: str
+    discord_message_id: int
+    channel_id: int
+
+
+class MessageRepository:
+    """Stores and reads the messages of a space's sessions."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(
+        self,
+        space: str,
+        session_id: str,
+        role: str,
+        content: str,
+        *,
+        author_id: str | None = None,
+        author_name: str | None = None,
+        discord_message_id: int | None = None,
+        reply_to: int | None = None,
+        created_at: str | None = None,
+    ) -> StoredMessage:
+        """Insert a message (and touch its session) in one transaction (one batch).
+
+        The session must be in `space` (a foreign key refuses anything else).
+        """
+        now = created_at or utcnow()
+        inserted, _ = await self._db.write_batch(
+            [
+                Statement(
+                    "INSERT INTO messages (space_id, session_id, role, content, author_id, "
+                    "author_name, discord_message_id, reply_to, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    (
+                        space,
+                        session_id,
+                        role,
+                        content,
+                        author_id,
+                        author_name,
+                        discord_message_id,
+                        reply_to,
+                        now,
+                    ),
+                ),
+                Statement(
+                    "UPDATE sessions SET updated_at = ? WHERE space_id = ? AND id = ?",
+                    (now, space, session_id),
+                ),
+            ]
+        )
+        row = await inserted.fetchone()
+        message_id = 0 if row is None else int(row[0])
+        return StoredMessage(
+            id=message_id,
+            space_id=space,
+            session_id=session_id,
+            role=role,
+            content=content,
+            author_id=author_id,
+            author_name=author_name,
+            discord_message_id=discord_message_id,
+            reply_to=reply_to,
+            archived_at=None,
+            memory_id=None,
+            created_at=now,
+        )
+
+    async def get(self, space: str, message_id: int) -> StoredMessage | None:
+        """One message of the space by id."""
+        row = await self._db.fetchone(
+            f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND id = ?", (space, message_id)
+        )
+        return None if row is None else _message(row)
+
+    async def by_discord_id(self, space: str, discord_message_id: int) -> StoredMessage | None:
+        """The message stored for a Discord message id, if any (deduplication on resume)."""
+        row = await self._db.fetchone(
+            f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND discord_message_id = ?",
+            (space, discord_message_id),
+        )
+        return None if row is None else _message(row)
+
+    async def recent_live(self, space: str, session_id: str, limit: int) -> list[StoredMessage]:
+        """The newest `limit` unarchived messages, in conversation order."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND session_id = ? "
+            "AND archived_at IS NULL ORDER BY id DESC LIMIT ?",
+            (space, session_id, limit),
+        )
+        return conversation_order([_message(row) for row in rows])
+
+    async def count_live(self, space: str, session_id: str) -> int:
+        """How many unarchived messages the session has."""
+        value = await self._db.scalar(
+            "SELECT COUNT(*) FROM messages WHERE space_id = ? AND session_id = ? "
+            "AND archived_at IS NULL",
+            (space, session_id),
+        )
+        return int(value or 0)
+
+    async def oldest_live(self, space: str, session_id: str, limit: int) -> list[StoredMessage]:
+        """The oldest `limit` unarchived messages, in conversation order."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND session_id = ? "
+            "AND archived_at IS NULL ORDER BY id LIMIT ?",
+            (space, session_id, limit * 2),
+        )
+        return conversation_order([_message(row) for row in rows])[:limit]
+
+    async def unanswered_all_spaces(self, since: str, until: str) -> list[UnansweredMessage]:
+        """Last messages of open Discord conversations, from a user, stored within
+        [since, until) (ISO times): turns whose answer was never stored."""
+        rows = await self._db.fetchall(_UNANSWERED, (since, until))
+        return [
+            UnansweredMessage(
+                int(row["id"]),
+                str(row["space_id"]),
+                str(row["session_id"]),
+                int(row["discord_message_id"]),
+                int(row["discord_channel_id"]),
+            )
+            for row in rows
+        ]
+
+    async def all_for_session(self, space: str, session_id: str) -> list[StoredMessage]:
+        """Every message of a session, archived ones included, in conversation order."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND session_id = ? ORDER BY id",
+            (space, session_id),
+        )
+        return conversation_order([_message(row) for row in rows])

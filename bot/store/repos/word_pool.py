@@ -1,0 +1,91 @@
+"""The word pool of each topic channel: nouns people used there, with counts and recency."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.store.engine.connection import utcnow
+from bot.store.engine.database import Database
+from bot.store.repos.space_records import ensure_space_row
+from bot.store.spaces import SpaceScope, in_space
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PoolWord:
+    """A word of a channel's pool: how often it was seen while in the pool, and when last."""
+
+    word: str
+    count: int
+    last_seen: str
+
+
+class WordPoolRepository:
+    """Reads and writes `word_pool`, keyed by (space, channel, word)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(
+        self,
+        space: str,
+        channel_id: int,
+        words: Sequence[str],
+        *,
+        keep: int,
+        at: str | None = None,
+    ) -> None:
+        """Count `words` for the channel, then keep only its `keep` most recently seen words."""
+        if not words:
+            return
+        now = at or utcnow()
+        counts = Counter(words)
+        async with self._db.transaction() as conn:
+            await ensure_space_row(conn, space)
+            await conn.executemany(
+                "INSERT INTO word_pool (space_id, channel_id, word, count, last_seen) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(space_id, channel_id, word) DO UPDATE SET "
+                "count = word_pool.count + excluded.count, last_seen = excluded.last_seen",
+                [(space, channel_id, word, count, now) for word, count in counts.items()],
+            )
+            await conn.execute(
+                "DELETE FROM word_pool WHERE space_id = ? AND channel_id = ? AND word NOT IN ("
+                "SELECT word FROM word_pool WHERE space_id = ? AND channel_id = ? "
+                "ORDER BY last_seen DESC, count DESC, word LIMIT ?)",
+                (space, channel_id, space, channel_id, max(0, keep)),
+            )
+
+    async def words(self, space: str, channel_id: int) -> list[PoolWord]:
+        """The channel's pool, most recently seen first."""
+        rows = await self._db.fetchall(
+            "SELECT word, count, last_seen FROM word_pool WHERE space_id = ? AND channel_id = ? "
+            "ORDER BY last_seen DESC, count DESC, word",
+            (space, channel_id),
+        )
+        return [
+            PoolWord(str(row["word"]), int(row["count"]), str(row["last_seen"])) for row in rows
+        ]
+
+    async def snapshot(self, scope: SpaceScope, limit: int = 200) -> list[PoolWord]:
+        """The most recently seen words of `scope` across its channels (admin view)."""
+        where, params = in_space(scope)
+        rows = await self._db.fetchall(
+            f"SELECT word, SUM(count) AS count, MAX(last_seen) AS last_seen FROM word_pool "
+            f"WHERE {where} GROUP BY word ORDER BY last_seen DESC, count DESC, word LIMIT ?",
+            (*params, limit),
+        )
+        return [
+            PoolWord(str(row["word"]), int(row["count"]), str(row["last_seen"])) for row in rows
+        ]
+
+    async def clear(self, space: str, channel_id: int) -> int:
+        """Forget a channel's pool; returns how many words went."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM word_pool WHERE space_id = ? AND channel_id = ?", (space, channel_id)
+            )
+            return cursor.rowcount
