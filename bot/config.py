@@ -165,10 +165,13 @@ class Settings(BaseSettings):
     )
     llm_api_base: str = Field(
         default="http://localhost:11434",
-        description="Ollama's address, or the base URL of an OpenAI-compatible server.",
+        description="Ollama's address, or the base URL of an OpenAI-compatible server (usually "
+        "ending in /v1); hosted providers ignore it while it is the Ollama default.",
     )
     llm_api_key: SecretStr | None = Field(
-        default=None, description="API key for a hosted model provider (secret)."
+        default=None,
+        description="API key for the model provider (secret); OPENAI_API_KEY and the like are "
+        "not read.",
     )
     llm_timeout: float = Field(
         default=120.0,
@@ -207,7 +210,10 @@ class Settings(BaseSettings):
         default="", description="Extra instructions appended to the system prompt."
     )
 
-    db_path: Path = Field(default=Path("data/playchat.db"), description="The SQLite database file.")
+    db_path: Path = Field(
+        default=Path("data/playchat.db"),
+        description="The SQLite database file (used while DATABASE_URL is empty).",
+    )
     database_url: SecretStr = Field(
         default=SecretStr(""),
         description="sqlite:///FILE or postgresql://USER:PASSWORD@HOST/DB (secret); "
@@ -230,8 +236,8 @@ class Settings(BaseSettings):
         default=20,
         ge=4,
         le=1000,
-        description="At this many live messages, the oldest half is summarised into long-term "
-        "memory (messages).",
+        description="Live messages in a conversation at which the oldest half is summarised "
+        "into long-term memory (and archived, never deleted).",
     )
     knowledge_context_limit: int = Field(
         default=15,
@@ -269,19 +275,21 @@ class Settings(BaseSettings):
     )
     web_search_backend: str = Field(
         default="duckduckgo",
-        description='ddgs backend of web_search ("auto" tries engines in turn).',
+        description='The ddgs search backend web_search uses ("auto" tries engines in turn).',
     )
     scrape_max_chars: int = Field(
         default=4000,
         ge=500,
         le=100_000,
-        description="Characters of page text per scrape result part.",
+        description="Characters of page text one scrape_url call returns; the rest is paged "
+        "(continuation token).",
     )
     fetch_max_chars: int = Field(
         default=8000,
         ge=500,
         le=100_000,
-        description="Characters of text per fetched page or PDF part.",
+        description="Characters of text one pdf_to_text or search_and_fetch call returns; the "
+        "rest is paged (continuation token).",
     )
     fetch_max_results: int = Field(
         default=3, ge=1, le=10, description="Pages search_and_fetch reads per call."
@@ -290,7 +298,11 @@ class Settings(BaseSettings):
         default=10, ge=1, le=100, description="Megabytes one download may have (decoded)."
     )
     max_pdf_pages: int = Field(
-        default=25, ge=1, le=1000, description="Pages of a PDF that are read."
+        default=25,
+        ge=1,
+        le=1000,
+        description="Pages of a PDF read and parsed per tool call; later pages come with the "
+        "continuation token.",
     )
     fetch_timeout: float = Field(
         default=20.0, gt=0, le=300, description="Seconds one download may take."
@@ -335,12 +347,17 @@ class Settings(BaseSettings):
         default=8765, ge=0, le=65535, description="Port of the admin API; 0 = any free port."
     )
     admin_password: SecretStr | None = Field(
-        default=None, description="Password for the admin page (secret)."
+        default=None,
+        description="Password of the admin page's login (secret); required to bind ADMIN_HOST "
+        "beyond loopback.",
     )
     admin_token: SecretStr | None = Field(
         default=None, description="Bearer token for scripts, 16+ characters (secret)."
     )
-    admin_enabled: bool = Field(default=True, description="Run the admin API.")
+    admin_enabled: bool = Field(
+        default=True,
+        description="Run the admin API in this process (python -m admin_api runs it alone).",
+    )
     admin_allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra Host names the admin API answers to, e.g. behind a reverse proxy.",
@@ -372,7 +389,8 @@ class Settings(BaseSettings):
         default=60.0,
         ge=10,
         le=3600,
-        description="Seconds between readiness checks (model, embeddings, MCP, scheduler).",
+        description="Seconds between readiness checks of the model, embeddings, database, MCP "
+        "servers, scheduler and Discord.",
     )
 
     event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
