@@ -15,7 +15,6 @@ from typing import Any
 from bot.config import Settings, is_ollama_model
 from bot.errors import LLMError, LLMUnavailableError
 from bot.llm.backend import BackendError, ChatBackend, ModelErrorKind, internal
-from bot.llm.redact import Redactor
 from bot.llm.token_factors import Calibration, TokenCalibrator
 from bot.llm.tokens import prompt_tokens, tool_tokens
 from bot.llm.tool_sets import PerToolSet
@@ -23,6 +22,7 @@ from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSche
 from bot.store.api_logs import ApiLogRepository
 from bot.store.token_factors import TokenFactorRepository
 from bot.utils.log_setup import adopt_litellm_logging, wants_library_debug
+from bot.utils.redact import Redactor
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Pure helpers of the chat layer: tokens, truncation policy, redaction, event wire format."""
+"""Pure helpers of the chat layer: tokens, truncation policy, event wire format."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from bot.chat.tool_budget import (
     trim_tool_result,
 )
 from bot.chat.turn_fit import ToolText
-from bot.llm.redact import Redactor
 from bot.tools.result import ToolResult
 
 
@@ -57,18 +56,6 @@ def test_budget_counts_rounds_and_chars() -> None:
     assert budget.chars_exhausted and not budget.tools_allowed
     rounds = ToolBudget(rounds=5)
     assert rounds.rounds_exhausted
-
-
-def test_redactor_masks_secrets_but_not_paging_tokens() -> None:
-    redact = Redactor(["hunter2-secret"])
-    text = (
-        '{"api_key": "abc12345", "Authorization": "Bearer abcdefghijklmnop", '
-        '"body": "my hunter2-secret", "next_token: eyJ2IjoyfQ"}'
-    )
-    masked = redact(text)
-    assert "abc12345" not in masked and "abcdefghijklmnop" not in masked
-    assert "hunter2-secret" not in masked
-    assert "next_token: eyJ2IjoyfQ" in masked
 
 
 def test_wire_format_matches_the_seed() -> None:
