@@ -121,12 +121,15 @@ def test_bot_top_level_is_the_five_modules() -> None:
     ]
 
 
-def test_memory_and_tools_never_import_the_engine() -> None:
+def test_memory_and_tools_never_import_chat() -> None:
+    """They hook into a turn through bot.turn's vocabulary, never through chat/ (the engine)."""
     offenders = [
         path.relative_to(REPO).as_posix()
-        for path in _modules("bot/memory", "bot/tools")
-        if any(name.startswith("bot.chat.engine") for name in _runtime_imports(path))
-        or any(name.startswith("bot.chat.engine") for name in _imports(path))
+        for path in _modules("bot/memory", "bot/tools", "bot/turn")
+        if any(
+            name == "bot.chat" or name.startswith("bot.chat.")
+            for name in [*_runtime_imports(path), *_imports(path)]
+        )
     ]
     assert offenders == []
 

@@ -23,8 +23,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.chat.events import ToolEvent
-from bot.chat.hooks import Emit, ToolOutcome
 from bot.config import Settings
 from bot.errors import LLMError, NotFoundError, UserFacingError
 from bot.llm.types import Completer
@@ -32,6 +30,8 @@ from bot.prompts import prompts_for
 from bot.store.db import Database
 from bot.store.knowledge import KnowledgeEntry, KnowledgeRepository, KnowledgeSource
 from bot.store.spaces import SpaceScope, parse_space, space_dirname
+from bot.turn.events import ToolEvent
+from bot.turn.hooks import Emit, ToolOutcome
 
 __all__ = [
     "KnowledgeEntry",

@@ -1,10 +1,9 @@
-"""Pure helpers of the chat layer: tokens, truncation policy, event wire format."""
+"""Pure helpers of the chat layer: tokens and the truncation policy of tool results."""
 
 from __future__ import annotations
 
 import json
 
-from bot.chat.events import ChunkEvent, DoneEvent, SessionEvent, ToolEvent, to_wire
 from bot.chat.tokens import estimate_tokens, truncate_to_tokens
 from bot.chat.tool_budget import (
     MAX_TOOL_RESULT_CHARS,
@@ -13,7 +12,7 @@ from bot.chat.tool_budget import (
     trim_tool_result,
 )
 from bot.chat.turn_fit import ToolText
-from bot.tools.result import ToolResult
+from bot.turn.tool_result import ToolResult
 
 
 def test_token_estimate_counts_japanese_per_character() -> None:
@@ -56,31 +55,3 @@ def test_budget_counts_rounds_and_chars() -> None:
     assert budget.chars_exhausted and not budget.tools_allowed
     rounds = ToolBudget(rounds=5)
     assert rounds.rounds_exhausted
-
-
-def test_wire_format_matches_the_seed() -> None:
-    assert to_wire(SessionEvent("s1")) == {"type": "session_id", "value": "s1"}
-    running = to_wire(
-        ToolEvent("t", "web_search", "running", label='web_search "q"', detail="{}", icon="🔎")
-    )
-    assert running == {
-        "type": "tool",
-        "value": {
-            "id": "t",
-            "name": "web_search",
-            "status": "running",
-            "icon": "🔎",
-            "label": 'web_search "q"',
-            "detail": "{}",
-        },
-    }
-    done = to_wire(ToolEvent("t", "web_search", "done", result="ok"))
-    assert done["value"] == {
-        "id": "t",
-        "name": "web_search",
-        "status": "done",
-        "icon": "🔧",
-        "result": "ok",
-    }
-    assert to_wire(ChunkEvent("hi")) == {"type": "chunk", "value": "hi"}
-    assert to_wire(DoneEvent("hi", 3))["type"] == "done"

@@ -13,12 +13,12 @@ import aiosqlite
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import ChunkEvent, Event, SessionEvent
 from bot.errors import DatabaseVersionError
 from bot.store.backup import BackupError, backup_database, backup_to, snapshot_path
 from bot.store.db import Database
 from bot.store.migrations import SCHEMA_VERSION, migrate
 from bot.store.spaces import local_space
+from bot.turn.events import ChunkEvent, Event, SessionEvent
 from tests.bot_process import bot_env, run_python_m_bot
 from tests.conftest import FAST_RETRY, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Hang, Text
