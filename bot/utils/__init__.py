@@ -1,1 +1,1 @@
-"""Plumbing for every part of the bot: background tasks, keyed locks, logging, redaction."""
+"""Plumbing for every part of the bot: tasks, locks, logging, redaction, access lists."""

@@ -15,7 +15,6 @@ from bot.bot import BotDeps
 from bot.chat.attachments import PreparedFiles
 from bot.chat.engine import TurnRequest
 from bot.chat.interrupted import by_language, close_interrupted, find_interrupted
-from bot.exts._access import AccessPolicy, Cooldown, Requester
 from bot.exts._common import deps_of, space_of_message
 from bot.exts._text import readable_mentions, strip_bot_mention, thread_name
 from bot.exts.chat._attachments import AttachmentReader
@@ -23,6 +22,7 @@ from bot.exts.chat._flood import UserTurns
 from bot.exts.chat._reply import ReplyRenderer
 from bot.exts.chat._streaming import ChannelWindows, StreamCadence, read_pace
 from bot.prompts.ui_text import UiText, ui_text
+from bot.utils.access import AccessPolicy, Cooldown, Requester
 from bot.utils.locks import KeyedLocks
 
 log = logging.getLogger(__name__)
