@@ -12,9 +12,9 @@ migration after the baseline has both. Never edit a migration that has shipped: 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Any, Final, Protocol
 
 import aiosqlite
 
@@ -25,14 +25,25 @@ from bot.store.migration_connections import POSTGRESQL as CONNECTIONS_AND_DIRECT
 from bot.store.migration_spaces import MigrationContext, migrate_to_spaces
 from bot.store.schema_postgresql import BASELINE_VERSION, baseline, statements
 
-if TYPE_CHECKING:
-    from bot.store.db import Connection
-
 log = logging.getLogger(__name__)
+
+
+class Connection(Protocol):
+    """What the PostgreSQL migrations use of `bot.store.db.Connection` (db imports this
+    module, so the schema names only what it needs)."""
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> object:
+        """Run one statement."""
+        ...
+
+    async def execute_fetchall(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any]:
+        """Run one statement; its rows."""
+        ...
+
 
 # A step is an SQL script (statements split on ";") or, when SQL alone cannot do it, Python.
 SqliteStep = str | Callable[[aiosqlite.Connection, MigrationContext], Awaitable[None]]
-PostgresStep = str | Callable[["Connection", MigrationContext], Awaitable[None]]
+PostgresStep = str | Callable[[Connection, MigrationContext], Awaitable[None]]
 
 # A migration's PostgreSQL part when the PostgreSQL baseline schema already contains it.
 IN_BASELINE: Final = "-- in the PostgreSQL baseline schema"
