@@ -12,11 +12,11 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 
 from bot.chat.engine import ChatEngine, TurnRequest
-from bot.chat.events import Event
 from bot.errors import ValidationError
 from bot.memory.notes import NotesService
 from bot.store.repos.sessions import SessionRepository
 from bot.store.spaces import ALL_SPACES
+from bot.turn.events import Event
 
 log = logging.getLogger(__name__)
 

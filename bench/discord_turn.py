@@ -33,8 +33,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -46,6 +46,8 @@ import aiohttp
 
 if TYPE_CHECKING:
     from bot.bot import PlayChatBot
+    from bot.config import Settings
+    from bot.memory.japanese import JapaneseAnalyzer
     from bot.services import ServiceOptions, Services
     from tests.fakes.discord_server import FakeDiscord
     from tests.fakes.llm_server import RecordedRequest
@@ -397,6 +399,20 @@ def bench_options() -> ServiceOptions:
     return ServiceOptions(retry=RetryPolicy(attempts=1), builtin_tools=False)
 
 
+def bench_services(
+    settings: Settings,
+) -> Callable[[JapaneseAnalyzer], AbstractAsyncContextManager[Services]]:
+    """How the services open here over the spawned worker (imported only then, as
+    `bot/__main__.py` does, so that the worker's start overlaps the import)."""
+
+    def opener(analyzer: JapaneseAnalyzer) -> AbstractAsyncContextManager[Services]:
+        from bot.services import open_services
+
+        return open_services(settings, bench_options(), analyzer=analyzer)
+
+    return opener
+
+
 def import_bot() -> None:
     """The Discord client's modules (as `python -m bot` preloads them)."""
     import bot.bot  # noqa: F401
@@ -440,7 +456,8 @@ async def running_bot(args: argparse.Namespace) -> AsyncIterator[Harness]:
             # As the composition root (bot/__main__.py run_bot) starts: bot.ops.startup.
             from bot.ops.startup import started_services
 
-            async with started_services(settings, bench_options, preload=import_bot) as services:
+            opener = bench_services(settings)
+            async with started_services(opener, preload=import_bot) as services:
                 from bot.bot import BotDeps, PlayChatBot
 
                 bot = PlayChatBot(BotDeps(services))

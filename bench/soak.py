@@ -28,10 +28,10 @@ import aiohttp
 
 from bench.discord_turn import Control
 from bot.chat.engine import TurnRequest
-from bot.chat.events import DoneEvent
 from bot.config import Settings
 from bot.llm.gateway import RetryPolicy
 from bot.services import ServiceOptions, Services, open_services
+from bot.turn.events import DoneEvent
 from bot.utils import event_loop
 from bot.utils.heap import settle_heap
 

@@ -10,7 +10,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Awaitable
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import TYPE_CHECKING
 
 from bot.config import Settings, load_settings
@@ -22,6 +22,7 @@ from bot.utils.log_setup import configure_logging, log_to_file
 
 if TYPE_CHECKING:
     from admin_api.config import AdminConfig
+    from bot.memory.japanese import JapaneseAnalyzer
     from bot.services import Services
 
 log = logging.getLogger("bot")
@@ -166,13 +167,24 @@ def _prepare_serving(settings: Settings, admin: list[asyncio.Future[AdminConfig]
         admin.append(loop.run_in_executor(None, admin_config, settings))
 
 
+def _open_services(
+    settings: Settings, analyzer: JapaneseAnalyzer
+) -> AbstractAsyncContextManager[Services]:
+    """The services over the analysis worker `bot.ops.startup` spawned. `bot.services` is
+    imported here, after the spawn, so that the worker loads while this process imports it."""
+    from bot.services import open_services
+
+    return open_services(settings, analyzer=analyzer)
+
+
 async def run_bot(settings: Settings) -> int:
     """The Discord bot, admin API and scheduler until SIGINT/SIGTERM."""
     from bot.ops.startup import started_services
 
     admin: list[asyncio.Future[AdminConfig]] = []
     prepare = functools.partial(_prepare_serving, settings, admin)
-    async with started_services(settings, preload=prepare) as services:
+    opener = functools.partial(_open_services, settings)
+    async with started_services(opener, preload=prepare) as services:
         # Once open: a start that fails still says one sentence and nothing more.
         log.info("event loop: %s", event_loop.loop_name(asyncio.get_running_loop()))
         return await serve_all(services, admin=admin[0] if admin else None)

@@ -18,11 +18,11 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.config import Settings
-from bot.exts._access import AccessPolicy, Requester
 from bot.ops.probes import ShardLink, discord_check
 from bot.ops.readiness import Check, ComponentStatus
 from bot.prompts.ui_text import ui_text
 from bot.services import Services
+from bot.utils.access import AccessPolicy, Requester
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 from types import UnionType
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -27,9 +27,6 @@ from bot.errors import ConfigurationError, ValidationError
 from bot.store.engine.dialect import dialect_of, sqlite_url
 from bot.store.shards import ShardFilter
 from bot.store.spaces import DEFAULT_LOCAL_NAME, LOCAL_NAME_PATTERN, local_space
-
-if TYPE_CHECKING:
-    from bot.store.repos.app_settings import AppSettingsRepository
 
 log = logging.getLogger(__name__)
 
@@ -629,6 +626,20 @@ def is_ollama_model(model: str) -> bool:
     return model.startswith(OLLAMA_PREFIXES)
 
 
+def model_backend(model: str) -> Literal["ollama", "litellm"]:
+    """`ollama` (the native client) or `litellm`, as the model string selects."""
+    return "ollama" if is_ollama_model(model) else "litellm"
+
+
+def model_provider(model: str) -> str:
+    """The provider the model string names (`ollama`, `openai`, `anthropic`…)."""
+    if is_ollama_model(model):
+        return "ollama"
+    head, separator, _ = model.partition("/")
+    # A bare model name ("gpt-4o-mini") is LiteLLM's default provider.
+    return head if separator else "openai"
+
+
 def strip_ollama_prefix(model: str) -> str:
     """Model name as the Ollama server knows it."""
     for prefix in OLLAMA_PREFIXES:
@@ -644,6 +655,18 @@ def mask_secret(value: str) -> dict[str, Any]:
 
 Listener = Callable[[Settings, frozenset[str]], None]
 SavedHook = Callable[[frozenset[str]], None]
+
+
+class OverrideStore(Protocol):
+    """Where runtime overrides persist (the store's app_settings repository)."""
+
+    async def all(self) -> dict[str, Any]:
+        """Every stored override, by key."""
+        ...
+
+    async def set_many(self, values: dict[str, Any]) -> None:
+        """Store these overrides (None deletes a key)."""
+        ...
 
 
 class InvalidSettings(ValidationError):
@@ -698,7 +721,7 @@ def check_runtime_values(values: dict[str, Any]) -> dict[str, Any]:
 class RuntimeSettings:
     """Holds the current Settings; overrides are validated, stored and applied at once."""
 
-    def __init__(self, base: Settings, repo: AppSettingsRepository | None = None) -> None:
+    def __init__(self, base: Settings, repo: OverrideStore | None = None) -> None:
         self._base = base
         self._repo = repo
         self._overrides: dict[str, Any] = {}

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from bot.chat.attachments import AttachmentIntake
 from bot.chat.context import ContextBuilder
 from bot.chat.engine import ChatEngine
-from bot.chat.hooks import TurnResult
+from bot.chat.layers import default_layers
 from bot.chat.sessions import ConversationSessions
 from bot.chat.summarize import Summarizer
 from bot.chat.tool_log import RecordToolCallHook
@@ -27,7 +27,6 @@ from bot.llm.gateway import (
 )
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
-from bot.memory.layers import default_layers
 from bot.memory.local_kb import LocalKnowledgeBase
 from bot.memory.notes import NotesService
 from bot.memory.spaces import SpaceService
@@ -48,6 +47,7 @@ from bot.tools.safe_http import FetchPolicy
 from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker
 from bot.topics.service import TopicService
+from bot.turn.hooks import TurnResult
 from bot.utils.live_log import LiveLog
 from bot.utils.tasks import BackgroundTasks
 

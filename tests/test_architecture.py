@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,13 +60,22 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _runtime_imports(path: Path, *, type_only: bool = False) -> list[str]:
-    """Absolute and relative imports anywhere in the module, and under `if TYPE_CHECKING` only
-    when `type_only` is set."""
-    tree = ast.parse(path.read_text("utf-8"))
-    package = (
-        _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
-    )
+def _runtime_imports(path: Path) -> list[str]:
+    """Absolute and relative imports anywhere in the module, except under `if TYPE_CHECKING`."""
+    return _imported_modules(path, type_only=False)
+
+
+def _imported_modules(path: Path, *, type_only: bool) -> list[str]:
+    """Absolute and relative imports anywhere in the module (function bodies included);
+    those under `if TYPE_CHECKING` only when `type_only`."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    return _imports_in(path.read_text("utf-8"), package, type_only=type_only)
+
+
+def _imports_in(source: str, package: str, *, type_only: bool) -> list[str]:
+    """The modules `source` imports, its relative imports read from `package`."""
+    tree = ast.parse(source)
     skipped: set[int] = set()
     for node in ast.walk(tree):
         if not type_only and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
@@ -122,12 +132,15 @@ def test_bot_top_level_is_the_five_modules() -> None:
     ]
 
 
-def test_memory_and_tools_never_import_the_engine() -> None:
+def test_memory_and_tools_never_import_chat() -> None:
+    """They hook into a turn through bot.turn's vocabulary, never through chat/ (the engine)."""
     offenders = [
         path.relative_to(REPO).as_posix()
-        for path in _modules("bot/memory", "bot/tools")
-        if any(name.startswith("bot.chat.engine") for name in _runtime_imports(path))
-        or any(name.startswith("bot.chat.engine") for name in _imports(path))
+        for path in _modules("bot/memory", "bot/tools", "bot/turn")
+        if any(
+            name == "bot.chat" or name.startswith("bot.chat.")
+            for name in [*_runtime_imports(path), *_imports(path)]
+        )
     ]
     assert offenders == []
 
@@ -202,7 +215,7 @@ def _store_room(module: str) -> str | None:
 def _all_imports(path: Path) -> list[str]:
     """Every `bot` module the module imports, type-only imports included."""
     modules = {_module_name(module) for module in _modules("bot")}
-    return [name for name in _runtime_imports(path, type_only=True) if name in modules]
+    return [name for name in _imported_modules(path, type_only=True) if name in modules]
 
 
 def test_store_rooms_depend_one_way() -> None:
@@ -262,3 +275,138 @@ def test_only_the_store_face_constructs_repositories() -> None:
                 if called in classes:
                     offenders.append(f"{rel}:{node.lineno} {called}(…)")
     assert offenders == []
+
+
+# Edges between the children of one package: (package, child, child) -> the module pairs.
+PackageEdges = dict[tuple[str, str, str], set[tuple[str, str]]]
+
+
+def _package_edges() -> PackageEdges:
+    """Every import in bot/ (type-only and relative ones included) as an edge between the two
+    children of the deepest package holding both modules: sub-packages or modules. An import
+    of a module by its own package, or of its own package by a module, is no edge."""
+    modules = {_module_name(path): path for path in _modules("bot")}
+    edges: PackageEdges = {}
+    for source, path in modules.items():
+        for target in _imported_modules(path, type_only=True):
+            if target not in modules or target == source:
+                continue
+            a, b = source.split("."), target.split(".")
+            depth = 0
+            while depth < min(len(a), len(b)) and a[depth] == b[depth]:
+                depth += 1
+            if depth in (len(a), len(b)):
+                continue  # one contains the other
+            key = (".".join(a[:depth]), ".".join(a[: depth + 1]), ".".join(b[: depth + 1]))
+            edges.setdefault(key, set()).add((source, target))
+    return edges
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components of more than one node (each a cycle or several), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while (member := stack.pop()) != node:
+                component.append(member)
+            component.append(node)
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def _package_cycles() -> list[str]:
+    """Each cycle among the children of a package, with the imports that make its edges."""
+    edges = _package_edges()
+    graphs: dict[str, dict[str, set[str]]] = {}
+    for package, source, target in edges:
+        graphs.setdefault(package, {}).setdefault(source, set()).add(target)
+    reports = []
+    for package in sorted(graphs):
+        for component in _strongly_connected(graphs[package]):
+            lines = [f"in {package}: {' <-> '.join(component)}"]
+            for source in component:
+                for target in component:
+                    pairs = sorted(edges.get((package, source, target), ()))
+                    if pairs:
+                        imports = ", ".join(f"{a} imports {b}" for a, b in pairs)
+                        lines.append(f"  {source} -> {target}: {imports}")
+            reports.append("\n".join(lines))
+    return reports
+
+
+def test_no_package_cycles_in_bot() -> None:
+    """At every depth of bot/, the children of a package (its sub-packages and modules, the
+    top-level modules at the root) import one another one way only, counting the imports
+    made for type checking alone (a cycle of those still ties the packages together)."""
+    cycles = _package_cycles()
+    assert not cycles, "package cycles:\n" + "\n".join(cycles)
+
+
+def test_the_cycle_check_counts_type_only_and_relative_imports() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from . import sibling\n"
+        "from ..store import spaces\n"
+        "def late():\n"
+        "    import bot.llm.gateway\n"
+        "if TYPE_CHECKING:\n"
+        "    from bot.config import Settings\n"
+    )
+    seen = _imports_in(source, "bot.chat", type_only=True)
+    assert {"bot.chat.sibling", "bot.store.spaces", "bot.llm.gateway", "bot.config"} <= set(seen)
+    assert "bot.config" not in _imports_in(source, "bot.chat", type_only=False)
+    assert _strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+        ["a", "b", "c"]
+    ]
+    assert _strongly_connected({"a": {"b"}, "b": set()}) == []
+
+
+MAX_FUNCTION_LINES = 60
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _functions(node: ast.AST, prefix: str = "") -> Iterator[tuple[FunctionNode, str]]:
+    """Every function under `node` (methods and nested functions too), with its dotted name."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, FunctionNode):
+            yield child, prefix + child.name
+            yield from _functions(child, f"{prefix}{child.name}.")
+        elif isinstance(child, ast.ClassDef):
+            yield from _functions(child, f"{prefix}{child.name}.")
+        else:
+            yield from _functions(child, prefix)
+
+
+def _long_functions(limit: int) -> list[str]:
+    """`path:name:lines` of every function in bot/ and admin_api/ over `limit` lines, counted
+    from its `def` line to its last line (decorators excluded)."""
+    found = []
+    for path in _modules("bot", "admin_api"):
+        for node, name in _functions(ast.parse(path.read_text("utf-8"))):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines > limit:
+                found.append(f"{path.relative_to(REPO).as_posix()}:{name}:{lines}")
+    return found
+
+
+def test_no_function_over_60_lines() -> None:
+    offenders = _long_functions(MAX_FUNCTION_LINES)
+    assert not offenders, "functions over 60 lines:\n" + "\n".join(offenders)

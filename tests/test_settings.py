@@ -11,7 +11,14 @@ from typing import get_args, get_origin
 
 import pytest
 
-from bot.config import InvalidSettings, RuntimeSettings, Settings, is_ollama_model
+from bot.config import (
+    InvalidSettings,
+    RuntimeSettings,
+    Settings,
+    is_ollama_model,
+    model_backend,
+    model_provider,
+)
 from bot.errors import ValidationError
 from bot.prompts import available_languages, prompts_for
 from bot.prompts.ui_text import UiCatalogueError, UiText, parse_ui_text, ui_text
@@ -28,6 +35,16 @@ def test_env_lists_and_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.discord_guild_ids == [1, 2, 3]
     assert settings.uses_ollama
     assert is_ollama_model("ollama/x") and not is_ollama_model("openai/gpt-4o")
+
+
+def test_model_string_names_backend_and_provider() -> None:
+    cases = {
+        "ollama/qwen3:8b": ("ollama", "ollama"),
+        "ollama_chat/llama3.1": ("ollama", "ollama"),
+        "anthropic/claude-3-5-haiku": ("litellm", "anthropic"),
+        "gpt-4o-mini": ("litellm", "openai"),
+    }
+    assert {m: (model_backend(m), model_provider(m)) for m in cases} == cases
 
 
 async def test_overrides_persist_and_mask_secrets(suite_database_url: str) -> None:

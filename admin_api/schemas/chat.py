@@ -1,4 +1,4 @@
-"""The chat turn's input, and the JSON schema of its events derived from `bot.chat.events`.
+"""The chat turn's input, and the JSON schema of its events derived from `bot.turn.events`.
 
 The event schema is not declared here: each event dataclass is run through `to_wire` with
 traceable field values, and wherever a value shows up in the wire dict its field's schema goes
@@ -17,7 +17,7 @@ from pydantic import Field, TypeAdapter
 
 from admin_api.schemas.common import Body, RowId, SessionId, SpaceId
 from admin_api.schemas.models import ModelName
-from bot.chat.events import Event, to_wire
+from bot.turn.events import Event, to_wire
 
 
 class ChatIn(Body):

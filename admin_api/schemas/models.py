@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from admin_api.schemas.common import Body
-from bot.config import mask_secret
+from bot.config import mask_secret, model_backend, model_provider
 from bot.store.repos.model_presets import ModelPreset
 
 Title = Annotated[str, Field(min_length=1, max_length=200)]
@@ -65,8 +65,8 @@ class PresetOut(BaseModel):
             id=preset.id,
             label=preset.label,
             value=preset.value,
-            backend="ollama" if preset.backend == "ollama" else "litellm",
-            provider=preset.provider,
+            backend=model_backend(preset.value),
+            provider=model_provider(preset.value),
             api_base=preset.api_base,
             api_key=SecretOut(**mask_secret(preset.api_key or "")),
             created_at=preset.created_at,

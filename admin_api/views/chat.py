@@ -13,7 +13,7 @@ from admin_api.routing import EventStream, Route
 from admin_api.schemas.chat import ChatIn, chat_event_schema
 from admin_api.state import AdminState
 from admin_api.turns import ChatInput
-from bot.chat.events import to_wire
+from bot.turn.events import to_wire
 
 log = logging.getLogger(__name__)
 

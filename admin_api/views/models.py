@@ -27,6 +27,7 @@ from admin_api.schemas.models import (
     TestKind,
 )
 from admin_api.views.settings import is_masked
+from bot.config import model_backend
 from bot.errors import LLMError, LLMUnavailableError
 from bot.llm.backend import BackendError
 from bot.ops.probes import ModelProbe, connection_target, failure_kind
@@ -135,7 +136,7 @@ def _failure_kind(exc: LLMError) -> TestKind:
 
 async def _call(services: Services, preset: ModelPreset) -> tuple[TestKind, str]:
     """One short completion through the gateway: its kind of result and its sentence."""
-    if preset.backend == "litellm":
+    if model_backend(preset.value) == "litellm":
         # Its first use imports LiteLLM (seconds): off the event loop, and not timed.
         from bot.llm.litellm_backend import import_litellm
 

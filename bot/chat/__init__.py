@@ -1,1 +1,1 @@
-"""One conversation turn: context, streaming, the tool loop and events."""
+"""One conversation turn: context and its layers, streaming, the tool loop."""

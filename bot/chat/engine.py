@@ -13,16 +13,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.chat.context import ContextBuilder, ContextRequest
-from bot.chat.events import (
-    ChunkEvent,
-    DoneEvent,
-    ErrorEvent,
-    Event,
-    SessionEvent,
-    SourcesEvent,
-    ToolEvent,
-)
-from bot.chat.hooks import Emit, ToolHook, ToolOutcome, TurnHook, TurnResult
 from bot.chat.stopping import StopScope
 from bot.chat.tokens import message_tokens
 from bot.chat.tool_budget import ToolBudget, resume_footer, split_footer, trim_tool_result
@@ -38,7 +28,17 @@ from bot.store.repos.messages import MessageRepository, StoredMessage
 from bot.store.repos.sessions import Session, SessionRepository
 from bot.store.repos.space_records import SpaceRecord, SpaceRepository
 from bot.tools.core import ToolRegistry
-from bot.tools.result import Source, ToolResult
+from bot.turn.events import (
+    ChunkEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    SessionEvent,
+    SourcesEvent,
+    ToolEvent,
+)
+from bot.turn.hooks import Emit, ToolHook, ToolOutcome, TurnHook, TurnResult
+from bot.turn.tool_result import Source, ToolResult
 from bot.utils.locks import KeyedLocks
 from bot.utils.tasks import BackgroundTasks
 

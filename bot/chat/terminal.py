@@ -26,7 +26,10 @@ from typing import TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 from bot.chat.engine import ChatEngine, TurnRequest
-from bot.chat.events import (
+from bot.config import Settings, is_ollama_model
+from bot.llm.gateway import OLLAMA_DEFAULT_BASE
+from bot.prompts.ui_text import UiText
+from bot.turn.events import (
     ChunkEvent,
     DoneEvent,
     ErrorEvent,
@@ -35,9 +38,6 @@ from bot.chat.events import (
     SourcesEvent,
     ToolEvent,
 )
-from bot.config import Settings, is_ollama_model
-from bot.llm.gateway import OLLAMA_DEFAULT_BASE
-from bot.prompts.ui_text import UiText
 
 EXIT_COMMANDS = frozenset({"/exit", "/quit"})
 COMMAND = re.compile(r"/([A-Za-z]+)(?:\s+(.*))?")

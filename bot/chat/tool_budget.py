@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from bot.chat.turn_fit import ToolText
 from bot.tools.paging import FOOTER_SEPARATOR
-from bot.tools.result import ToolResult
+from bot.turn.tool_result import ToolResult
 
 PAGE_INFO_MARKER = "\n---page-info---\n"
 MAX_TOOL_RESULT_CHARS = 6000

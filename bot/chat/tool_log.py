@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from bot.chat.hooks import Emit, ToolOutcome
 from bot.store.repos.tool_calls import ToolCallRepository, ToolCallSource
+from bot.turn.hooks import Emit, ToolOutcome
 
 log = logging.getLogger(__name__)
 

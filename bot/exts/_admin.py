@@ -11,8 +11,8 @@ from discord.ext import commands
 
 from bot.bot import BotDeps
 from bot.errors import UserFacingError
-from bot.exts._access import is_admin
 from bot.exts._common import ui_for
+from bot.utils.access import is_admin
 
 
 async def require_admin(bot: commands.Bot, deps: BotDeps, interaction: discord.Interaction) -> None:

@@ -9,13 +9,12 @@ import random
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot.config import Settings, is_ollama_model
 from bot.errors import LLMError, LLMUnavailableError
 from bot.llm.backend import BackendError, ChatBackend, ModelErrorKind, internal
-from bot.llm.redact import Redactor
 from bot.llm.token_factors import Calibration, TokenCalibrator
 from bot.llm.tokens import prompt_tokens, tool_tokens
 from bot.llm.tool_sets import PerToolSet
@@ -23,6 +22,7 @@ from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSche
 from bot.store.repos.api_logs import ApiLogRepository
 from bot.store.repos.token_factors import TokenFactorRepository
 from bot.utils.log_setup import adopt_litellm_logging, wants_library_debug
+from bot.utils.redact import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +120,20 @@ class _CallLog:
     purpose: str
     request: dict[str, Any]
     started: float
+
+
+@dataclass
+class _Progress:
+    """One attempt of a streamed call so far: the answer's text, whether a delta reached the
+    caller, whether the call's api_logs row is written."""
+
+    text: list[str] = field(default_factory=list)
+    yielded: bool = False
+    logged: bool = False
+
+    def answer(self) -> str | None:
+        """The text streamed so far, None when there is none (for the log)."""
+        return "".join(self.text) or None
 
 
 # A logged request larger than this (characters of message text) is serialised and redacted on
@@ -345,45 +359,55 @@ class LLMGateway:
         )
         attempt = 1
         while True:
-            text: list[str] = []
-            yielded = False
-            logged = False
+            progress = _Progress()
             try:
                 async with aclosing(
                     backend.stream(name, messages, tools, settings.llm_context_tokens)
                 ) as deltas:
                     async for delta in deltas:
                         if delta.done:
-                            logged = True
+                            progress.logged = True
                             _note_attempts(call, attempt)
-                            await self._write_log(
-                                call,
-                                response=_logged_answer(text, delta),
-                                error=None,
-                                usage=delta.usage,
-                            )
-                            await self._learn(call, messages, tools, delta.usage)
+                            await self._log_answer(call, progress, delta, messages, tools)
                         else:
-                            text.append(delta.text)
-                        yielded = True
+                            progress.text.append(delta.text)
+                        progress.yielded = True
                         yield delta
                 return
             except (GeneratorExit, asyncio.CancelledError) as stop:
-                if not logged:
-                    reason = STOPPED_BY_CALLER if isinstance(stop, GeneratorExit) else CANCELLED
-                    await self._write_log(
-                        call, response="".join(text) or None, error=reason, usage=None
-                    )
+                if not progress.logged:
+                    await self._log_stopped(call, progress, stop)
                 raise
             except Exception as failure:
                 await self._retry_or_fail(
                     call,
                     self._as_backend_error(failure, name),
                     attempt,
-                    response="".join(text) or None,
-                    retry=not yielded,
+                    response=progress.answer(),
+                    # Once a delta reached the caller, sending the call again would repeat it.
+                    retry=not progress.yielded,
                 )
             attempt += 1
+
+    async def _log_answer(
+        self,
+        call: _CallLog,
+        progress: _Progress,
+        done: StreamDelta,
+        messages: list[Message],
+        tools: list[ToolSchema] | None,
+    ) -> None:
+        """A streamed call finished: its api_logs row, and what its usage teaches the token
+        factor."""
+        await self._write_log(
+            call, response=_logged_answer(progress.text, done), error=None, usage=done.usage
+        )
+        await self._learn(call, messages, tools, done.usage)
+
+    async def _log_stopped(self, call: _CallLog, progress: _Progress, stop: BaseException) -> None:
+        """The caller closed the stream (GeneratorExit) or was cancelled before it finished."""
+        reason = STOPPED_BY_CALLER if isinstance(stop, GeneratorExit) else CANCELLED
+        await self._write_log(call, response=progress.answer(), error=reason, usage=None)
 
     async def complete(
         self,

@@ -1,1 +1,1 @@
-"""Memory layers: knowledge, local knowledge base, tagging and the word pool."""
+"""What the bot remembers: knowledge, notes, local knowledge base, tagging and the word pool."""

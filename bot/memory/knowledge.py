@@ -23,14 +23,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.chat.events import ToolEvent
-from bot.chat.hooks import Emit, ToolOutcome
 from bot.config import Settings
 from bot.errors import LLMError, NotFoundError, UserFacingError
 from bot.llm.types import Completer
 from bot.prompts import prompts_for
 from bot.store.repos.knowledge import KnowledgeEntry, KnowledgeRepository, KnowledgeSource
 from bot.store.spaces import SpaceScope, parse_space, space_dirname
+from bot.turn.events import ToolEvent
+from bot.turn.hooks import Emit, ToolOutcome
 
 __all__ = [
     "KnowledgeEntry",

@@ -13,14 +13,15 @@ import asyncio
 import contextlib
 import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from bot.utils.tasks import BackgroundTasks
 
-if TYPE_CHECKING:
-    from bot.ops.settings_sync import Callback
-
 log = logging.getLogger(__name__)
+
+# As bot.ops.settings_sync.Callback: spelled out here because settings_sync imports this module.
+Callback = Callable[[], Coroutine[Any, Any, None]]
 
 # How the listening connection shows in pg_stat_activity.
 LISTEN_APPLICATION = "playchat-settings"

@@ -15,14 +15,16 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, TypeVar
 
 from bot.utils.heap import collector_held, settle_heap
 
 if TYPE_CHECKING:
-    from bot.config import Settings
-    from bot.services import ServiceOptions, Services
+    from bot.memory.japanese import JapaneseAnalyzer
+
+# What the opener yields: the services (this module does not import them; see started_services).
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -44,16 +46,17 @@ def _skip_httpx_cli() -> None:
 
 @asynccontextmanager
 async def started_services(
-    settings: Settings,
-    options: Callable[[], ServiceOptions] | None = None,
+    opener: Callable[[JapaneseAnalyzer], AbstractAsyncContextManager[T]],
     *,
     preload: Callable[[], object] = _nothing,
-) -> AsyncIterator[Services]:
+) -> AsyncIterator[T]:
     """Spawn the analysis worker, then import and open the services (and run `preload`, the
     caller's own imports) while it loads; yield once all of it is loaded and the heap settled.
 
-    `options` builds the services' options (benchmarks, tests) after the spawn: building them
-    imports `bot.services`, one of the imports the worker's start overlaps."""
+    `opener(analyzer)` imports `bot.services` and opens them over the spawned worker (as
+    `bot.__main__._open_services` does): called after the spawn, so the worker's start overlaps
+    that import. The services are the container and this module sits below them, so the
+    caller hands them in rather than this module importing them."""
     from bot.memory.japanese import JapaneseAnalyzer
 
     async with AsyncExitStack() as stack:
@@ -63,10 +66,8 @@ async def started_services(
         await analyzer.spawn()
         log.debug("analysis worker spawned; importing the rest")
         _skip_httpx_cli()
-        from bot.services import open_services
-
+        opened = opener(analyzer)
         preload()
-        opened = open_services(settings, options() if options else None, analyzer=analyzer)
         services = await stack.enter_async_context(opened)
         settle_heap()
         yield services

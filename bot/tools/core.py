@@ -17,10 +17,11 @@ from urllib.parse import urlsplit
 from pydantic import ConfigDict, create_model
 from pydantic import ValidationError as PydanticValidationError
 
-from bot.chat.events import DEFAULT_TOOL_ICON
 from bot.errors import ToolError
 from bot.llm.types import ToolSchema
-from bot.tools.result import Source, ToolResult
+from bot.tools.paging import paged_tool_result
+from bot.turn.events import DEFAULT_TOOL_ICON
+from bot.turn.tool_result import Source, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ class Tool:
         if isinstance(value, ToolResult):
             result = value
         elif self.paged:
-            result = ToolResult.from_page(to_json_text(value))
+            result = paged_tool_result(to_json_text(value))
         else:
             result = ToolResult(to_json_text(value))
         if result.failed or result.sources or self.sources is None:

@@ -7,11 +7,11 @@ import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
-from bot.chat.events import NotesUpdatedEvent
-from bot.chat.hooks import Emit, ToolOutcome
 from bot.errors import ConflictError, ToolError, UserFacingError
 from bot.memory.notes import NotePage, NotesService
 from bot.tools.core import ToolDisplay, ToolRegistry
+from bot.turn.events import NotesUpdatedEvent
+from bot.turn.hooks import Emit, ToolOutcome
 
 log = logging.getLogger(__name__)
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from bot.turn.tool_result import ToolResult
+
 TOKEN_VERSION = 2
 MAX_TOOL_RESULT_CHARS = 6000
 # Checked before decoding so a huge or hostile string costs nothing.
@@ -320,6 +322,17 @@ def parse_paged_result(text: str) -> tuple[str, dict[str, Any]]:
         key, _, value = line.partition(": ")
         meta[key] = {"true": True, "false": False}.get(value, value)
     return head, meta
+
+
+def paged_tool_result(text: str) -> ToolResult:
+    """A successful result, with the paging fields read from its page-info footer."""
+    _, meta = parse_paged_result(text)
+    token = meta.get("next_token")
+    return ToolResult(
+        text,
+        has_more=meta.get("has_more") is True,
+        next_token=token if isinstance(token, str) else None,
+    )
 
 
 @dataclass(frozen=True)

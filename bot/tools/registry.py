@@ -14,7 +14,7 @@ from bot.tools.core import (
     ToolRegistry,
     schema_from_callable,
 )
-from bot.tools.result import Source, ToolResult
+from bot.turn.tool_result import Source, ToolResult
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT",

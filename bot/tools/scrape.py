@@ -19,8 +19,8 @@ from bot.tools.paging import (
     make_token,
     parse_token,
 )
-from bot.tools.result import Source, ToolResult
 from bot.tools.safe_http import FetchedDocument, FetchError, SafeFetcher
+from bot.turn.tool_result import Source, ToolResult
 
 log = logging.getLogger(__name__)
 

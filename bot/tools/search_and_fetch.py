@@ -165,6 +165,18 @@ def split_block(text: str) -> tuple[str, str]:
     return (head, body) if sep else (text, "")
 
 
+def _checked_request(query: str, file_type: str, prompts: Prompts) -> tuple[str, str]:
+    """A new search's query (whitespace collapsed) and file type (lower case, no dot), or the
+    tool's error when either is unusable."""
+    query = " ".join((query or "").split())
+    if not query:
+        raise ToolError(prompts["fetch_empty_query"])
+    file_type = (file_type or "").strip().lower().removeprefix(".")
+    if file_type not in ALLOWED_FILE_TYPES:
+        raise ToolError(prompts["fetch_invalid_type"])
+    return query, file_type
+
+
 def _filename(href: str, file_type: str) -> str:
     name = posixpath.basename(unquote(urlsplit(href).path)).strip()
     return name[:200] if name else f"download.{file_type}"
@@ -253,27 +265,11 @@ class SearchAndFetch:
             max_chars = settings.fetch_max_chars
         limit = max(1, settings.fetch_max_results)
         if continue_from:
-            try:
-                cursor = self._cursor_from_token(
-                    continue_from, max(limit, 10), settings.pagination_token_ttl
-                )
-            except InvalidTokenError as exc:
-                raise ToolError(str(exc)) from None
+            cursor = self._resumed_cursor(continue_from, limit, settings.pagination_token_ttl)
         else:
-            query = " ".join((query or "").split())
-            if not query:
-                raise ToolError(prompts["fetch_empty_query"])
-            file_type = (file_type or "").strip().lower().removeprefix(".")
-            if file_type not in ALLOWED_FILE_TYPES:
-                raise ToolError(prompts["fetch_invalid_type"])
+            query, file_type = _checked_request(query, file_type, prompts)
             wanted = limit if max_results is None or max_results <= 0 else min(max_results, limit)
-            try:
-                results = await self._search.search(
-                    search_query(query, file_type), min(MAX_RESULTS_CAP, max(10, wanted * 3))
-                )
-            except SearchUnavailable as exc:
-                raise unavailable_error(exc, settings.language) from exc
-            candidates = fit_candidates(pick_candidates(results, file_type, wanted), file_type)
+            candidates = await self._candidates(query, file_type, wanted, settings.language)
             if not candidates:
                 return prompts.format("fetch_no_candidates", file_type=file_type, query=query)
             cursor = _Cursor(candidates, file_type, 0, 0, PdfCursor(0, 0))
@@ -284,6 +280,27 @@ class SearchAndFetch:
             raise ToolError(str(exc)) from None
         except PageLimitError:
             raise ToolError(PAGE_LIMIT) from None
+
+    async def _candidates(
+        self, query: str, file_type: str, wanted: int, language: str
+    ) -> list[Candidate]:
+        """Up to `wanted` files of `file_type` a web search finds for `query`, as many as a
+        continuation token can carry."""
+        try:
+            results = await self._search.search(
+                search_query(query, file_type), min(MAX_RESULTS_CAP, max(10, wanted * 3))
+            )
+        except SearchUnavailable as exc:
+            raise unavailable_error(exc, language) from exc
+        return fit_candidates(pick_candidates(results, file_type, wanted), file_type)
+
+    @classmethod
+    def _resumed_cursor(cls, token: str, limit: int, max_age: float) -> _Cursor:
+        """Where the call with `token` continues; a bad or expired token is the tool's error."""
+        try:
+            return cls._cursor_from_token(token, max(limit, 10), max_age)
+        except InvalidTokenError as exc:
+            raise ToolError(str(exc)) from None
 
     @staticmethod
     def _cursor_from_token(token: str, max_matched: int, max_age: float) -> _Cursor:

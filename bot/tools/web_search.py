@@ -16,7 +16,7 @@ from bot.config import Settings
 from bot.errors import ToolError
 from bot.prompts import prompts_for
 from bot.tools.core import ToolDisplay, short_text
-from bot.tools.result import Source, ToolResult
+from bot.turn.tool_result import Source, ToolResult
 
 log = logging.getLogger(__name__)
 

@@ -1,1 +1,1 @@
-"""Plumbing shared by every part of the bot: background tasks, keyed locks, logging set-up."""
+"""Plumbing for every part of the bot: tasks, locks, logging, redaction, access lists."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.llm.redact import Redactor
+from bot.utils.redact import Redactor
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from bot.llm.redact import Redactor
+from bot.utils.redact import Redactor
 
 # Loggers whose DEBUG output includes SQL parameters or HTTP bodies (secrets, message bodies).
 NOISY_LOGGERS = (

@@ -8,7 +8,9 @@ import json
 import jsonschema
 
 from admin_api.schemas.chat import chat_event_schema
-from bot.chat.events import (
+from bot.store.spaces import ALL_SPACES
+from bot.tools.web_search import web_search_sources
+from bot.turn.events import (
     ChunkEvent,
     DoneEvent,
     ErrorEvent,
@@ -18,9 +20,7 @@ from bot.chat.events import (
     ToolEvent,
     to_wire,
 )
-from bot.chat.hooks import TurnResult
-from bot.store.spaces import ALL_SPACES
-from bot.tools.web_search import web_search_sources
+from bot.turn.hooks import TurnResult
 from tests.admin_api.conftest import TOKEN, Admin, sse_events
 from tests.conftest import LOCAL
 from tests.fakes.llm_server import HttpError, Text, ToolCalls

@@ -6,9 +6,9 @@ import asyncio
 import time
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import ChunkEvent, DoneEvent, Event, ToolEvent
 from bot.services import ServiceOptions, Services, open_services
 from bot.tools.safe_http import FetchPolicy
+from bot.turn.events import ChunkEvent, DoneEvent, Event, ToolEvent
 from tests.conftest import FAST_RETRY, LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
 from tests.fakes.web_server import FakeWebServer

@@ -11,11 +11,11 @@ import pytest
 
 from bot.chat.allocation import prompt_budget
 from bot.chat.engine import TurnRequest
-from bot.chat.events import Event, SessionEvent
 from bot.chat.tokens import estimate_tokens, message_tokens
 from bot.prompts import prompts_for
 from bot.services import ServiceOptions, Services, open_services
 from bot.store.repos.knowledge import KnowledgeRepository, KnowledgeSource
+from bot.turn.events import Event, SessionEvent
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Text
 

@@ -10,7 +10,13 @@ import socket
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import (
+from bot.chat.tool_budget import MAX_TOOL_CONTEXT_CHARS, PAGE_INFO_MARKER
+from bot.errors import ToolError
+from bot.services import ServiceOptions, Services, open_services
+from bot.store.repos.sessions import Session
+from bot.tools.registry import Source, ToolDisplay, ToolResult
+from bot.tools.web_search import web_search_sources
+from bot.turn.events import (
     ChunkEvent,
     DoneEvent,
     ErrorEvent,
@@ -19,12 +25,6 @@ from bot.chat.events import (
     SourcesEvent,
     ToolEvent,
 )
-from bot.chat.tool_budget import MAX_TOOL_CONTEXT_CHARS, PAGE_INFO_MARKER
-from bot.errors import ToolError
-from bot.services import ServiceOptions, Services, open_services
-from bot.store.repos.sessions import Session
-from bot.tools.registry import Source, ToolDisplay, ToolResult
-from bot.tools.web_search import web_search_sources
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import Drop, FakeLLMServer, Hang, HttpError, Text, ToolCalls
 

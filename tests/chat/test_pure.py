@@ -1,10 +1,9 @@
-"""Pure helpers of the chat layer: tokens, truncation policy, redaction, event wire format."""
+"""Pure helpers of the chat layer: tokens and the truncation policy of tool results."""
 
 from __future__ import annotations
 
 import json
 
-from bot.chat.events import ChunkEvent, DoneEvent, SessionEvent, ToolEvent, to_wire
 from bot.chat.tokens import estimate_tokens, truncate_to_tokens
 from bot.chat.tool_budget import (
     MAX_TOOL_RESULT_CHARS,
@@ -13,8 +12,7 @@ from bot.chat.tool_budget import (
     trim_tool_result,
 )
 from bot.chat.turn_fit import ToolText
-from bot.llm.redact import Redactor
-from bot.tools.result import ToolResult
+from bot.turn.tool_result import ToolResult
 
 
 def test_token_estimate_counts_japanese_per_character() -> None:
@@ -57,43 +55,3 @@ def test_budget_counts_rounds_and_chars() -> None:
     assert budget.chars_exhausted and not budget.tools_allowed
     rounds = ToolBudget(rounds=5)
     assert rounds.rounds_exhausted
-
-
-def test_redactor_masks_secrets_but_not_paging_tokens() -> None:
-    redact = Redactor(["hunter2-secret"])
-    text = (
-        '{"api_key": "abc12345", "Authorization": "Bearer abcdefghijklmnop", '
-        '"body": "my hunter2-secret", "next_token: eyJ2IjoyfQ"}'
-    )
-    masked = redact(text)
-    assert "abc12345" not in masked and "abcdefghijklmnop" not in masked
-    assert "hunter2-secret" not in masked
-    assert "next_token: eyJ2IjoyfQ" in masked
-
-
-def test_wire_format_matches_the_seed() -> None:
-    assert to_wire(SessionEvent("s1")) == {"type": "session_id", "value": "s1"}
-    running = to_wire(
-        ToolEvent("t", "web_search", "running", label='web_search "q"', detail="{}", icon="🔎")
-    )
-    assert running == {
-        "type": "tool",
-        "value": {
-            "id": "t",
-            "name": "web_search",
-            "status": "running",
-            "icon": "🔎",
-            "label": 'web_search "q"',
-            "detail": "{}",
-        },
-    }
-    done = to_wire(ToolEvent("t", "web_search", "done", result="ok"))
-    assert done["value"] == {
-        "id": "t",
-        "name": "web_search",
-        "status": "done",
-        "icon": "🔧",
-        "result": "ok",
-    }
-    assert to_wire(ChunkEvent("hi")) == {"type": "chunk", "value": "hi"}
-    assert to_wire(DoneEvent("hi", 3))["type"] == "done"

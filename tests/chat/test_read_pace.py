@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import ChunkEvent, DoneEvent, Event
 from bot.services import ServiceOptions, Services, open_services
+from bot.turn.events import ChunkEvent, DoneEvent, Event
 from tests.conftest import FAST_RETRY, LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
 from tests.fakes.pace_witness import PaceWitness, PaceWitnesses

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import Event, SessionEvent
 from bot.services import ServiceOptions, Services, open_services
 from bot.store.spaces import ALL_SPACES
 from bot.tools.web_search import web_search_sources
+from bot.turn.events import Event, SessionEvent
 from tests.conftest import SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Text, ToolCalls
 

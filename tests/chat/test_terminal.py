@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import Event, SessionEvent
 from bot.chat.terminal import backend_address, parse_command
 from bot.config import Settings
 from bot.services import Services
+from bot.turn.events import Event, SessionEvent
 from tests.bot_process import bot_env
 from tests.conftest import LOCAL
 from tests.fakes.llm_server import Endless, FakeLLMServer, Hang, Text

@@ -11,10 +11,10 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import ChunkEvent, DoneEvent, ErrorEvent, Event, SessionEvent
 from bot.llm.gateway import CANCELLED, STOPPED_BY_CALLER
 from bot.services import ServiceOptions, Services, open_services
 from bot.store.repos.api_logs import ApiLog, ApiLogFilter
+from bot.turn.events import ChunkEvent, DoneEvent, ErrorEvent, Event, SessionEvent
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import Endless, FakeLLMServer, Text
 

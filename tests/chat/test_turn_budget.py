@@ -9,12 +9,12 @@ import pytest
 
 from bot.chat.allocation import ANSWER_RESERVE_SHARE, MIN_ANSWER_RESERVE
 from bot.chat.engine import TurnRequest
-from bot.chat.events import ChunkEvent, DoneEvent, Event, SessionEvent, ToolEvent
 from bot.chat.tokens import estimate_tokens, message_tokens
 from bot.chat.tool_budget import MAX_TOOL_CONTEXT_CHARS
 from bot.prompts import prompts_for
 from bot.services import ServiceOptions, Services, open_services
 from bot.tools.paging import page_footer
+from bot.turn.events import ChunkEvent, DoneEvent, Event, SessionEvent, ToolEvent
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Text, ToolCalls
 

@@ -7,12 +7,12 @@ import logging
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import DoneEvent
 from bot.chat.warmup import warm_up
 from bot.llm.backend import ChatBackend
 from bot.llm.gateway import default_backend_factory
 from bot.llm.ollama_backend import OllamaBackend
 from bot.services import ServiceOptions, open_services
+from bot.turn.events import DoneEvent
 from tests.conftest import FAST_RETRY, LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text
 

@@ -11,11 +11,11 @@ import logging
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import ChunkEvent, DoneEvent, ErrorEvent, Event, SessionEvent
 from bot.errors import LLMError
 from bot.llm.backend import BackendError, ModelErrorKind
 from bot.services import Services
 from bot.store.repos.api_logs import ApiLog, ApiLogFilter
+from bot.turn.events import ChunkEvent, DoneEvent, ErrorEvent, Event, SessionEvent
 from tests.conftest import LOCAL
 from tests.fakes.llm_server import (
     BadToolArguments,

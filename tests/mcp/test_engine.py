@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import ChunkEvent, DoneEvent, Event, SessionEvent, ToolEvent
 from bot.services import ServiceOptions, Services, open_services
 from bot.store.repos.api_logs import ApiLogFilter
+from bot.turn.events import ChunkEvent, DoneEvent, Event, SessionEvent, ToolEvent
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
 from tests.mcp.conftest import ConfigWriter, started_manager, stdio_entry, wait_server

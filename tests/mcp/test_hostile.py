@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import DoneEvent
 from bot.services import ServiceOptions, Services, open_services
 from bot.tools.mcp.metadata import (
     DESCRIPTION_CUT,
     MAX_DESCRIPTION_CHARS,
     MAX_SERVER_SCHEMA_BYTES,
 )
+from bot.turn.events import DoneEvent
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text
 from tests.mcp.conftest import ConfigWriter, server, started_manager

@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import Event, SessionEvent, SourcesEvent, ToolEvent
-from bot.chat.hooks import ToolOutcome
 from bot.config import Settings
 from bot.errors import LLMError, NotFoundError
 from bot.llm.gateway import LLMGateway
@@ -31,6 +29,8 @@ from bot.tools.knowledge_tools import register_knowledge_tools
 from bot.tools.registry import ToolRegistry, ToolResult
 from bot.tools.safe_http import FetchPolicy
 from bot.tools.web_search import web_search_sources
+from bot.turn.events import Event, SessionEvent, SourcesEvent, ToolEvent
+from bot.turn.hooks import ToolOutcome
 from tests.conftest import FAST_RETRY, LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, HttpError, Text, ToolCalls
 from tests.fakes.web_server import FakeWebServer

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import SessionEvent
 from bot.config import Settings
 from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway, RetryPolicy
@@ -22,6 +21,7 @@ from bot.memory.local_kb import EMBED_MAX_CHARS, LocalKnowledgeBase
 from bot.services import ServiceOptions, open_services
 from bot.store.engine.database import Database
 from bot.store.repos.local_kb_docs import LocalKBDocRepository
+from bot.turn.events import SessionEvent
 from tests.fakes.llm_server import FakeLLMServer, HttpError, Text
 
 S = "local:local"

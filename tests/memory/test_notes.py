@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import Event, NotesUpdatedEvent, SessionEvent, ToolEvent
 from bot.errors import ConflictError, NotFoundError, ValidationError
 from bot.memory.notes import MAX_CONTENT_CHARS, NotePage, NotesService
 from bot.services import ServiceOptions, open_services
@@ -22,6 +21,7 @@ from bot.tools.notes_tools import (
     register_notes_tools,
 )
 from bot.tools.registry import ToolRegistry
+from bot.turn.events import Event, NotesUpdatedEvent, SessionEvent, ToolEvent
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
 

@@ -173,11 +173,13 @@ def unfrozen() -> Iterator[None]:
 async def test_started_services_are_handed_out_with_the_worker_loaded(
     make_settings: SettingsFactory,
 ) -> None:
-    from bot.services import ServiceOptions
+    from bot.services import ServiceOptions, open_services
 
     settings: Settings = make_settings("ollama")
     options = ServiceOptions(retry=FAST_RETRY, builtin_tools=False)
-    async with started_services(settings, lambda: options) as services:
+    async with started_services(
+        lambda analyzer: open_services(settings, options, analyzer=analyzer)
+    ) as services:
         assert services.analyzer.loaded  # the spawned worker was waited for before ready
         assert gc.isenabled() and gc.get_freeze_count() > 0  # the heap was settled
         pid = services.analyzer.worker_pid

@@ -20,6 +20,7 @@ from bot.tools.paging import (
     fit_page,
     format_paged_result,
     make_token,
+    paged_tool_result,
     parse_paged_result,
     parse_token,
 )
@@ -291,6 +292,14 @@ def test_parse_paged_result_without_footer() -> None:
     assert parse_paged_result("plain text") == ("plain text", {"has_more": False})
     tricky = "text\n\n---page-info---\nthis is page content, not a footer"
     assert parse_paged_result(tricky) == (tricky, {"has_more": False})
+
+
+def test_paged_tool_result_reads_its_footer() -> None:
+    token = make_token("scrape_url", url="https://e.com/", offset=5)
+    paged = paged_tool_result(format_paged_result("body", token))
+    assert (paged.has_more, paged.next_token, paged.failed) == (True, token, False)
+    last = paged_tool_result("last page")
+    assert (last.text, last.has_more, last.next_token) == ("last page", False, None)
 
 
 # --- fitting -------------------------------------------------------------------------------

@@ -8,10 +8,10 @@ from typing import Literal
 
 import pytest
 
-from bot.chat.events import DEFAULT_TOOL_ICON
 from bot.errors import ToolError
 from bot.tools.paging import format_paged_result
 from bot.tools.registry import Source, Tool, ToolDisplay, ToolRegistry, ToolResult
+from bot.turn.events import DEFAULT_TOOL_ICON
 
 
 async def fetch(

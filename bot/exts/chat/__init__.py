@@ -15,7 +15,6 @@ from bot.bot import BotDeps
 from bot.chat.attachments import PreparedFiles
 from bot.chat.engine import TurnRequest
 from bot.chat.interrupted import by_language, close_interrupted, find_interrupted
-from bot.exts._access import AccessPolicy, Cooldown, Requester
 from bot.exts._common import deps_of, space_of_message
 from bot.exts._text import readable_mentions, strip_bot_mention, thread_name
 from bot.exts.chat._attachments import AttachmentReader
@@ -23,6 +22,8 @@ from bot.exts.chat._flood import UserTurns
 from bot.exts.chat._reply import ReplyRenderer
 from bot.exts.chat._streaming import ChannelWindows, StreamCadence, read_pace
 from bot.prompts.ui_text import UiText, ui_text
+from bot.store.repos.sessions import Session
+from bot.utils.access import AccessPolicy, Cooldown, Requester
 from bot.utils.locks import KeyedLocks
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,54 @@ def _requester(message: discord.Message, route: Route) -> Requester:
         (message.channel.id,) if route.parent_id is None else (message.channel.id, route.parent_id)
     )
     return Requester(author.id, roles, channels, is_dm=message.guild is None)
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where a turn's answer goes: its channel (or the thread opened for it) and that
+    channel's parent; `new_thread` when the thread was opened just now."""
+
+    channel: discord.abc.Messageable
+    channel_id: int
+    parent_id: int | None
+    new_thread: bool = False
+
+
+def _turn_text(message: discord.Message, me: discord.ClientUser) -> str:
+    """The message's text as the model reads it: the bot's mention gone, others' by name."""
+    role = message.guild.self_role if message.guild is not None else None
+    names = {user.id: user.display_name for user in message.mentions}
+    return readable_mentions(
+        strip_bot_mention(message.content, me.id, role.id if role else None), names
+    )
+
+
+def _turn_request(
+    message: discord.Message,
+    text: str,
+    *,
+    title: str,
+    session: Session,
+    place: _Place,
+    files: PreparedFiles,
+    pace: float,
+) -> TurnRequest:
+    """The engine's request for a Discord message (with its files) answered at `place`."""
+    return TurnRequest(
+        text=files.text_for_model(text),
+        space_id=session.space_id,
+        session_id=session.id,
+        source="discord",
+        title=title,
+        author_id=str(message.author.id),
+        author_name=message.author.display_name,
+        discord_message_id=message.id,
+        discord_channel_id=place.channel_id,
+        discord_guild_id=message.guild.id if message.guild else None,
+        images=tuple(files.images),
+        read_pace=pace,
+        session=session,
+    )
 
 
 class Chat(commands.Cog):
@@ -209,11 +258,7 @@ class Chat(commands.Cog):
         self, message: discord.Message, route: Route, me: discord.ClientUser, ui: UiText
     ) -> None:
         services = self.deps.services
-        role = message.guild.self_role if message.guild is not None else None
-        names = {user.id: user.display_name for user in message.mentions}
-        text = readable_mentions(
-            strip_bot_mention(message.content, me.id, role.id if role else None), names
-        )
+        text = _turn_text(message, me)
         if not text and not message.attachments:
             if route.kind in ("channel", "thread"):
                 await self._say(message, ui.empty_mention)
@@ -223,54 +268,50 @@ class Chat(commands.Cog):
             log.info("message %d already answered; skipping", message.id)
             return
         title = thread_name(text, ui.thread_fallback.format(name=message.author.display_name))
-        channel: discord.abc.Messageable = message.channel
-        channel_id = message.channel.id
-        parent_id = route.parent_id
-        new_thread = False
-        if route.kind == "channel":
-            thread, new_thread = await self._open_thread(message, title)
-            channel, channel_id, parent_id = thread, thread.id, message.channel.id
-        # Looked up again under the channel lock: a /reset may have happened meanwhile.
-        ref = message.reference
-        session = await services.conversations.for_channel(
-            space,
-            channel_id,
-            title=title,
-            guild_id=message.guild.id if message.guild else None,
-            parent_channel_id=parent_id,
-            # A reply to one of our topic openers (or a thread on it) continues that topic.
-            reply_to=ref.message_id if ref is not None else None,
-            new_channel=new_thread,
-        )
+        place = await self._place(message, route, title)
+        session = await self._session(message, space, place, title)
         files = PreparedFiles()
         if message.attachments:
             files = await self.files.prepare(message.attachments, session, ui)
         settings = self.deps.services.settings()
-        request = TurnRequest(
-            text=files.text_for_model(text),
-            space_id=session.space_id,
-            session_id=session.id,
-            source="discord",
-            title=title,
-            author_id=str(message.author.id),
-            author_name=message.author.display_name,
-            discord_message_id=message.id,
-            discord_channel_id=channel_id,
-            discord_guild_id=message.guild.id if message.guild else None,
-            images=tuple(files.images),
-            read_pace=read_pace(settings.stream_edit_interval),
-            session=session,
+        pace = read_pace(settings.stream_edit_interval)
+        request = _turn_request(
+            message, text, title=title, session=session, place=place, files=files, pace=pace
         )
         cadence = StreamCadence(
-            self.windows.get(channel_id), settings.stream_edit_interval, self.deps.clock
+            self.windows.get(place.channel_id), settings.stream_edit_interval, self.deps.clock
         )
-        renderer = ReplyRenderer(channel, cadence=cadence, ui=ui, notices=files.notices)
+        renderer = ReplyRenderer(place.channel, cadence=cadence, ui=ui, notices=files.notices)
         outcome = await renderer.render(services.engine.run_turn(request))
         log.debug(
             "turn for message %d: %d messages, %d writes",
             message.id,
             len(outcome.message_ids),
             outcome.writes,
+        )
+
+    async def _place(self, message: discord.Message, route: Route, title: str) -> _Place:
+        """Where the answer goes: the thread opened on a mention in a channel, else here."""
+        if route.kind != "channel":
+            return _Place(message.channel, message.channel.id, route.parent_id)
+        thread, new_thread = await self._open_thread(message, title)
+        return _Place(thread, thread.id, message.channel.id, new_thread=new_thread)
+
+    async def _session(
+        self, message: discord.Message, space: str, place: _Place, title: str
+    ) -> Session:
+        """The conversation of the place the answer goes to (a new one if it has none)."""
+        # Looked up again under the channel lock: a /reset may have happened meanwhile.
+        ref = message.reference
+        return await self.deps.services.conversations.for_channel(
+            space,
+            place.channel_id,
+            title=title,
+            guild_id=message.guild.id if message.guild else None,
+            parent_channel_id=place.parent_id,
+            # A reply to one of our topic openers (or a thread on it) continues that topic.
+            reply_to=ref.message_id if ref is not None else None,
+            new_channel=place.new_thread,
         )
 
     async def _open_thread(

@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 import discord
 
-from bot.chat.events import (
+from bot.exts._text import ReplyDraft, render_sources
+from bot.exts.chat._streaming import StreamCadence
+from bot.prompts.ui_text import UiText
+from bot.turn.events import (
     ChunkEvent,
     DoneEvent,
     ErrorEvent,
@@ -23,9 +26,6 @@ from bot.chat.events import (
     SourcesEvent,
     ToolEvent,
 )
-from bot.exts._text import ReplyDraft, render_sources
-from bot.exts.chat._streaming import StreamCadence
-from bot.prompts.ui_text import UiText
 
 log = logging.getLogger(__name__)
 

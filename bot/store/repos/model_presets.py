@@ -1,9 +1,10 @@
 """Model presets: named model connections (label, model string, address, key) to choose from.
 
 A preset's model string picks the backend as everywhere else (`ollama/…` the native Ollama
-client, any other provider string LiteLLM). Its address (`api_base`) and key (`api_key`) are
-optional: NULL means the global LLM_API_BASE / LLM_API_KEY, so a row holding only a model works
-as before. The key is stored as given and never leaves through `ModelPreset`'s repr.
+client, any other provider string LiteLLM; `bot.config.model_backend` tells which). Its address
+(`api_base`) and key (`api_key`) are optional: NULL means the global LLM_API_BASE /
+LLM_API_KEY, so a row holding only a model works as before. The key is stored as given and
+never leaves through `ModelPreset`'s repr.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from bot.config import is_ollama_model
 from bot.errors import ConflictError
 from bot.store.engine.connection import IntegrityError, utcnow
 from bot.store.engine.database import Database
@@ -36,19 +36,6 @@ class ModelPreset:
     created_at: str
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
-
-    @property
-    def backend(self) -> str:
-        """`ollama` (the native client) or `litellm`, as the model string selects."""
-        return "ollama" if is_ollama_model(self.value) else "litellm"
-
-    @property
-    def provider(self) -> str:
-        """The provider the model string names (`ollama`, `openai`, `anthropic`…)."""
-        head, separator, _ = self.value.partition(_PROVIDER_PREFIX_SEPARATOR)
-        if self.backend == "ollama":
-            return "ollama"
-        return head if separator else "openai"
 
 
 _COLUMNS = "id, label, value, created_at, api_base, api_key"

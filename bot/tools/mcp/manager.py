@@ -26,7 +26,6 @@ from mcp_types import (
 
 from bot.config import SECRET_KEYS, Settings
 from bot.errors import ToolError
-from bot.llm.redact import Redactor
 from bot.llm.types import ToolSchema
 from bot.store.repos.api_logs import ApiLogRepository
 from bot.tools.core import Tool, ToolDisplay, ToolRegistry
@@ -49,6 +48,7 @@ from bot.tools.mcp.metadata import (
     vet_tool,
 )
 from bot.tools.mcp.status import KnownTool, ReloadReport, ServerStatus
+from bot.utils.redact import Redactor
 
 log = logging.getLogger(__name__)
 

@@ -13,13 +13,13 @@ import aiosqlite
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.events import ChunkEvent, Event, SessionEvent
 from bot.errors import DatabaseVersionError
 from bot.store.engine.backup import BackupError, backup_database, backup_to, snapshot_path
 from bot.store.engine.database import Database
 from bot.store.engine.migrate import migrate
 from bot.store.schema.migrations import SCHEMA_VERSION
 from bot.store.spaces import local_space
+from bot.turn.events import ChunkEvent, Event, SessionEvent
 from tests.bot_process import bot_env, run_python_m_bot
 from tests.conftest import FAST_RETRY, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Hang, Text

@@ -12,16 +12,16 @@ import pytest
 
 from bot.chat.context import ContextRequest, Draft
 from bot.chat.engine import TurnRequest
-from bot.chat.tokens import estimate_tokens
-from bot.config import Settings
-from bot.memory.knowledge import KnowledgeService
-from bot.memory.layers import (
+from bot.chat.layers import (
     KnowledgeHeadingsLayer,
     LinkedNotesLayer,
     LocalKBLayer,
     NoteTitlesLayer,
     default_layers,
 )
+from bot.chat.tokens import estimate_tokens
+from bot.config import Settings
+from bot.memory.knowledge import KnowledgeService
 from bot.memory.notes import NotesService
 from bot.services import ServiceOptions, open_services
 from bot.store.engine.database import Database

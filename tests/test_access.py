@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.exts._access import AccessPolicy, Cooldown, Requester, is_admin
+from bot.utils.access import AccessPolicy, Cooldown, Requester, is_admin
 from tests.conftest import SettingsFactory
 
 ALICE, BOB = 1, 2

@@ -1,4 +1,8 @@
-"""Who may talk to the bot: allow/deny lists, per-user cooldown, admin check. Pure logic."""
+"""Who may talk to the bot: allow/deny lists, per-user cooldown, admin check. Pure logic.
+
+Below the Discord layer: the client's command tree (bot.bot) and the extensions both use it,
+and extensions depend on the client, never the other way round.
+"""
 
 from __future__ import annotations
 

@@ -1,11 +1,13 @@
-"""What a tool call produced: the text the model receives, failure, sources and paging."""
+"""What a tool call produced: the text the model receives, failure, sources and paging.
+
+It lives with the turn's vocabulary because hooks (in memory/ and tools/) receive it; the
+tools build it (`bot.tools.paging.paged_tool_result` reads the paging fields from a footer).
+"""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-
-from bot.tools.paging import parse_paged_result
 
 
 @dataclass(frozen=True)
@@ -30,14 +32,3 @@ class ToolResult:
     def error(cls, message: str) -> ToolResult:
         """A failed result whose text is the JSON object `{"error": message}`."""
         return cls(json.dumps({"error": message}, ensure_ascii=False), failed=True)
-
-    @classmethod
-    def from_page(cls, text: str) -> ToolResult:
-        """A successful result, with the paging fields read from its page-info footer."""
-        _, meta = parse_paged_result(text)
-        token = meta.get("next_token")
-        return cls(
-            text,
-            has_more=meta.get("has_more") is True,
-            next_token=token if isinstance(token, str) else None,
-        )

@@ -6,9 +6,9 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.chat.events import Event
 from bot.store.repos.messages import StoredMessage
-from bot.tools.result import ToolResult
+from bot.turn.events import Event
+from bot.turn.tool_result import ToolResult
 
 Emit = Callable[[Event], None]
 

@@ -1,4 +1,4 @@
-"""The redactor's quick pre-checks never skip a pattern that would have matched."""
+"""The redactor masks secrets; its quick pre-checks never skip a pattern that would match."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bot.llm import redact
-from bot.llm.redact import _PATTERNS, MASK, Redactor
+from bot.utils import redact
+from bot.utils.redact import _PATTERNS, MASK, Redactor
 
 SAMPLES = [
     "plain chat text about a cat and a dog",
@@ -55,6 +55,18 @@ def test_random_mixtures_are_redacted_as_by_every_pattern() -> None:
     for _ in range(2000):
         text = " ".join(rng.choices(pieces, k=rng.randint(1, 12)))
         assert Redactor()(text) == redact_without_hints(text), text
+
+
+def test_redactor_masks_secrets_but_not_paging_tokens() -> None:
+    redactor = Redactor(["hunter2-secret"])
+    text = (
+        '{"api_key": "abc12345", "Authorization": "Bearer abcdefghijklmnop", '
+        '"body": "my hunter2-secret", "next_token: eyJ2IjoyfQ"}'
+    )
+    masked = redactor(text)
+    assert "abc12345" not in masked and "abcdefghijklmnop" not in masked
+    assert "hunter2-secret" not in masked
+    assert "next_token: eyJ2IjoyfQ" in masked
 
 
 def test_known_secrets_are_masked_first() -> None:

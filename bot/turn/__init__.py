@@ -1,0 +1,1 @@
+"""A turn's vocabulary, below chat/, tools/ and memory/: events, hooks and tool results."""
