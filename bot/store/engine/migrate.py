@@ -1,11 +1,12 @@
-"""Brings a database to the current schema: SQLite through its migrations, PostgreSQL from the
-declaration.
+"""Brings a database to the current schema: an empty one from the declaration, an older one
+through the migrations after its version.
 
-SQLite records its version in `PRAGMA user_version` and runs each later migration's SQLite
-steps in order (one transaction each). PostgreSQL records it in the one-row table
-`schema_version`; an empty database gets the declared schema (as of `target`, never older
-than BASELINE_VERSION), an existing one each later migration's PostgreSQL steps. Both engines
-refuse a database newer than this code. The schema and its history are in `bot.store.schema`.
+SQLite records its version in `PRAGMA user_version`; an empty file gets the declared schema in
+one transaction, an existing one runs each later migration's SQLite steps in order (one
+transaction each). PostgreSQL records it in the one-row table `schema_version`; an empty
+database gets the declared schema (as of `target`, never older than BASELINE_VERSION), an
+existing one each later migration's PostgreSQL steps. Both engines refuse a database newer
+than this code. The schema and its history are in `bot.store.schema`.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ async def migrate(
 ) -> int:
     """Apply pending migrations in order (up to `target`); refuse a database newer than this.
 
+    An empty file brought to the current version is created from the declaration instead.
     Foreign keys are off while migrating, so tables can be rebuilt (create, copy, drop,
     rename) without cascades; every migration must leave them consistent, checked before its
     commit.
@@ -85,6 +87,8 @@ async def migrate(
         raise _newer(version, "DB_PATH")
     if version >= goal:
         return version
+    if version == 0 and goal == SCHEMA_VERSION and await _create_sqlite(conn):
+        return goal
     await conn.execute("PRAGMA foreign_keys=OFF")
     try:
         for number in range(version + 1, goal + 1):
@@ -92,6 +96,27 @@ async def migrate(
     finally:
         await conn.execute("PRAGMA foreign_keys=ON")
     return goal
+
+
+async def _create_sqlite(conn: aiosqlite.Connection) -> bool:
+    """Create the declared schema in a file that has none yet (False: it has something)."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        cursor = await conn.execute("SELECT EXISTS (SELECT 1 FROM sqlite_master)")
+        row = await cursor.fetchone()
+        # Another process may have created it between our read and this lock.
+        if await current_version(conn) != 0 or (row is not None and row[0]):
+            await conn.execute("ROLLBACK")
+            return False
+        for statement in schema_at("sqlite"):
+            await conn.execute(statement)
+        await conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        await conn.execute("ROLLBACK")
+        raise
+    await conn.execute("COMMIT")
+    log.info("database created at schema version %d", SCHEMA_VERSION)
+    return True
 
 
 async def _step_sqlite(conn: aiosqlite.Connection, number: int, context: MigrationContext) -> None:

@@ -3,6 +3,7 @@ created from the declaration holds; the declaration itself is well-formed."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -25,14 +26,16 @@ from bot.store.schema.tables import BASELINE_VERSION, TABLE_ORDER, TABLES
 from tests.store.schema.catalog import sqlite_at, sqlite_catalog
 
 
-async def test_the_sqlite_history_leaves_exactly_the_declared_schema(tmp_path: Path) -> None:
+async def test_the_sqlite_history_leaves_exactly_the_declared_schema(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Tables, columns (type, NOT NULL, default, key), indexes (columns, order, unique,
     partial WHERE), foreign keys, checks, FTS tables and their triggers: all equal."""
     history, fresh = tmp_path / "history.db", tmp_path / "fresh.db"
-    await sqlite_at(history, None)  # every shipped step from version 0
-    with closing(sqlite3.connect(fresh, isolation_level=None)) as conn:
-        for statement in schema_at("sqlite"):
-            conn.execute(statement)
+    await sqlite_at(history, 1, None)  # version 1 as shipped, then every later step
+    with caplog.at_level(logging.INFO, logger="bot.store.engine.migrate"):
+        await sqlite_at(fresh, None)
+    assert f"database created at schema version {SCHEMA_VERSION}" in caplog.text
     migrated, declared = sqlite_catalog(history), sqlite_catalog(fresh)
     assert sorted(declared["tables"]) == sorted(TABLE_ORDER)
     assert sorted(declared["virtual_tables"]) == sorted(s.fts for s in SEARCHABLE)
@@ -40,6 +43,20 @@ async def test_the_sqlite_history_leaves_exactly_the_declared_schema(tmp_path: P
     for name in TABLE_ORDER:
         assert migrated["tables"][name] == declared["tables"][name], name
     assert migrated == declared
+    for path in (history, fresh):
+        with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+            assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+
+
+async def test_a_file_holding_something_else_goes_through_the_history(tmp_path: Path) -> None:
+    """Only an empty file is created from the declaration; anything else is left as it is."""
+    path = tmp_path / "shared.db"
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("CREATE TABLE theirs (x TEXT)")
+    await sqlite_at(path, None)
+    catalog = sqlite_catalog(path)
+    assert "theirs" in catalog["tables"]
+    assert sorted(catalog["tables"]) == sorted([*TABLE_ORDER, "theirs"])
 
 
 def test_every_addition_belongs_to_a_version_the_history_has() -> None:
