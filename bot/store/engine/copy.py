@@ -18,7 +18,7 @@ from bot.errors import StartupError
 from bot.store.engine.connection import Connection
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import redact
-from bot.store.schema.postgresql import TABLE_ORDER
+from bot.store.schema.tables import TABLE_ORDER
 
 log = logging.getLogger(__name__)
 

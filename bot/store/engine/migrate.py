@@ -1,9 +1,12 @@
-"""Runs the schema's migrations on a database: SQLite in order, PostgreSQL from its baseline.
+"""Brings a database to the current schema: an empty one from the declaration, an older one
+through the migrations after its version.
 
-SQLite records its version in `PRAGMA user_version` and runs every migration in order.
-PostgreSQL records it in the one-row table `schema_version`; an empty PostgreSQL database gets
-the schema at `BASELINE_VERSION` in one go, and every migration after that runs its PostgreSQL
-steps. Both engines refuse a database newer than this code. The steps are in `bot.store.schema`.
+SQLite records its version in `PRAGMA user_version`; an empty file gets the declared schema in
+one transaction, an existing one runs each later migration's SQLite steps in order (one
+transaction each). PostgreSQL records it in the one-row table `schema_version`; an empty
+database gets the declared schema (as of `target`, never older than BASELINE_VERSION), an
+existing one each later migration's PostgreSQL steps. Both engines refuse a database newer
+than this code. The schema and its history are in `bot.store.schema`.
 """
 
 from __future__ import annotations
@@ -14,14 +17,16 @@ from typing import TYPE_CHECKING, Final
 import aiosqlite
 
 from bot.errors import DatabaseVersionError
+from bot.store.schema.ddl import statements
 from bot.store.schema.migrations import (
     IN_BASELINE,
     MIGRATIONS,
     SCHEMA_VERSION,
     PostgresStep,
     SqliteStep,
+    schema_at,
 )
-from bot.store.schema.postgresql import BASELINE_VERSION, baseline, statements
+from bot.store.schema.tables import BASELINE_VERSION
 from bot.store.schema.v3_spaces import MigrationContext
 
 if TYPE_CHECKING:
@@ -40,11 +45,15 @@ async def current_version(conn: aiosqlite.Connection) -> int:
 async def _apply(
     conn: aiosqlite.Connection, migration: SqliteStep, context: MigrationContext
 ) -> None:
-    if isinstance(migration, str):
-        for statement in statements(migration):
+    if isinstance(migration, str | tuple):
+        for statement in _statements(migration):
             await conn.execute(statement)
     else:
         await migration(conn, context)
+
+
+def _statements(step: str | tuple[str, ...]) -> list[str] | tuple[str, ...]:
+    return statements(step) if isinstance(step, str) else step
 
 
 async def _foreign_key_problems(conn: aiosqlite.Connection) -> list[str]:
@@ -60,6 +69,7 @@ async def migrate(
 ) -> int:
     """Apply pending migrations in order (up to `target`); refuse a database newer than this.
 
+    An empty file brought to the current version is created from the declaration instead.
     Foreign keys are off while migrating, so tables can be rebuilt (create, copy, drop,
     rename) without cascades; every migration must leave them consistent, checked before its
     commit.
@@ -77,30 +87,56 @@ async def migrate(
         raise _newer(version, "DB_PATH")
     if version >= goal:
         return version
+    if version == 0 and goal == SCHEMA_VERSION and await _create_sqlite(conn):
+        return goal
     await conn.execute("PRAGMA foreign_keys=OFF")
     try:
         for number in range(version + 1, goal + 1):
-            await conn.execute("BEGIN IMMEDIATE")
-            if await current_version(conn) >= number:
-                # Applied by another process between our read and this lock.
-                await conn.execute("ROLLBACK")
-                continue
-            try:
-                await _apply(conn, MIGRATIONS[number - 1].sqlite, context)
-                problems = await _foreign_key_problems(conn)
-                if problems:
-                    raise RuntimeError(
-                        f"migration {number} broke foreign keys: {', '.join(problems[:5])}"
-                    )
-                await conn.execute(f"PRAGMA user_version = {number}")
-            except BaseException:
-                await conn.execute("ROLLBACK")
-                raise
-            await conn.execute("COMMIT")
-            log.info("database migrated to schema version %d", number)
+            await _step_sqlite(conn, number, context)
     finally:
         await conn.execute("PRAGMA foreign_keys=ON")
     return goal
+
+
+async def _create_sqlite(conn: aiosqlite.Connection) -> bool:
+    """Create the declared schema in a file that has none yet (False: it has something)."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        cursor = await conn.execute("SELECT EXISTS (SELECT 1 FROM sqlite_master)")
+        row = await cursor.fetchone()
+        # Another process may have created it between our read and this lock.
+        if await current_version(conn) != 0 or (row is not None and row[0]):
+            await conn.execute("ROLLBACK")
+            return False
+        for statement in schema_at("sqlite"):
+            await conn.execute(statement)
+        await conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        await conn.execute("ROLLBACK")
+        raise
+    await conn.execute("COMMIT")
+    log.info("database created at schema version %d", SCHEMA_VERSION)
+    return True
+
+
+async def _step_sqlite(conn: aiosqlite.Connection, number: int, context: MigrationContext) -> None:
+    """Run migration `number` in its own transaction, unless another process already has."""
+    await conn.execute("BEGIN IMMEDIATE")
+    if await current_version(conn) >= number:
+        # Applied by another process between our read and this lock.
+        await conn.execute("ROLLBACK")
+        return
+    try:
+        await _apply(conn, MIGRATIONS[number - 1].sqlite, context)
+        problems = await _foreign_key_problems(conn)
+        if problems:
+            raise RuntimeError(f"migration {number} broke foreign keys: {', '.join(problems[:5])}")
+        await conn.execute(f"PRAGMA user_version = {number}")
+    except BaseException:
+        await conn.execute("ROLLBACK")
+        raise
+    await conn.execute("COMMIT")
+    log.info("database migrated to schema version %d", number)
 
 
 # Serialises schema changes between processes starting at once (several shard processes).
@@ -125,8 +161,8 @@ async def postgres_version(conn: Connection) -> int:
 
 
 async def _apply_postgres(conn: Connection, step: PostgresStep, context: MigrationContext) -> None:
-    if isinstance(step, str):
-        for statement in statements(step):
+    if isinstance(step, str | tuple):
+        for statement in _statements(step):
             await conn.execute(statement)
     else:
         await step(conn, context)
@@ -137,8 +173,9 @@ async def migrate_postgresql(
 ) -> int:
     """Bring a PostgreSQL database to the current schema in one transaction; refuse a newer one.
 
-    An empty database gets the baseline schema and the versions after it; each later
-    migration runs its PostgreSQL steps. The caller commits.
+    An empty database gets the declared schema as of `target` (the current version unless
+    told; BASELINE_VERSION at the oldest); an existing one runs each later migration's
+    PostgreSQL steps. The caller commits.
     """
     context = context or MigrationContext()
     goal = SCHEMA_VERSION if target is None else min(target, SCHEMA_VERSION)
@@ -149,11 +186,11 @@ async def migrate_postgresql(
     if version >= goal:
         return version
     if version == 0:
-        for statement in baseline():
+        version = max(goal, BASELINE_VERSION)
+        for statement in schema_at("postgresql", version):
             await conn.execute(statement)
         await conn.execute("CREATE TABLE schema_version (version BIGINT NOT NULL)")
-        await conn.execute("INSERT INTO schema_version (version) VALUES (?)", (BASELINE_VERSION,))
-        version = BASELINE_VERSION
+        await conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
         log.info("PostgreSQL schema created at version %d", version)
     for number in range(version + 1, goal + 1):
         step = MIGRATIONS[number - 1].postgresql

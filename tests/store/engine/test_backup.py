@@ -115,6 +115,10 @@ async def test_python_m_bot_backup_while_a_reply_streams_copies_what_was_committ
 
 async def test_backup_under_continuous_writes_is_a_consistent_prefix(tmp_path: Path) -> None:
     db = await Database.open(tmp_path / "live.db")
+    # A new file holds no rows (the services create the local space's row at start-up).
+    await db.execute(
+        "INSERT INTO spaces (id, kind, created_at) VALUES (?, 'local', 'now')", (SPACE,)
+    )
     await db.execute(
         "INSERT INTO sessions (id, space_id, created_at, updated_at) VALUES ('s', ?, 'now', 'now')",
         (SPACE,),

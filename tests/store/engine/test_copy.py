@@ -11,7 +11,7 @@ from bot.__main__ import main
 from bot.store.engine.copy import CopyError, copy_sqlite_to_postgresql
 from bot.store.engine.database import Database
 from bot.store.repos.messages import MessageRepository
-from bot.store.schema.postgresql import TABLE_ORDER
+from bot.store.schema.tables import TABLE_ORDER
 from bot.store.transfer import SessionExport
 from tests.store.reads.test_cockpit import seed_search
 from tests.store.test_spaces import fill

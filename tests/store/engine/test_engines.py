@@ -16,7 +16,7 @@ from bot.store.engine.dialect import postgres_statement
 from bot.store.repos.messages import MessageRepository
 from bot.store.repos.sessions import SessionRepository
 from bot.store.schema.migrations import IN_BASELINE, MIGRATIONS, SCHEMA_VERSION
-from bot.store.schema.postgresql import BASELINE_VERSION
+from bot.store.schema.tables import BASELINE_VERSION
 
 
 def test_every_migration_has_steps_for_both_engines() -> None:
