@@ -1,7 +1,7 @@
 """Full-text search over messages, note pages and knowledge entries (Japanese included).
 
 Index: SQLite FTS5 with the `trigram` tokenizer (tables and triggers in
-`bot.store.schema.v4_cockpit`). Chosen over indexing Janome tokens because:
+`bot.store.schema.fulltext`). Chosen over indexing Janome tokens because:
 - it needs no word boundaries, so Japanese, Chinese, mixed scripts, code, URLs and typos of
   the segmenter all match the same way: a query matches wherever its text occurs (substring
   search, like the browser's find), e.g. 「タワー」 finds 「東京タワー」, which a token index
