@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from bot.store.repos.directory import DirectoryRepository
     from bot.store.repos.knowledge import KnowledgeRepository
     from bot.store.repos.local_kb_docs import LocalKBDocRepository
+    from bot.store.repos.member_facts import MemberFactRepository
     from bot.store.repos.memories import MemoryRepository
     from bot.store.repos.messages import MessageRepository
     from bot.store.repos.model_presets import ModelPresetRepository
@@ -63,6 +64,7 @@ class Repositories:
     search: SearchRepository
     conversation_reads: ConversationRepository
     directory: DirectoryRepository
+    member_facts: MemberFactRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
@@ -80,6 +82,7 @@ class Repositories:
         from bot.store.repos.directory import DirectoryRepository
         from bot.store.repos.knowledge import KnowledgeRepository
         from bot.store.repos.local_kb_docs import LocalKBDocRepository
+        from bot.store.repos.member_facts import MemberFactRepository
         from bot.store.repos.memories import MemoryRepository
         from bot.store.repos.messages import MessageRepository
         from bot.store.repos.model_presets import ModelPresetRepository
@@ -117,4 +120,5 @@ class Repositories:
             search=SearchRepository(db),
             conversation_reads=ConversationRepository(db, tool_calls),
             directory=DirectoryRepository(db),
+            member_facts=MemberFactRepository(db),
         )

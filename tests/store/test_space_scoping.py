@@ -29,6 +29,8 @@ COMMUNITY_TABLES = (
     "word_pool",
     "tool_calls",
     "directory_channels",
+    "member_facts",
+    "member_memory",
 )
 # Schema definitions and their migrations, not queries.
 SCHEMA_ROOM = "schema"

@@ -105,18 +105,20 @@ class MessageRepository:
         discord_message_id: int | None = None,
         reply_to: int | None = None,
         created_at: str | None = None,
+        recall_hidden: bool = False,
     ) -> StoredMessage:
         """Insert a message (and touch its session) in one transaction (one batch).
 
-        The session must be in `space` (a foreign key refuses anything else).
+        The session must be in `space` (a foreign key refuses anything else). `recall_hidden`:
+        its author had member memory off, so recall must never index it (kept otherwise).
         """
         now = created_at or utcnow()
         inserted, _ = await self._db.write_batch(
             [
                 Statement(
                     "INSERT INTO messages (space_id, session_id, role, content, author_id, "
-                    "author_name, discord_message_id, reply_to, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    "author_name, discord_message_id, reply_to, created_at, recall_hidden) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                     (
                         space,
                         session_id,
@@ -127,6 +129,7 @@ class MessageRepository:
                         discord_message_id,
                         reply_to,
                         now,
+                        int(recall_hidden),
                     ),
                 ),
                 Statement(
@@ -208,6 +211,13 @@ class MessageRepository:
             )
             for row in rows
         ]
+
+    async def is_recall_hidden(self, space: str, message_id: int) -> bool:
+        """Whether the message was written with its author's member memory off."""
+        value = await self._db.scalar(
+            "SELECT recall_hidden FROM messages WHERE space_id = ? AND id = ?", (space, message_id)
+        )
+        return bool(value)
 
     async def all_for_session(self, space: str, session_id: str) -> list[StoredMessage]:
         """Every message of a session, archived ones included, in conversation order."""

@@ -63,6 +63,8 @@ _PURGED_TABLES: Final = (
     "word_pool",
     "tool_calls",
     "api_logs",
+    "member_facts",
+    "member_memory",
 )
 
 # What the operator's space list counts.

@@ -106,6 +106,8 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
             Column("memory_id", INTEGER, null=True, references=References("memories", "SET NULL")),
             Column("tagged_at", TEXT, null=True),
             CREATED,
+            # 1: written while its author had member memory off; recall must not index it.
+            Column("recall_hidden", INTEGER, default=0, since=6),
         ),
         foreign_keys=(IN_SESSION,),
         indexes=(
@@ -314,5 +316,38 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
         ),
         indexes=(Index("ix_directory_channels_space", ("space_id", "position", "channel_id")),),
         since=5,
+    ),
+    # Member memory: facts about a member of the space (Discord user id, or the local user),
+    # shown in that member's own turns; in other members' only when its owner shared it.
+    Table(
+        "member_facts",
+        (
+            ID,
+            SPACE,
+            Column("member_id", TEXT),
+            Column("member_name", TEXT, default=""),
+            Column("fact", TEXT),
+            Column("shared", INTEGER, default=0, check="shared IN (0, 1)"),
+            Column("source", TEXT, check="source IN ('tool', 'request')"),
+            Column("session_id", TEXT, null=True, references=References("sessions", "SET NULL")),
+            CREATED,
+        ),
+        indexes=(
+            Index("ix_member_facts_member", ("space_id", "member_id", "id")),
+            Index("ix_member_facts_shared", ("space_id", "id"), where="shared = 1"),
+        ),
+        since=6,
+    ),
+    # A member's memory switch in a space; no row means on.
+    Table(
+        "member_memory",
+        (
+            SPACE,
+            Column("member_id", TEXT),
+            Column("enabled", INTEGER, default=1, check="enabled IN (0, 1)"),
+            Column("switched_at", TEXT),
+        ),
+        primary_key=("space_id", "member_id"),
+        since=6,
     ),
 )

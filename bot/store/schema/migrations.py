@@ -102,6 +102,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(sqlite=migrate_cockpit, postgresql=IN_BASELINE),
     # 5: model presets as connections (address, key); the directory of Discord channel names.
     added_in(5),
+    # 6: member memory (facts per space and member, the per-member switch); messages written
+    # with memory off are marked hidden from recall.
+    added_in(6),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

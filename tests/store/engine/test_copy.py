@@ -33,6 +33,12 @@ OPERATOR_ROWS = (
     ("INSERT INTO directory_channels (channel_id, space_id, name, kind, parent_id, position, "
      "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)", (987654321098765432, "guild:222", "general",
      "text", None, 3, T)),
+    ("INSERT INTO member_facts (space_id, member_id, member_name, fact, shared, source, "
+     "session_id, created_at) SELECT space_id, '111', 'alice', 'my cat is 東京', 1, 'request', "
+     "id, ? FROM sessions LIMIT 1", (T,)),
+    ("INSERT INTO member_memory (space_id, member_id, enabled, switched_at) VALUES (?, ?, ?, ?)",
+     ("guild:222", "111", 0, T)),
+    ("UPDATE messages SET recall_hidden = 1 WHERE id = (SELECT MIN(id) FROM messages)", ()),
 )  # fmt: skip
 
 

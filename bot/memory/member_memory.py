@@ -1,0 +1,176 @@
+"""Member memory: facts about a member of a space, kept per (space, member).
+
+A fact is saved when the member asks ("remember that …", `request_fact` finds it without an
+LLM call) or by the `remember` tool the model calls for the member it is talking to. A member's
+facts join the context of their own turns in every conversation of the space; another member
+sees a fact only when its owner marked it shared. Members list, forget and switch off what is
+kept about them (the `/memory me` commands); while it is off nothing is saved about them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bot.errors import UserFacingError, ValidationError
+from bot.store.repos.member_facts import FactSource, MemberFact, MemberFactRepository
+from bot.store.spaces import parse_space
+
+__all__ = [
+    "FactsForTurn",
+    "MemberFact",
+    "MemberMemory",
+    "MemoryFullError",
+    "MemoryOffError",
+    "member_of",
+    "request_fact",
+]
+
+LOCAL_MEMBER = "local"
+MAX_FACTS_PER_MEMBER = 50
+MAX_FACT_CHARS = 300
+# Shared facts of other members shown in one turn (the newest).
+MAX_SHARED_FACTS = 20
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# "remember that …" / "please remember: …" at the start of a sentence.
+_EN = re.compile(
+    r"(?:^|[.!?\n]\s*)(?:please[, ]+)?(?:can you |could you )?remember(?: that|:)\s*(?P<fact>.+)",
+    re.IGNORECASE | re.DOTALL,
+)
+# 「…って覚えておいて」「…を覚えて」「覚えておいて：…」
+# A request, not a question: 「覚えてる？」「覚えていますか」 (る い た ま after it) are not.
+_JA_ASK = r"覚えて(?:おいて|て)?(?![るいたま])"
+_JA_AFTER = re.compile(r"^(?P<fact>.+?)(?:って|と|ということを|ことを|を)\s*" + _JA_ASK)
+_JA_BEFORE = re.compile(
+    _JA_ASK + r"(?:ください|下さい|ね|よ)?\s*[:：、,]\s*(?P<fact>.+)", re.DOTALL
+)
+_TRAILING = " \t\n.!?。！？、,，"
+
+
+class MemoryOffError(UserFacingError):
+    """The member switched their memory off in this space: nothing is saved about them."""
+
+
+class MemoryFullError(UserFacingError):
+    """The member already has the most facts a member may keep."""
+
+
+@dataclass(frozen=True)
+class FactsForTurn:
+    """What one member's turn may show: their own facts and the others' shared ones."""
+
+    own: list[MemberFact]
+    shared: list[MemberFact]
+
+    def __bool__(self) -> bool:
+        return bool(self.own or self.shared)
+
+
+def member_of(space_id: str, author_id: str | None) -> str | None:
+    """Who a turn's member is: its author, or the local user in a local space (else None)."""
+    if author_id:
+        return author_id
+    return LOCAL_MEMBER if parse_space(space_id).kind == "local" else None
+
+
+def request_fact(text: str) -> str | None:
+    """The fact a message asks to be remembered ("remember that …", 「…を覚えておいて」), or None.
+
+    Pure and cheap: no LLM call. Only an explicit request counts; "do you remember…" does not.
+    """
+    message = text.strip()
+    if not message:
+        return None
+    found = _EN.search(message)
+    if found is None and "覚えて" in message:
+        found = _JA_BEFORE.search(message) or _JA_AFTER.search(message)
+    if found is None:
+        return None
+    fact = found.group("fact").strip().strip(_TRAILING).strip("「」\"'")
+    return fact or None
+
+
+def clean_fact(text: str) -> str:
+    """A fact as kept: trimmed, one to MAX_FACT_CHARS characters, no control characters."""
+    if not isinstance(text, str):
+        raise ValidationError("A fact must be text.")
+    fact = " ".join(_CONTROL.sub(" ", text).split())
+    if not fact:
+        raise ValidationError("A fact cannot be empty.")
+    if len(fact) > MAX_FACT_CHARS:
+        raise ValidationError(
+            f"A fact can have at most {MAX_FACT_CHARS} characters (this one has {len(fact)})."
+        )
+    return fact
+
+
+class MemberMemory:
+    """Saves, lists and forgets the facts about members of a space; their on/off switch."""
+
+    def __init__(self, repo: MemberFactRepository, *, cap: int = MAX_FACTS_PER_MEMBER) -> None:
+        self._repo = repo
+        self._cap = cap
+
+    async def remember(
+        self,
+        space: str,
+        member: str,
+        text: str,
+        source: FactSource,
+        *,
+        member_name: str = "",
+        session_id: str | None = None,
+        shared: bool = False,
+    ) -> MemberFact:
+        """Keep a fact about `member`; MemoryOffError, ValidationError or MemoryFullError."""
+        fact = clean_fact(text)
+        if not await self._repo.enabled(space, member):
+            raise MemoryOffError(
+                "This member switched their memory off here: nothing is saved about them."
+            )
+        stored = await self._repo.add(
+            space,
+            member,
+            fact,
+            source=source,
+            member_name=member_name,
+            session_id=session_id,
+            shared=shared,
+            cap=self._cap,
+        )
+        if stored is None:
+            raise MemoryFullError(
+                f"At most {self._cap} facts are kept about a member: forget some first."
+            )
+        return stored
+
+    async def list(self, space: str, member: str) -> list[MemberFact]:
+        """Every fact kept about `member` in the space, oldest first."""
+        return await self._repo.of_member(space, member)
+
+    async def forget(self, space: str, member: str, fact_id: int) -> bool:
+        """Forget one of the member's facts; False when it is not one of theirs."""
+        return await self._repo.delete(space, member, fact_id)
+
+    async def forget_all(self, space: str, member: str) -> int:
+        """Forget every fact about the member; how many there were."""
+        return await self._repo.delete_all(space, member)
+
+    async def share(self, space: str, member: str, fact_id: int, shared: bool) -> bool:
+        """The owner shows one of their facts to the other members too (or stops)."""
+        return await self._repo.set_shared(space, member, fact_id, shared)
+
+    async def set_enabled(self, space: str, member: str, enabled: bool) -> None:
+        """Switch the member's memory on or off in the space (off: nothing is saved)."""
+        await self._repo.set_enabled(space, member, enabled)
+
+    async def enabled(self, space: str, member: str) -> bool:
+        """Whether the member's memory is on in the space (on until switched off)."""
+        return await self._repo.enabled(space, member)
+
+    async def facts_for_turn(self, space: str, member: str) -> FactsForTurn:
+        """The member's own facts and the newest facts other members shared."""
+        own = await self._repo.of_member(space, member)
+        shared = await self._repo.shared_by_others(space, member, MAX_SHARED_FACTS)
+        return FactsForTurn(own, shared)
