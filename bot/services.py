@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from bot.chat.attachments import AttachmentIntake
 from bot.chat.context import ContextBuilder
 from bot.chat.engine import ChatEngine
-from bot.chat.layers import default_layers
+from bot.chat.layers import MemberFactsLayer, default_layers
 from bot.chat.sessions import ConversationSessions
 from bot.chat.summarize import Summarizer
 from bot.chat.tool_log import RecordToolCallHook
@@ -28,6 +28,7 @@ from bot.llm.gateway import (
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
 from bot.memory.local_kb import LocalKnowledgeBase
+from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NotesService
 from bot.memory.spaces import SpaceService
 from bot.memory.tagging import Tagger
@@ -42,6 +43,7 @@ from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
 from bot.tools.core import ToolRegistry
 from bot.tools.knowledge_tools import register_knowledge_tools
 from bot.tools.mcp.status import McpTools, NoMcp
+from bot.tools.member_tools import register_member_tools
 from bot.tools.notes_tools import NotesUpdatedHook, register_notes_tools
 from bot.tools.safe_http import FetchPolicy
 from bot.tools.web_search import SearchFn
@@ -97,6 +99,7 @@ class Services:
     notes: NotesService
     knowledge: KnowledgeService
     spaces: SpaceService
+    members: MemberMemory
     tool_deps: ToolDeps | None
     mcp: McpTools
     transfer: SessionTransfer
@@ -129,6 +132,7 @@ class _Memory:
     notes: NotesService
     knowledge: KnowledgeService
     spaces: SpaceService
+    members: MemberMemory
 
 
 async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOptions) -> _Core:
@@ -212,6 +216,7 @@ def _open_memory(
         notes=notes,
         knowledge=knowledge,
         spaces=SpaceService(core.repos.spaces, notes, knowledge),
+        members=MemberMemory(core.repos.member_facts),
     )
 
 
@@ -265,6 +270,7 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
         repos.memories,
         default_layers(memory.knowledge, memory.notes, memory.local_kb.search),
         on_memory_cut=summarizer.request_condense,
+        after_memory=[MemberFactsLayer(memory.members)],
     )
     engine = ChatEngine(
         settings=core.runtime,
@@ -275,6 +281,7 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
         spaces=repos.spaces,
         context=context,
         tasks=core.tasks,
+        members=memory.members,
     )
     return context, summarizer, engine
 
@@ -379,6 +386,7 @@ async def open_services(
         await memory.knowledge.relocate_files(settings.local_space_id)
         register_notes_tools(core.registry, memory.notes)
         register_knowledge_tools(core.registry, memory.knowledge)
+        register_member_tools(core.registry, memory.members)
         mcp = await _start_mcp(stack, core, opts)
         context, summarizer, engine = _build_engine(core, memory)
         _add_engine_hooks(engine, memory, summarizer, topics, core.repos)
@@ -406,6 +414,7 @@ async def open_services(
             notes=memory.notes,
             knowledge=memory.knowledge,
             spaces=memory.spaces,
+            members=memory.members,
             tool_deps=tool_deps,
             mcp=mcp,
             transfer=SessionTransfer(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.chat.context import ContextBuilder, ContextRequest
+from bot.chat.member_turn import SpeakingMember, save_requested_fact, speaking_member
 from bot.chat.stopping import StopScope
 from bot.chat.tokens import message_tokens
 from bot.chat.tool_budget import ToolBudget, resume_footer, split_footer, trim_tool_result
@@ -23,6 +24,7 @@ from bot.llm.gateway import LLMGateway
 from bot.llm.litellm_backend import arguments_text
 from bot.llm.pacing import ReadPace, reading_at
 from bot.llm.types import Message, ToolCall
+from bot.memory.member_memory import MemberMemory
 from bot.prompts import Prompts, prompts_for
 from bot.store.repos.messages import MessageRepository, StoredMessage
 from bot.store.repos.sessions import Session, SessionRepository
@@ -93,6 +95,7 @@ class TurnRequest:
 class _TurnState:
     session: Session
     user_message: StoredMessage
+    speaker: SpeakingMember
     budget: ToolBudget = field(default_factory=ToolBudget)
     answer: list[str] = field(default_factory=list)
     sources: list[dict[str, str]] = field(default_factory=list)
@@ -134,6 +137,7 @@ class ChatEngine:
         tasks: BackgroundTasks,
         tool_hooks: Sequence[ToolHook] = (),
         turn_hooks: Sequence[TurnHook] = (),
+        members: MemberMemory | None = None,
     ) -> None:
         self._settings = settings
         self._gateway = gateway
@@ -145,6 +149,7 @@ class ChatEngine:
         self._tasks = tasks
         self._tool_hooks = list(tool_hooks)
         self._turn_hooks = list(turn_hooks)
+        self._members = members
         self._locks = KeyedLocks()
         self._arrivals = KeyedLocks()
 
@@ -226,6 +231,9 @@ class ChatEngine:
             session, created = await self._session_for(request)
             if created or request.new_session:
                 emit(SessionEvent(session.id, created=True))
+            speaker = await speaking_member(
+                self._members, session.space_id, request.author_id, request.author_name
+            )
             try:
                 user_message = await self._messages.add(
                     session.space_id,
@@ -235,6 +243,7 @@ class ChatEngine:
                     author_id=request.author_id,
                     author_name=request.author_name,
                     discord_message_id=request.discord_message_id,
+                    recall_hidden=speaker.hidden_from_recall,
                 )
             except sqlite3.IntegrityError:
                 log.info("message %s already handled; skipping", request.discord_message_id)
@@ -247,7 +256,7 @@ class ChatEngine:
             log.exception("could not store the user's message")
             emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))
             return None
-        return _TurnState(session, user_message, paced_reads=request.read_pace)
+        return _TurnState(session, user_message, speaker, paced_reads=request.read_pace)
 
     async def _space_settings(self, space_id: str) -> tuple[Settings, SpaceRecord | None]:
         """The settings in effect for a turn in this space: its language and persona, if set."""
@@ -335,6 +344,9 @@ class ChatEngine:
         settings = state.settings or self._settings()
         prompts = prompts_for(settings.language)
         model = request.model or state.session.model or state.space_model or settings.llm_model
+        await save_requested_fact(
+            self._members, state.speaker, state.session.space_id, state.session.id, request.text
+        )
         context = await self.context.build(
             ContextRequest(
                 state.session.space_id,
@@ -343,6 +355,7 @@ class ChatEngine:
                 state.user_message.id,
                 settings,
                 token_factor=self._gateway.token_factor(model),
+                member_id=state.speaker.id,
             ),
             tools=self.registry.schemas(),
             images=request.images,
@@ -517,7 +530,12 @@ class ChatEngine:
         return await self.registry.execute(
             name,
             arguments,
-            injected={"session_id": state.session.id, "space_id": state.session.space_id},
+            injected={
+                "session_id": state.session.id,
+                "space_id": state.session.space_id,
+                "member_id": state.speaker.id,
+                "member_name": state.speaker.name,
+            },
         )
 
     @staticmethod

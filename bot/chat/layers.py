@@ -1,5 +1,6 @@
 """The memory layers of the prompt: saved-knowledge headings (layer 1), note titles (2), linked
-note bodies (2.5) and local knowledge-base files (3).
+note bodies (2.5), local knowledge-base files (3) and, after long-term memory (4), the speaking
+member's facts.
 
 Each layer drafts its text at seed 002's limits (15 headings, titles + 40 characters, linked
 pages up to SESSION_NOTES_CONTENT_LIMIT characters each, the top-k KB files in full); the
@@ -20,6 +21,7 @@ from typing import Protocol
 from bot.chat.context import ContextLayer, ContextRequest, Draft
 from bot.chat.tokens import estimate_tokens, truncate_to_tokens
 from bot.memory.knowledge import KnowledgeService
+from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NoteOutline, NotesService
 from bot.prompts import Prompts, prompts_for
 
@@ -316,6 +318,40 @@ class LocalKBLayer:
         if full is None:
             return None
         return Draft(full, lambda budget: fit_documents(header, documents, budget))
+
+
+class MemberFactsLayer:
+    """After long-term memory: the speaking member's facts (oldest first), then the facts other
+    members of the space shared. Only in turns whose member is known; nothing when none."""
+
+    name = "member"
+
+    def __init__(self, members: MemberMemory) -> None:
+        self._members = members
+
+    async def draft(self, request: ContextRequest) -> Draft | None:
+        """One "- fact" line each; cutting keeps the first lines and counts the rest."""
+        if request.member_id is None:
+            return None
+        try:
+            facts = await self._members.facts_for_turn(request.space_id, request.member_id)
+        except Exception:
+            log.exception("member memory layer failed")
+            return None
+        if not facts:
+            return None
+        prompts = _prompts(request)
+        header = prompts["layer_member_header"]
+        lines = [f"- {fact.fact}" for fact in facts.own]
+        if facts.shared:
+            lines.append(prompts["layer_member_shared"])
+            lines += [
+                f"- {fact.member_name or fact.member_id}: {fact.fact}" for fact in facts.shared
+            ]
+        more = prompts["layer_member_more"]
+        return Draft(
+            "\n".join([header, *lines]), lambda budget: fit_lines(header, lines, budget, more)
+        )
 
 
 def default_layers(

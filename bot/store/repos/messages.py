@@ -107,11 +107,8 @@ class MessageRepository:
         created_at: str | None = None,
         recall_hidden: bool = False,
     ) -> StoredMessage:
-        """Insert a message (and touch its session) in one transaction (one batch).
-
-        The session must be in `space` (a foreign key refuses anything else). `recall_hidden`:
-        its author had member memory off, so recall must never index it (kept otherwise).
-        """
+        """Insert a message (and touch its session) in one batch; the session must be in
+        `space`. `recall_hidden`: its author's memory is off, so recall never indexes it."""
         now = created_at or utcnow()
         inserted, _ = await self._db.write_batch(
             [
