@@ -1,4 +1,5 @@
-"""/memory show|forget: the long-term memory (summaries) of this thread's conversation."""
+"""/memory show|forget: the long-term memory (summaries) of this thread's conversation;
+/memory me show|forget|share|off|on: what the bot keeps about the member using it."""
 
 from __future__ import annotations
 
@@ -7,11 +8,38 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.bot import BotDeps
-from bot.exts._common import Reply, answer, clip, deps_of, session_here, ui_for
+from bot.exts._common import Reply, answer, clip, deps_of, session_here, space_here, ui_for
+from bot.memory.member_memory import MemberFact
+from bot.prompts.ui_text import UiText
 
 
-class Memory(commands.GroupCog, group_name="memory", group_description="This thread's memory"):
-    """Show or forget the summaries the bot keeps for this thread."""
+def render_facts(facts: list[MemberFact], ui: UiText, *, enabled: bool) -> str:
+    """The member's facts with their ids, and a line when their memory is off."""
+    off = f"\n{ui.member_memory_is_off}" if not enabled else ""
+    if not facts:
+        return ui.member_memory_empty + off
+    lines = [ui.member_memory_header.format(count=len(facts))]
+    for fact in facts:
+        mark = ui.member_fact_shared_mark if fact.shared else ""
+        lines.append(f"`#{fact.id}` {fact.fact}{mark}")
+    return clip("\n".join(lines) + off)
+
+
+def parse_fact_id(text: str) -> int | None:
+    """A fact id as typed ("12" or "#12"), or None."""
+    value = text.strip().removeprefix("#")
+    return int(value) if value.isdigit() and len(value) <= 18 else None
+
+
+def _who(interaction: discord.Interaction) -> tuple[str, str]:
+    """The space the command was used in and the member using it."""
+    return space_here(interaction), str(interaction.user.id)
+
+
+class Memory(commands.GroupCog, group_name="memory", group_description="What the bot remembers"):
+    """Show or forget the summaries of this thread, and what is kept about you."""
+
+    me = app_commands.Group(name="me", description="What the bot keeps about you here")
 
     def __init__(self, deps: BotDeps) -> None:
         self.deps = deps
@@ -42,6 +70,76 @@ class Memory(commands.GroupCog, group_name="memory", group_description="This thr
                 session.space_id, session.id
             )
             return Reply(ui_for(self.deps).memory_forgotten.format(count=count))
+
+        await answer(interaction, work())
+
+    @me.command(name="show", description="What the bot keeps about you here, with ids")
+    async def me_show(self, interaction: discord.Interaction) -> None:
+        """The member's facts in this space, oldest first."""
+
+        async def work() -> Reply:
+            space, member = _who(interaction)
+            members = self.deps.services.members
+            facts = await members.list(space, member)
+            enabled = await members.enabled(space, member)
+            return Reply(render_facts(facts, ui_for(self.deps), enabled=enabled))
+
+        await answer(interaction, work())
+
+    @me.command(name="forget", description="Forget one fact about you (its id), or all")
+    @app_commands.describe(which="A fact id from /memory me show, or 'all'")
+    async def me_forget(self, interaction: discord.Interaction, which: str) -> None:
+        """Forget one of the member's facts, or every one."""
+
+        async def work() -> Reply:
+            ui = ui_for(self.deps)
+            space, member = _who(interaction)
+            members = self.deps.services.members
+            if which.strip().lower() == "all":
+                count = await members.forget_all(space, member)
+                return Reply(ui.member_facts_forgotten.format(count=count))
+            fact_id = parse_fact_id(which)
+            if fact_id is None:
+                return Reply(ui.member_forget_usage)
+            if await members.forget(space, member, fact_id):
+                return Reply(ui.member_fact_forgotten.format(id=fact_id))
+            return Reply(ui.member_fact_not_found.format(id=fact_id))
+
+        await answer(interaction, work())
+
+    @me.command(name="share", description="Show one fact about you to other members (or stop)")
+    @app_commands.describe(fact_id="A fact id from /memory me show", shared="Shown to others")
+    async def me_share(
+        self, interaction: discord.Interaction, fact_id: int, shared: bool = True
+    ) -> None:
+        """Mark one of the member's facts shared, or theirs only."""
+
+        async def work() -> Reply:
+            ui = ui_for(self.deps)
+            space, member = _who(interaction)
+            if not await self.deps.services.members.share(space, member, fact_id, shared):
+                return Reply(ui.member_fact_not_found.format(id=fact_id))
+            text = ui.member_fact_shared if shared else ui.member_fact_unshared
+            return Reply(text.format(id=fact_id))
+
+        await answer(interaction, work())
+
+    @me.command(name="off", description="Stop keeping anything about you here")
+    async def me_off(self, interaction: discord.Interaction) -> None:
+        """Switch the member's memory off in this space."""
+        await self._switch(interaction, enabled=False)
+
+    @me.command(name="on", description="Let the bot keep facts about you here again")
+    async def me_on(self, interaction: discord.Interaction) -> None:
+        """Switch the member's memory on in this space."""
+        await self._switch(interaction, enabled=True)
+
+    async def _switch(self, interaction: discord.Interaction, *, enabled: bool) -> None:
+        async def work() -> Reply:
+            ui = ui_for(self.deps)
+            space, member = _who(interaction)
+            await self.deps.services.members.set_enabled(space, member, enabled)
+            return Reply(ui.member_memory_on if enabled else ui.member_memory_off)
 
         await answer(interaction, work())
 

@@ -55,6 +55,18 @@ class UiText:
     memory_empty: str
     memory_header: str
     memory_forgotten: str
+    member_memory_empty: str
+    member_memory_header: str
+    member_memory_is_off: str
+    member_fact_shared_mark: str
+    member_fact_forgotten: str
+    member_fact_not_found: str
+    member_facts_forgotten: str
+    member_forget_usage: str
+    member_memory_off: str
+    member_memory_on: str
+    member_fact_shared: str
+    member_fact_unshared: str
     model_show: str
     model_source_thread: str
     model_source_space: str
