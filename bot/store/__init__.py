@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from bot.store.engine.database import Database
     from bot.store.reads.activity import ActivityRepository
     from bot.store.reads.conversations import ConversationRepository
+    from bot.store.reads.recall import RecallRepository
     from bot.store.reads.search import SearchRepository
     from bot.store.repos.admin_sessions import AdminSessionRepository
     from bot.store.repos.api_logs import ApiLogRepository
@@ -61,6 +62,7 @@ class Repositories:
     local_kb_docs: LocalKBDocRepository
     activity: ActivityRepository
     search: SearchRepository
+    recall: RecallRepository
     conversation_reads: ConversationRepository
     directory: DirectoryRepository
 
@@ -72,6 +74,7 @@ class Repositories:
         # every repository in with it.
         from bot.store.reads.activity import ActivityRepository
         from bot.store.reads.conversations import ConversationRepository
+        from bot.store.reads.recall import RecallRepository
         from bot.store.reads.search import SearchRepository
         from bot.store.repos.admin_sessions import AdminSessionRepository
         from bot.store.repos.api_logs import ApiLogRepository
@@ -115,6 +118,7 @@ class Repositories:
             local_kb_docs=LocalKBDocRepository(db),
             activity=ActivityRepository(db),
             search=SearchRepository(db),
+            recall=RecallRepository(db),
             conversation_reads=ConversationRepository(db, tool_calls),
             directory=DirectoryRepository(db),
         )
