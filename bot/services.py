@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from bot.chat.attachments import AttachmentIntake
 from bot.chat.context import ContextBuilder
 from bot.chat.engine import ChatEngine
-from bot.chat.layers import default_layers
+from bot.chat.layers import RelatedMemoriesLayer, default_layers
 from bot.chat.sessions import ConversationSessions
 from bot.chat.summarize import Summarizer
 from bot.chat.tool_log import RecordToolCallHook
@@ -29,6 +29,7 @@ from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
 from bot.memory.local_kb import LocalKnowledgeBase
 from bot.memory.notes import NotesService
+from bot.memory.recall import RecallService
 from bot.memory.spaces import SpaceService
 from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool
@@ -43,6 +44,7 @@ from bot.tools.core import ToolRegistry
 from bot.tools.knowledge_tools import register_knowledge_tools
 from bot.tools.mcp.status import McpTools, NoMcp
 from bot.tools.notes_tools import NotesUpdatedHook, register_notes_tools
+from bot.tools.recall_tool import register_recall_tool
 from bot.tools.safe_http import FetchPolicy
 from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker
@@ -129,6 +131,7 @@ class _Memory:
     notes: NotesService
     knowledge: KnowledgeService
     spaces: SpaceService
+    recall: RecallService
 
 
 async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOptions) -> _Core:
@@ -212,6 +215,7 @@ def _open_memory(
         notes=notes,
         knowledge=knowledge,
         spaces=SpaceService(core.repos.spaces, notes, knowledge),
+        recall=RecallService(core.repos.recall),
     )
 
 
@@ -265,6 +269,7 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
         repos.memories,
         default_layers(memory.knowledge, memory.notes, memory.local_kb.search),
         on_memory_cut=summarizer.request_condense,
+        after_memory=[RelatedMemoriesLayer(memory.recall)],
     )
     engine = ChatEngine(
         settings=core.runtime,
@@ -379,6 +384,7 @@ async def open_services(
         await memory.knowledge.relocate_files(settings.local_space_id)
         register_notes_tools(core.registry, memory.notes)
         register_knowledge_tools(core.registry, memory.knowledge)
+        register_recall_tool(core.registry, memory.recall, core.runtime)
         mcp = await _start_mcp(stack, core, opts)
         context, summarizer, engine = _build_engine(core, memory)
         _add_engine_hooks(engine, memory, summarizer, topics, core.repos)

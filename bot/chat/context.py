@@ -169,7 +169,10 @@ class SummariesLayer:
 
 
 class ContextBuilder:
-    """Builds one turn's messages (system, memory layers, summaries, conversation) in a budget."""
+    """Builds one turn's messages (system, memory layers, summaries, conversation) in a budget.
+
+    `layers` come before long-term memory (the summaries), `after_memory` after it.
+    """
 
     def __init__(
         self,
@@ -178,11 +181,13 @@ class ContextBuilder:
         layers: Sequence[ContextLayer] = (),
         *,
         on_memory_cut: MemoryCutListener | None = None,
+        after_memory: Sequence[ContextLayer] = (),
     ) -> None:
         self._messages = messages
         self._layers: list[ContextLayer] = [
             *layers,
             SummariesLayer(memories, condensing=on_memory_cut is not None),
+            *after_memory,
         ]
         self._on_memory_cut = on_memory_cut
 
