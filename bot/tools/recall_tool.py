@@ -71,18 +71,12 @@ class RecallTool:
     async def recall(
         self, query: str, continue_from: str | None = None, space_id: str | None = None
     ) -> str:
-        """Search this community's past conversations (every thread and direct-message
-        conversation of this server or DM, summarised parts included) for what was said.
-
-        Use it when the user refers to something said earlier that is not in your context
-        (a name, a plan, a fact someone mentioned). Results show who said it, when and where,
-        with the lines around it. When the result ends with a page-info block saying
-        has_more: true, call again with the same query and continue_from set to its
-        next_token for more results.
+        """Search this community's past conversations (all its threads and DMs) for what
+        was said: who, when, where, with the lines around it.
 
         Args:
-            query: Words to look for: names, places, things that were said (e.g. "cat name").
-            continue_from: The next_token of the previous recall result for the same query.
+            query: Words to look for (names, places, things said).
+            continue_from: next_token of the previous recall result for the same query.
         """
         settings = self._settings()
         prompts = prompts_for(settings.language)

@@ -163,7 +163,7 @@ async def test_summaries_that_overflow_their_layer_are_condensed_after_the_turn(
         return Text("an answer")
 
     llm.default_reply = reply  # type: ignore[assignment]
-    settings = make_settings(llm_context_tokens=1536)
+    settings = make_settings(llm_context_tokens=1792)
     async with open_services(settings, service_options) as services:
         session_id = session_of(await run(services, "hello"))
         summaries = await add_summaries(services, session_id, 6)
@@ -178,7 +178,7 @@ async def test_summaries_that_overflow_their_layer_are_condensed_after_the_turn(
         left = 6 - len(shown)
         marker = f"[{left} older summaries are being condensed; they are not shown this time.]"
         assert memory.splitlines()[1] == marker, "never a silent gap"
-        assert_inside_the_window(services, turn, 1536)
+        assert_inside_the_window(services, turn, 1792)
         condensing = json.dumps(condense.messages, ensure_ascii=False)
         assert all(json.dumps(s, ensure_ascii=False)[1:-1] in condensing for s in summaries)
 
