@@ -36,6 +36,19 @@ _MESSAGE_COLUMNS = (
     "m.discord_message_id, s.title, s.discord_guild_id, s.discord_channel_id"
 )
 _SESSION_JOIN = "JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id"
+# The sessions of one thread: the session itself and every other session of its Discord
+# channel (those a /reset closed), so that a reset thread does not get its past back.
+_THREAD_SESSIONS = (
+    "SELECT x.id FROM sessions x WHERE x.space_id = ? AND (x.id = ? OR x.discord_channel_id = "
+    "(SELECT y.discord_channel_id FROM sessions y WHERE y.space_id = ? AND y.id = ?))"
+)
+
+
+def _excluding(column: str, space: str, session: str | None) -> tuple[str, list[str]]:
+    """`AND <column> NOT IN (the thread's sessions)` and its parameters ('' without one)."""
+    if session is None:
+        return "", []
+    return f" AND {column} NOT IN ({_THREAD_SESSIONS})", [space, session, space, session]
 
 
 @dataclass(frozen=True)
@@ -172,7 +185,11 @@ class RecallRepository:
     async def lexical(
         self, space: str, query: str, *, limit: int, exclude_session: str | None = None
     ) -> RecallResult:
-        """The lexical ranking alone (no neighbours): the list a later ranking fuses with."""
+        """The lexical ranking alone (no neighbours): the list a later ranking fuses with.
+
+        `exclude_session` leaves out that session's thread: the session and the other
+        sessions of its Discord channel (earlier ones a /reset closed).
+        """
         terms = parse_terms(query)
         if not terms.all or limit <= 0:
             return RecallResult(terms, [])
@@ -192,8 +209,7 @@ class RecallRepository:
         self, space: str, terms: Terms, exclude_session: str | None
     ) -> list[RecallHit]:
         """Messages holding any long term, through the engine's full-text index."""
-        skip = " AND m.session_id <> ?" if exclude_session is not None else ""
-        skip_params = [exclude_session] if exclude_session is not None else []
+        skip, skip_params = _excluding("m.session_id", space, exclude_session)
         if self._db.dialect == "postgresql":
             clause, patterns = _any_like("m.content", terms.long, "ILIKE")
             rows = await self._db.fetchall(
@@ -216,8 +232,7 @@ class RecallRepository:
         self, space: str, terms: Terms, exclude_session: str | None
     ) -> list[RecallHit]:
         """Messages holding any short term among the space's RECENT_WINDOW newest."""
-        skip = " AND session_id <> ?" if exclude_session is not None else ""
-        skip_params = [exclude_session] if exclude_session is not None else []
+        skip, skip_params = _excluding("session_id", space, exclude_session)
         clause, patterns = _any_like("m.content", terms.short, self._like)
         rows = await self._db.fetchall(
             f"SELECT {_MESSAGE_COLUMNS} FROM (SELECT * FROM messages WHERE space_id = ?{skip} "
@@ -231,8 +246,7 @@ class RecallRepository:
         self, space: str, terms: Terms, exclude_session: str | None
     ) -> list[RecallHit]:
         """Live summaries holding any term among the space's SUMMARY_WINDOW newest."""
-        skip = " AND session_id <> ?" if exclude_session is not None else ""
-        skip_params = [exclude_session] if exclude_session is not None else []
+        skip, skip_params = _excluding("session_id", space, exclude_session)
         clause, patterns = _any_like("m.summary", terms.all, self._like)
         rows = await self._db.fetchall(
             "SELECT m.id, m.session_id, m.summary, m.created_at, s.title, s.discord_guild_id, "

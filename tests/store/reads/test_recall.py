@@ -157,6 +157,27 @@ async def test_exclude_session_leaves_a_threads_own_messages_out(db: Database) -
     assert contents(others.hits) == ["My cat is called Mochi-Kinako"]
 
 
+async def test_exclude_session_leaves_out_the_sessions_a_reset_closed_in_that_thread(
+    db: Database,
+) -> None:
+    repos = Repositories.over(db)
+    thread = {"source": "discord", "discord_guild_id": 111, "discord_channel_id": 555}
+    before_reset = await session(repos, A, "t", **thread)
+    after_reset = await session(repos, A, "t", **thread)
+    other_thread = await session(
+        repos, A, "u", source="discord", discord_guild_id=111, discord_channel_id=666
+    )
+    terminal = await session(repos, A, "local")
+    await say(repos, A, before_reset, "first question about cats")
+    await say(repos, A, after_reset, "second question about cats")
+    await say(repos, A, other_thread, "a question about cats elsewhere")
+    await say(repos, A, terminal, "猫 question in the terminal")
+    found = await repos.recall.recall(A, "question 猫", exclude_session=after_reset)
+    assert {hit.session_id for hit in found.hits} == {other_thread, terminal}
+    found = await repos.recall.recall(A, "question 猫", exclude_session=terminal)
+    assert {hit.session_id for hit in found.hits} == {before_reset, after_reset, other_thread}
+
+
 async def test_japanese_two_character_terms_match(db: Database) -> None:
     repos = Repositories.over(db)
     s = await session(repos, A, "旅行")
