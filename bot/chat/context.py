@@ -45,6 +45,8 @@ class ContextRequest:
     settings: Settings
     # Real tokens per estimated token for this turn's model (see LLMGateway.token_factor).
     token_factor: float = 1.0
+    # The session's Discord channel (its thread), when it is on Discord.
+    channel_id: int | None = None
 
 
 @dataclass(frozen=True)

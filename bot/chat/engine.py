@@ -343,6 +343,7 @@ class ChatEngine:
                 state.user_message.id,
                 settings,
                 token_factor=self._gateway.token_factor(model),
+                channel_id=state.session.discord_channel_id,
             ),
             tools=self.registry.schemas(),
             images=request.images,

@@ -337,7 +337,7 @@ class RelatedMemoriesLayer:
             return None
         try:
             terms, hits = await self._recall.related(
-                request.space_id, request.user_text, request.session_id
+                request.space_id, request.user_text, request.session_id, request.channel_id
             )
         except Exception:
             log.exception("related memories layer failed")

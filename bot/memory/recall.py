@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from bot.prompts import Prompts
-from bot.store.reads.recall import RecallHit, RecallLine, RecallRepository
+from bot.store.reads.recall import Exclude, RecallHit, RecallLine, RecallRepository
 from bot.store.reads.recall_rank import Terms, is_relevant
 
 # How many ranked hits the tool pages through, at most.
@@ -51,11 +51,18 @@ class RecallService:
         return RecallPage(ranked.terms, len(ranked.hits), offset, hits)
 
     async def related(
-        self, space: str, text: str, session_id: str, *, limit: int = RELATED_LIMIT
+        self,
+        space: str,
+        text: str,
+        session_id: str,
+        channel_id: int | None = None,
+        *,
+        limit: int = RELATED_LIMIT,
     ) -> tuple[Terms, list[RecallHit]]:
-        """The best hits of the space's other sessions that pass the relevance threshold."""
+        """The best hits of the space's other threads that pass the relevance threshold (the
+        session's own thread left out: this session and the others of its Discord channel)."""
         ranked = await self._reads.lexical(
-            space, text, limit=RELATED_CANDIDATES, exclude_session=session_id
+            space, text, limit=RELATED_CANDIDATES, exclude=Exclude(session_id, channel_id)
         )
         relevant = [hit for hit in ranked.hits if is_relevant(hit.matched, ranked.terms)]
         return ranked.terms, await self._reads.with_context(space, relevant[:limit])

@@ -36,19 +36,35 @@ _MESSAGE_COLUMNS = (
     "m.discord_message_id, s.title, s.discord_guild_id, s.discord_channel_id"
 )
 _SESSION_JOIN = "JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id"
-# The sessions of one thread: the session itself and every other session of its Discord
-# channel (those a /reset closed), so that a reset thread does not get its past back.
-_THREAD_SESSIONS = (
-    "SELECT x.id FROM sessions x WHERE x.space_id = ? AND (x.id = ? OR x.discord_channel_id = "
-    "(SELECT y.discord_channel_id FROM sessions y WHERE y.space_id = ? AND y.id = ?))"
-)
 
 
-def _excluding(column: str, space: str, session: str | None) -> tuple[str, list[str]]:
-    """`AND <column> NOT IN (the thread's sessions)` and its parameters ('' without one)."""
-    if session is None:
+@dataclass(frozen=True)
+class Exclude:
+    """A thread left out of a search: its session and, on Discord, every session of its
+    channel (earlier ones a /reset closed), so that a reset thread does not get its past back.
+    """
+
+    session_id: str
+    channel_id: int | None = None
+
+    def inner(self, column: str) -> tuple[str, list[object]]:
+        """`AND <column> <> ?` for a message or summary row."""
+        return f" AND {column} <> ?", [self.session_id]
+
+    def outer(self) -> tuple[str, list[object]]:
+        """`AND` on the joined session `s`: not of the thread's channel."""
+        if self.channel_id is None:
+            return "", []
+        return " AND (s.discord_channel_id IS NULL OR s.discord_channel_id <> ?)", [self.channel_id]
+
+
+def _excluding(exclude: Exclude | None, column: str) -> tuple[str, list[object]]:
+    """The session and channel conditions of `exclude` ('' without one)."""
+    if exclude is None:
         return "", []
-    return f" AND {column} NOT IN ({_THREAD_SESSIONS})", [space, session, space, session]
+    inner, inner_params = exclude.inner(column)
+    outer, outer_params = exclude.outer()
+    return inner + outer, [*inner_params, *outer_params]
 
 
 @dataclass(frozen=True)
@@ -174,42 +190,37 @@ class RecallRepository:
         query: str,
         *,
         limit: int = 10,
-        exclude_session: str | None = None,
+        exclude: Exclude | None = None,
         context_lines: int = CONTEXT_LINES,
     ) -> RecallResult:
         """The best `limit` hits for `query` in `space`, each with its neighbouring lines."""
-        result = await self.lexical(space, query, limit=limit, exclude_session=exclude_session)
+        result = await self.lexical(space, query, limit=limit, exclude=exclude)
         hits = await self.with_context(space, result.hits, context_lines)
         return RecallResult(result.terms, hits)
 
     async def lexical(
-        self, space: str, query: str, *, limit: int, exclude_session: str | None = None
+        self, space: str, query: str, *, limit: int, exclude: Exclude | None = None
     ) -> RecallResult:
         """The lexical ranking alone (no neighbours): the list a later ranking fuses with.
-
-        `exclude_session` leaves out that session's thread: the session and the other
-        sessions of its Discord channel (earlier ones a /reset closed).
-        """
+        `exclude` leaves a thread out (see `Exclude`)."""
         terms = parse_terms(query)
         if not terms.all or limit <= 0:
             return RecallResult(terms, [])
         found: dict[tuple[str, int], RecallHit] = {}
         if terms.long:
-            for hit in await self._indexed(space, terms, exclude_session):
+            for hit in await self._indexed(space, terms, exclude):
                 found[(hit.kind, hit.id)] = hit
         if terms.short:
-            for hit in await self._recent(space, terms, exclude_session):
+            for hit in await self._recent(space, terms, exclude):
                 found.setdefault((hit.kind, hit.id), hit)
-        for hit in await self._summaries(space, terms, exclude_session):
+        for hit in await self._summaries(space, terms, exclude):
             found[(hit.kind, hit.id)] = hit
         ranked = lexical_order(hit for hit in found.values() if hit.matched)
         return RecallResult(terms, ranked[:limit])
 
-    async def _indexed(
-        self, space: str, terms: Terms, exclude_session: str | None
-    ) -> list[RecallHit]:
+    async def _indexed(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
         """Messages holding any long term, through the engine's full-text index."""
-        skip, skip_params = _excluding("m.session_id", space, exclude_session)
+        skip, skip_params = _excluding(exclude, "m.session_id")
         if self._db.dialect == "postgresql":
             clause, patterns = _any_like("m.content", terms.long, "ILIKE")
             rows = await self._db.fetchall(
@@ -228,32 +239,33 @@ class RecallRepository:
             )
         return [_message_hit(row, terms, float(row["score"])) for row in rows]
 
-    async def _recent(
-        self, space: str, terms: Terms, exclude_session: str | None
-    ) -> list[RecallHit]:
-        """Messages holding any short term among the space's RECENT_WINDOW newest."""
-        skip, skip_params = _excluding("session_id", space, exclude_session)
+    async def _recent(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
+        """Messages holding any short term among the space's RECENT_WINDOW newest (the
+        excluded session's own left out of the window)."""
+        inner, inner_params = exclude.inner("session_id") if exclude else ("", [])
+        outer, outer_params = exclude.outer() if exclude else ("", [])
         clause, patterns = _any_like("m.content", terms.short, self._like)
         rows = await self._db.fetchall(
-            f"SELECT {_MESSAGE_COLUMNS} FROM (SELECT * FROM messages WHERE space_id = ?{skip} "
-            f"ORDER BY id DESC LIMIT ?) m {_SESSION_JOIN} WHERE {clause} "
+            f"SELECT {_MESSAGE_COLUMNS} FROM (SELECT * FROM messages WHERE space_id = ?{inner} "
+            f"ORDER BY id DESC LIMIT ?) m {_SESSION_JOIN} WHERE {clause}{outer} "
             "ORDER BY m.id DESC LIMIT ?",
-            (space, *skip_params, RECENT_WINDOW, *patterns, FTS_CANDIDATES),
+            (space, *inner_params, RECENT_WINDOW, *patterns, *outer_params, FTS_CANDIDATES),
         )
         return [_message_hit(row, terms, 0.0) for row in rows]
 
     async def _summaries(
-        self, space: str, terms: Terms, exclude_session: str | None
+        self, space: str, terms: Terms, exclude: Exclude | None
     ) -> list[RecallHit]:
         """Live summaries holding any term among the space's SUMMARY_WINDOW newest."""
-        skip, skip_params = _excluding("session_id", space, exclude_session)
+        inner, inner_params = exclude.inner("session_id") if exclude else ("", [])
+        outer, outer_params = exclude.outer() if exclude else ("", [])
         clause, patterns = _any_like("m.summary", terms.all, self._like)
         rows = await self._db.fetchall(
             "SELECT m.id, m.session_id, m.summary, m.created_at, s.title, s.discord_guild_id, "
             "s.discord_channel_id FROM (SELECT * FROM memories WHERE space_id = ? "
-            f"AND condensed_into IS NULL{skip} ORDER BY id DESC LIMIT ?) m {_SESSION_JOIN} "
-            f"WHERE {clause} ORDER BY m.id DESC",
-            (space, *skip_params, SUMMARY_WINDOW, *patterns),
+            f"AND condensed_into IS NULL{inner} ORDER BY id DESC LIMIT ?) m {_SESSION_JOIN} "
+            f"WHERE {clause}{outer} ORDER BY m.id DESC",
+            (space, *inner_params, SUMMARY_WINDOW, *patterns, *outer_params),
         )
         return [_summary_hit(row, terms) for row in rows]
 

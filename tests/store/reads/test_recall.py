@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.store import Repositories
 from bot.store.engine.database import Database
-from bot.store.reads.recall import RecallHit, RecallRepository
+from bot.store.reads.recall import Exclude, RecallHit, RecallRepository
 from bot.store.transfer import SessionExport, SessionTransfer
 
 A = "guild:111"
@@ -142,7 +142,7 @@ async def test_hits_carry_neighbours_and_where_they_were_said(db: Database) -> N
     assert no_context.hits[0].before == () and no_context.hits[0].after == ()
 
 
-async def test_exclude_session_leaves_a_threads_own_messages_out(db: Database) -> None:
+async def test_exclude_leaves_a_threads_own_messages_out(db: Database) -> None:
     repos = Repositories.over(db)
     here = await session(repos, A, "here")
     there = await session(repos, A, "there")
@@ -153,11 +153,11 @@ async def test_exclude_session_leaves_a_threads_own_messages_out(db: Database) -
     )
     everything = await repos.recall.recall(A, "cat 猫")
     assert {hit.session_id for hit in everything.hits} == {here, there}
-    others = await repos.recall.recall(A, "cat 猫", exclude_session=here)
+    others = await repos.recall.recall(A, "cat 猫", exclude=Exclude(here))
     assert contents(others.hits) == ["My cat is called Mochi-Kinako"]
 
 
-async def test_exclude_session_leaves_out_the_sessions_a_reset_closed_in_that_thread(
+async def test_exclude_leaves_out_the_sessions_a_reset_closed_in_that_thread(
     db: Database,
 ) -> None:
     repos = Repositories.over(db)
@@ -172,9 +172,9 @@ async def test_exclude_session_leaves_out_the_sessions_a_reset_closed_in_that_th
     await say(repos, A, after_reset, "second question about cats")
     await say(repos, A, other_thread, "a question about cats elsewhere")
     await say(repos, A, terminal, "猫 question in the terminal")
-    found = await repos.recall.recall(A, "question 猫", exclude_session=after_reset)
+    found = await repos.recall.recall(A, "question 猫", exclude=Exclude(after_reset, 555))
     assert {hit.session_id for hit in found.hits} == {other_thread, terminal}
-    found = await repos.recall.recall(A, "question 猫", exclude_session=terminal)
+    found = await repos.recall.recall(A, "question 猫", exclude=Exclude(terminal))
     assert {hit.session_id for hit in found.hits} == {before_reset, after_reset, other_thread}
 
 
