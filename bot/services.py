@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from bot.chat.attachments import AttachmentIntake
 from bot.chat.context import ContextBuilder
 from bot.chat.engine import ChatEngine
-from bot.chat.layers import MemberFactsLayer, default_layers
+from bot.chat.layers import MemberFactsLayer, RelatedMemoriesLayer, default_layers
 from bot.chat.sessions import ConversationSessions
 from bot.chat.summarize import Summarizer
 from bot.chat.tool_log import RecordToolCallHook
@@ -30,6 +30,7 @@ from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
 from bot.memory.local_kb import LocalKnowledgeBase
 from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NotesService
+from bot.memory.recall import RecallService
 from bot.memory.spaces import SpaceService
 from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool
@@ -45,6 +46,7 @@ from bot.tools.knowledge_tools import register_knowledge_tools
 from bot.tools.mcp.status import McpTools, NoMcp
 from bot.tools.member_tools import register_member_tools
 from bot.tools.notes_tools import NotesUpdatedHook, register_notes_tools
+from bot.tools.recall_tool import register_recall_tool
 from bot.tools.safe_http import FetchPolicy
 from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker
@@ -133,6 +135,7 @@ class _Memory:
     knowledge: KnowledgeService
     spaces: SpaceService
     members: MemberMemory
+    recall: RecallService
 
 
 async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOptions) -> _Core:
@@ -217,6 +220,7 @@ def _open_memory(
         knowledge=knowledge,
         spaces=SpaceService(core.repos.spaces, notes, knowledge),
         members=MemberMemory(core.repos.member_facts),
+        recall=RecallService(core.repos.recall),
     )
 
 
@@ -270,7 +274,7 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
         repos.memories,
         default_layers(memory.knowledge, memory.notes, memory.local_kb.search),
         on_memory_cut=summarizer.request_condense,
-        after_memory=[MemberFactsLayer(memory.members)],
+        after_memory=[RelatedMemoriesLayer(memory.recall), MemberFactsLayer(memory.members)],
     )
     engine = ChatEngine(
         settings=core.runtime,
@@ -387,6 +391,7 @@ async def open_services(
         register_notes_tools(core.registry, memory.notes)
         register_knowledge_tools(core.registry, memory.knowledge)
         register_member_tools(core.registry, memory.members)
+        register_recall_tool(core.registry, memory.recall, core.runtime)
         mcp = await _start_mcp(stack, core, opts)
         context, summarizer, engine = _build_engine(core, memory)
         _add_engine_hooks(engine, memory, summarizer, topics, core.repos)

@@ -47,6 +47,8 @@ class ContextRequest:
     token_factor: float = 1.0
     # The member speaking (Discord user id, or the local user); None when nobody is known.
     member_id: str | None = None
+    # The session's Discord channel (its thread), when it is on Discord.
+    channel_id: int | None = None
 
 
 @dataclass(frozen=True)

@@ -243,7 +243,7 @@ class ChatEngine:
                     author_id=request.author_id,
                     author_name=request.author_name,
                     discord_message_id=request.discord_message_id,
-                    recall_hidden=speaker.hidden_from_recall,
+                    recall_hidden=speaker.keeps_out_of_recall(request.text),
                 )
             except sqlite3.IntegrityError:
                 log.info("message %s already handled; skipping", request.discord_message_id)
@@ -356,6 +356,7 @@ class ChatEngine:
                 settings,
                 token_factor=self._gateway.token_factor(model),
                 member_id=state.speaker.id,
+                channel_id=state.session.discord_channel_id,
             ),
             tools=self.registry.schemas(),
             images=request.images,

@@ -1,6 +1,6 @@
 """The memory layers of the prompt: saved-knowledge headings (layer 1), note titles (2), linked
-note bodies (2.5), local knowledge-base files (3) and, after long-term memory (4), the speaking
-member's facts.
+note bodies (2.5), local knowledge-base files (3) and, after long-term memory (4), related
+memories from the space's other conversations and the speaking member's facts.
 
 Each layer drafts its text at seed 002's limits (15 headings, titles + 40 characters, linked
 pages up to SESSION_NOTES_CONTENT_LIMIT characters each, the top-k KB files in full); the
@@ -23,6 +23,7 @@ from bot.chat.tokens import estimate_tokens, truncate_to_tokens
 from bot.memory.knowledge import KnowledgeService
 from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NoteOutline, NotesService
+from bot.memory.recall import RecallLabels, RecallService, hit_heading, hit_lines
 from bot.prompts import Prompts, prompts_for
 
 log = logging.getLogger(__name__)
@@ -352,6 +353,46 @@ class MemberFactsLayer:
         return Draft(
             "\n".join([header, *lines]), lambda budget: fit_lines(header, lines, budget, more)
         )
+
+
+class RelatedMemoriesLayer:
+    """After long-term memory: the few best recall hits of the space's *other* conversations
+    for the user's latest message that pass recall's relevance threshold
+    (`bot.store.reads.recall_rank.is_relevant`); nothing when none does. A cut hit is marked
+    with the recall call that shows more."""
+
+    name = "related"
+
+    def __init__(self, recall: RecallService) -> None:
+        self._recall = recall
+
+    async def draft(self, request: ContextRequest) -> Draft | None:
+        """The relevant hits, best first, each under its who · when · where heading."""
+        if not request.user_text.strip():
+            return None
+        try:
+            terms, hits = await self._recall.related(
+                request.space_id, request.user_text, request.session_id, request.channel_id
+            )
+        except Exception:
+            log.exception("related memories layer failed")
+            return None
+        if not hits:
+            return None
+        prompts = _prompts(request)
+        labels = RecallLabels.of(prompts)
+        marker = prompts.format("layer_recall_cut", query=" ".join(terms.all))
+        documents = []
+        for hit in hits:
+            body = hit_lines(hit, labels)
+            documents.append(
+                Document(hit_heading(hit, labels), body, len(body), lambda _shown: marker)
+            )
+        header = prompts["layer_recall_header"]
+        full = render_documents(header, documents)
+        if full is None:
+            return None
+        return Draft(full, lambda budget: fit_documents(header, documents, budget))
 
 
 def default_layers(

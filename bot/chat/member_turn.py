@@ -25,6 +25,12 @@ class SpeakingMember:
         """Their messages are kept but never indexed for recall while their memory is off."""
         return self.id is not None and not self.memory_on
 
+    def keeps_out_of_recall(self, text: str) -> bool:
+        """Whether `text` stays out of recall: memory off, or a request to remember — the fact
+        lives in member memory, where its owner shares or forgets it, so recall must not
+        show the request to other members or after it is forgotten."""
+        return self.hidden_from_recall or (self.id is not None and request_fact(text) is not None)
+
 
 async def speaking_member(
     members: MemberMemory | None, space: str, author_id: str | None, author_name: str | None

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from bot.store.engine.database import Database
     from bot.store.reads.activity import ActivityRepository
     from bot.store.reads.conversations import ConversationRepository
+    from bot.store.reads.recall import RecallRepository
     from bot.store.reads.search import SearchRepository
     from bot.store.repos.admin_sessions import AdminSessionRepository
     from bot.store.repos.api_logs import ApiLogRepository
@@ -62,6 +63,7 @@ class Repositories:
     local_kb_docs: LocalKBDocRepository
     activity: ActivityRepository
     search: SearchRepository
+    recall: RecallRepository
     conversation_reads: ConversationRepository
     directory: DirectoryRepository
     member_facts: MemberFactRepository
@@ -74,6 +76,7 @@ class Repositories:
         # every repository in with it.
         from bot.store.reads.activity import ActivityRepository
         from bot.store.reads.conversations import ConversationRepository
+        from bot.store.reads.recall import RecallRepository
         from bot.store.reads.search import SearchRepository
         from bot.store.repos.admin_sessions import AdminSessionRepository
         from bot.store.repos.api_logs import ApiLogRepository
@@ -118,6 +121,7 @@ class Repositories:
             local_kb_docs=LocalKBDocRepository(db),
             activity=ActivityRepository(db),
             search=SearchRepository(db),
+            recall=RecallRepository(db),
             conversation_reads=ConversationRepository(db, tool_calls),
             directory=DirectoryRepository(db),
             member_facts=MemberFactRepository(db),

@@ -27,6 +27,9 @@ MAX_PAGE_INDEX = 1_000_000
 MAX_URL_CHARS = 2048
 MAX_TITLE_CHARS = 300
 DEFAULT_MAX_MATCHED = 10
+# recall: the query travels in its token (binding the token to it), cut to this length.
+MAX_RECALL_QUERY_CHARS = 200
+MAX_RECALL_OFFSET = 1000
 ISSUED_AT = "iat"
 MAX_ISSUED_AT = 2**40
 # Tokens minted by another process on a slightly different clock are still accepted.
@@ -127,6 +130,13 @@ def _matched_item(value: Any) -> None:
         raise InvalidTokenError("a 'matched' href must be an http(s) URL") from None
 
 
+def _recall_query(value: Any) -> None:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_RECALL_QUERY_CHARS:
+        raise InvalidTokenError("field 'query' must be a non-empty string of at most 200 chars")
+    if any(ord(ch) < 32 for ch in value):
+        raise InvalidTokenError("field 'query' contains control characters")
+
+
 _OFFSET = _bounded_int(MAX_OFFSET)
 _PAGE = _bounded_int(MAX_PAGE_INDEX)
 
@@ -143,6 +153,7 @@ _SCHEMAS: dict[str, dict[str, Callable[[Any], None]]] = {
         "pdf_page_char_offset": _OFFSET,
         "file_type": _file_type,
     },
+    "recall": {"query": _recall_query, "offset": _bounded_int(MAX_RECALL_OFFSET)},
 }
 
 

@@ -1,0 +1,136 @@
+"""Recall over a space's past conversations: the search behind the `recall` tool, the few
+relevant hits of the other conversations behind the related-memories layer, and how a hit
+reads to the model (the same for both).
+
+The ranking is lexical for now (`bot.store.reads.recall`); a second ranking (embeddings)
+joins it in `search` / `related` through `bot.store.reads.recall_rank.fuse`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from bot.prompts import Prompts
+from bot.store.reads.recall import Exclude, RecallHit, RecallLine, RecallRepository
+from bot.store.reads.recall_rank import Terms, is_relevant
+
+# How many ranked hits the tool pages through, at most.
+MAX_RESULTS: Final = 30
+# Related memories: at most this many hits join the context, chosen among this many candidates.
+RELATED_LIMIT: Final = 3
+RELATED_CANDIDATES: Final = 20
+# One line per message; long messages are cut so that a hit block always fits one page.
+HIT_CHARS: Final = 1500
+NEIGHBOUR_CHARS: Final = 300
+HIT_MARK: Final = "> "
+LINE_INDENT: Final = "  "
+
+
+@dataclass(frozen=True)
+class RecallPage:
+    """Hits `offset`… of a query (with their neighbours), out of `total` ranked hits."""
+
+    terms: Terms
+    total: int
+    offset: int
+    hits: list[RecallHit]
+
+
+class RecallService:
+    """Recall in one space: searches for the tool, relevant hits for the layer."""
+
+    def __init__(self, reads: RecallRepository) -> None:
+        self._reads = reads
+
+    async def search(self, space: str, query: str, *, offset: int = 0, count: int) -> RecallPage:
+        """Up to `count` hits from rank `offset` on (of at most MAX_RESULTS), with context."""
+        ranked = await self._reads.lexical(space, query, limit=MAX_RESULTS)
+        page = ranked.hits[offset : offset + count]
+        hits = await self._reads.with_context(space, page)
+        return RecallPage(ranked.terms, len(ranked.hits), offset, hits)
+
+    async def related(
+        self,
+        space: str,
+        text: str,
+        session_id: str,
+        channel_id: int | None = None,
+        *,
+        limit: int = RELATED_LIMIT,
+    ) -> tuple[Terms, list[RecallHit]]:
+        """The best hits of the space's other threads that pass the relevance threshold (the
+        session's own thread left out: this session and the others of its Discord channel)."""
+        ranked = await self._reads.lexical(
+            space, text, limit=RELATED_CANDIDATES, exclude=Exclude(session_id, channel_id)
+        )
+        relevant = [hit for hit in ranked.hits if is_relevant(hit.matched, ranked.terms)]
+        return ranked.terms, await self._reads.with_context(space, relevant[:limit])
+
+
+def normalize_query(query: str, limit: int) -> str:
+    """A query on one line, at most `limit` characters."""
+    return " ".join(str(query or "").split())[:limit].strip()
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class RecallLabels:
+    """The language-dependent words of a hit (bot/prompts/<language>.json)."""
+
+    bot: str
+    summary: str
+    untitled: str
+    someone: str
+
+    @classmethod
+    def of(cls, prompts: Prompts) -> RecallLabels:
+        """The labels of `prompts`' language."""
+        return cls(
+            bot=prompts["recall_bot"],
+            summary=prompts["recall_summary"],
+            untitled=prompts["recall_untitled"],
+            someone=prompts["recall_someone"],
+        )
+
+    def speaker(self, role: str | None, author: str | None) -> str:
+        """Who said a line: the member's display name, or the bot."""
+        if role == "assistant":
+            return self.bot
+        return author or self.someone
+
+
+def _line(line: RecallLine, labels: RecallLabels) -> str:
+    who = labels.speaker(line.role, line.author_name)
+    return f"{LINE_INDENT}{who}: {_one_line(line.content, NEIGHBOUR_CHARS)}"
+
+
+def hit_heading(hit: RecallHit, labels: RecallLabels, number: int | None = None) -> str:
+    """`[n] who · date · in "title" · link`: who said it, when and where."""
+    who = labels.summary if hit.kind == "summary" else labels.speaker(hit.role, hit.author_name)
+    title = hit.session_title.strip() or labels.untitled
+    parts = [who, hit.created_at[:10], f'in "{_one_line(title, 100)}"']
+    if hit.jump_url is not None:
+        parts.append(hit.jump_url)
+    prefix = f"[{number}] " if number is not None else ""
+    return prefix + " · ".join(parts)
+
+
+def hit_lines(hit: RecallHit, labels: RecallLabels) -> str:
+    """The neighbouring lines and the hit's own line, marked with HIT_MARK."""
+    if hit.kind == "summary":
+        return HIT_MARK + _one_line(hit.content, HIT_CHARS)
+    who = labels.speaker(hit.role, hit.author_name)
+    lines = [_line(line, labels) for line in hit.before]
+    lines.append(f"{HIT_MARK}{who}: {_one_line(hit.content, HIT_CHARS)}")
+    lines += [_line(line, labels) for line in hit.after]
+    return "\n".join(lines)
+
+
+def render_hit(hit: RecallHit, labels: RecallLabels, number: int | None = None) -> str:
+    """A hit as the model reads it: its heading, then its lines."""
+    return f"{hit_heading(hit, labels, number)}\n{hit_lines(hit, labels)}"

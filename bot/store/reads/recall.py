@@ -1,0 +1,296 @@
+"""Recall: the messages and summaries of one space that match a query, ranked, with context.
+
+Searches every session of the space — threads, DMs, imported sessions, archived (summarised)
+messages alike — and the space's live summaries (`memories`). Terms, ranking and the
+relevance rule are in `bot.store.reads.recall_rank`.
+
+Bounded on every engine, never a scan of the history:
+- terms of 3+ characters: the full-text index (SQLite FTS5 trigram `messages_fts`, the terms
+  as quoted phrases OR-ed, best FTS_CANDIDATES by bm25; PostgreSQL: the pg_trgm GIN index
+  serving ILIKE, OR-ed, best FTS_CANDIDATES by trigram similarity);
+- shorter terms (東京, 猫): LIKE over the space's RECENT_WINDOW most recent messages, as
+  `bot.store.reads.search` does;
+- summaries (no full-text index): LIKE over the space's SUMMARY_WINDOW newest live summaries.
+Then the union is ranked in Python and the hits kept get CONTEXT_LINES neighbouring messages
+on each side (same session, by id).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Final, Literal
+
+from bot.store.engine.database import Database
+from bot.store.engine.dialect import Row
+from bot.store.reads.recall_rank import Terms, lexical_order, matched_terms, parse_terms
+
+FTS_CANDIDATES: Final = 200
+RECENT_WINDOW: Final = 2000
+SUMMARY_WINDOW: Final = 500
+CONTEXT_LINES: Final = 2
+
+HitKind = Literal["message", "summary"]
+
+_MESSAGE_COLUMNS = (
+    "m.id, m.session_id, m.role, m.author_name, m.content, m.created_at, "
+    "m.discord_message_id, s.title, s.discord_guild_id, s.discord_channel_id"
+)
+_SESSION_JOIN = "JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id"
+
+
+@dataclass(frozen=True)
+class Exclude:
+    """A thread left out of a search: its session and, on Discord, every session of its
+    channel (earlier ones a /reset closed), so that a reset thread does not get its past back.
+    """
+
+    session_id: str
+    channel_id: int | None = None
+
+    def inner(self, column: str) -> tuple[str, list[object]]:
+        """`AND <column> <> ?` for a message or summary row."""
+        return f" AND {column} <> ?", [self.session_id]
+
+    def outer(self) -> tuple[str, list[object]]:
+        """`AND` on the joined session `s`: not of the thread's channel."""
+        if self.channel_id is None:
+            return "", []
+        return " AND (s.discord_channel_id IS NULL OR s.discord_channel_id <> ?)", [self.channel_id]
+
+
+def _excluding(exclude: Exclude | None, column: str) -> tuple[str, list[object]]:
+    """The session and channel conditions of `exclude` ('' without one)."""
+    if exclude is None:
+        return "", []
+    inner, inner_params = exclude.inner(column)
+    outer, outer_params = exclude.outer()
+    return inner + outer, [*inner_params, *outer_params]
+
+
+@dataclass(frozen=True)
+class RecallLine:
+    """A neighbouring message shown around a hit."""
+
+    message_id: int
+    role: str
+    author_name: str | None
+    content: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    """One match: a message (who said it, where, its neighbours) or a session's summary.
+
+    `author_name` is None for the bot's own messages; `score` is the engine's (lower is
+    better, 0 for LIKE matches); `matched` the query terms it contains.
+    """
+
+    kind: HitKind
+    id: int
+    session_id: str
+    session_title: str
+    role: str | None
+    author_name: str | None
+    content: str
+    created_at: str
+    discord_guild_id: int | None
+    discord_channel_id: int | None
+    discord_message_id: int | None
+    matched: tuple[str, ...]
+    score: float
+    before: tuple[RecallLine, ...] = ()
+    after: tuple[RecallLine, ...] = ()
+
+    @property
+    def jump_url(self) -> str | None:
+        """The Discord link to the message (`@me` in DMs), when it is on Discord."""
+        if self.discord_message_id is None or self.discord_channel_id is None:
+            return None
+        guild = self.discord_guild_id if self.discord_guild_id is not None else "@me"
+        return (
+            f"https://discord.com/channels/{guild}/{self.discord_channel_id}/"
+            f"{self.discord_message_id}"
+        )
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """The query's terms and its hits, best first."""
+
+    terms: Terms
+    hits: list[RecallHit]
+
+
+def _like_pattern(term: str) -> str:
+    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _any_like(column: str, terms: tuple[str, ...], like: str) -> tuple[str, list[str]]:
+    """`(col LIKE ? OR …)` over `terms` and its patterns."""
+    clause = " OR ".join(f"{column} {like} ? ESCAPE '\\'" for _ in terms)
+    return f"({clause})", [_like_pattern(term) for term in terms]
+
+
+def _message_hit(row: Row, terms: Terms, score: float) -> RecallHit:
+    return RecallHit(
+        kind="message",
+        id=row["id"],
+        session_id=row["session_id"],
+        session_title=row["title"] or "",
+        role=row["role"],
+        author_name=row["author_name"],
+        content=row["content"],
+        created_at=row["created_at"],
+        discord_guild_id=row["discord_guild_id"],
+        discord_channel_id=row["discord_channel_id"],
+        discord_message_id=row["discord_message_id"],
+        matched=matched_terms(row["content"], terms),
+        score=score,
+    )
+
+
+def _summary_hit(row: Row, terms: Terms) -> RecallHit:
+    return RecallHit(
+        kind="summary",
+        id=row["id"],
+        session_id=row["session_id"],
+        session_title=row["title"] or "",
+        role=None,
+        author_name=None,
+        content=row["summary"],
+        created_at=row["created_at"],
+        discord_guild_id=row["discord_guild_id"],
+        discord_channel_id=row["discord_channel_id"],
+        discord_message_id=None,
+        matched=matched_terms(row["summary"], terms),
+        score=0.0,
+    )
+
+
+def _line(row: Row) -> RecallLine:
+    return RecallLine(row["id"], row["role"], row["author_name"], row["content"], row["created_at"])
+
+
+class RecallRepository:
+    """Recall reads over one space's past conversations (see the module docstring)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    @property
+    def _like(self) -> str:
+        # PostgreSQL's LIKE is case-sensitive where SQLite's is not.
+        return "ILIKE" if self._db.dialect == "postgresql" else "LIKE"
+
+    async def recall(
+        self,
+        space: str,
+        query: str,
+        *,
+        limit: int = 10,
+        exclude: Exclude | None = None,
+        context_lines: int = CONTEXT_LINES,
+    ) -> RecallResult:
+        """The best `limit` hits for `query` in `space`, each with its neighbouring lines."""
+        result = await self.lexical(space, query, limit=limit, exclude=exclude)
+        hits = await self.with_context(space, result.hits, context_lines)
+        return RecallResult(result.terms, hits)
+
+    async def lexical(
+        self, space: str, query: str, *, limit: int, exclude: Exclude | None = None
+    ) -> RecallResult:
+        """The lexical ranking alone (no neighbours): the list a later ranking fuses with.
+        `exclude` leaves a thread out (see `Exclude`)."""
+        terms = parse_terms(query)
+        if not terms.all or limit <= 0:
+            return RecallResult(terms, [])
+        found: dict[tuple[str, int], RecallHit] = {}
+        if terms.long:
+            for hit in await self._indexed(space, terms, exclude):
+                found[(hit.kind, hit.id)] = hit
+        if terms.short:
+            for hit in await self._recent(space, terms, exclude):
+                found.setdefault((hit.kind, hit.id), hit)
+        for hit in await self._summaries(space, terms, exclude):
+            found[(hit.kind, hit.id)] = hit
+        ranked = lexical_order(hit for hit in found.values() if hit.matched)
+        return RecallResult(terms, ranked[:limit])
+
+    async def _indexed(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
+        """Messages holding any long term, through the engine's full-text index."""
+        skip, skip_params = _excluding(exclude, "m.session_id")
+        if self._db.dialect == "postgresql":
+            clause, patterns = _any_like("m.content", terms.long, "ILIKE")
+            rows = await self._db.fetchall(
+                f"SELECT {_MESSAGE_COLUMNS}, -similarity(m.content, ?) AS score "
+                f"FROM messages m {_SESSION_JOIN} WHERE m.space_id = ? AND m.recall_hidden = 0 "
+                f"AND {clause}{skip} "
+                "ORDER BY score, m.id DESC LIMIT ?",
+                (" ".join(terms.long), space, *patterns, *skip_params, FTS_CANDIDATES),
+            )
+        else:
+            rows = await self._db.fetchall(
+                f"SELECT {_MESSAGE_COLUMNS}, messages_fts.rank AS score "
+                f"FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid {_SESSION_JOIN} "
+                f"WHERE messages_fts MATCH ? AND m.space_id = ? AND m.recall_hidden = 0{skip} "
+                "ORDER BY messages_fts.rank, m.id DESC LIMIT ?",
+                (terms.fts_match, space, *skip_params, FTS_CANDIDATES),
+            )
+        return [_message_hit(row, terms, float(row["score"])) for row in rows]
+
+    async def _recent(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
+        """Messages holding any short term among the space's RECENT_WINDOW newest (the
+        excluded session's own left out of the window)."""
+        inner, inner_params = exclude.inner("session_id") if exclude else ("", [])
+        outer, outer_params = exclude.outer() if exclude else ("", [])
+        clause, patterns = _any_like("m.content", terms.short, self._like)
+        rows = await self._db.fetchall(
+            f"SELECT {_MESSAGE_COLUMNS} FROM (SELECT * FROM messages WHERE space_id = ? "
+            f"AND recall_hidden = 0{inner} "
+            f"ORDER BY id DESC LIMIT ?) m {_SESSION_JOIN} WHERE {clause}{outer} "
+            "ORDER BY m.id DESC LIMIT ?",
+            (space, *inner_params, RECENT_WINDOW, *patterns, *outer_params, FTS_CANDIDATES),
+        )
+        return [_message_hit(row, terms, 0.0) for row in rows]
+
+    async def _summaries(
+        self, space: str, terms: Terms, exclude: Exclude | None
+    ) -> list[RecallHit]:
+        """Live summaries holding any term among the space's SUMMARY_WINDOW newest."""
+        inner, inner_params = exclude.inner("session_id") if exclude else ("", [])
+        outer, outer_params = exclude.outer() if exclude else ("", [])
+        clause, patterns = _any_like("m.summary", terms.all, self._like)
+        rows = await self._db.fetchall(
+            "SELECT m.id, m.session_id, m.summary, m.created_at, s.title, s.discord_guild_id, "
+            "s.discord_channel_id FROM (SELECT * FROM memories WHERE space_id = ? "
+            f"AND condensed_into IS NULL{inner} ORDER BY id DESC LIMIT ?) m {_SESSION_JOIN} "
+            f"WHERE {clause}{outer} ORDER BY m.id DESC",
+            (space, *inner_params, SUMMARY_WINDOW, *patterns, *outer_params),
+        )
+        return [_summary_hit(row, terms) for row in rows]
+
+    async def with_context(
+        self, space: str, hits: list[RecallHit], lines: int = CONTEXT_LINES
+    ) -> list[RecallHit]:
+        """`hits` with up to `lines` messages before and after each message hit."""
+        if lines <= 0:
+            return list(hits)
+        return [
+            await self._around(space, hit, lines) if hit.kind == "message" else hit for hit in hits
+        ]
+
+    async def _around(self, space: str, hit: RecallHit, lines: int) -> RecallHit:
+        columns = "id, role, author_name, content, created_at"
+        rows = await self._db.fetchall(
+            f"SELECT * FROM (SELECT {columns} FROM messages WHERE space_id = ? "
+            "AND session_id = ? AND recall_hidden = 0 AND id < ? "
+            "ORDER BY id DESC LIMIT ?) b UNION ALL "
+            f"SELECT * FROM (SELECT {columns} FROM messages WHERE space_id = ? "
+            "AND session_id = ? AND recall_hidden = 0 AND id > ? ORDER BY id LIMIT ?) a",
+            (space, hit.session_id, hit.id, lines, space, hit.session_id, hit.id, lines),
+        )
+        before = sorted((_line(r) for r in rows if r["id"] < hit.id), key=lambda x: x.message_id)
+        after = sorted((_line(r) for r in rows if r["id"] > hit.id), key=lambda x: x.message_id)
+        return replace(hit, before=tuple(before), after=tuple(after))

@@ -1,0 +1,191 @@
+"""Recall's query terms, ranking and relevance rule (pure functions, no database).
+
+Terms: the query split into words (letters, digits, `'`, `-`); words that mix Japanese scripts
+are cut where the script changes and their hiragana runs (particles, endings: の, は, ですか)
+are dropped, so 「私の猫の名前は」 gives 猫 and 名前 without a segmenter; a word that is all
+hiragana stays whole. English and Japanese stop words and one-letter Latin words are dropped.
+Terms of MIN_FTS_CHARS or more go to the full-text index; shorter ones (東京, 猫, AI) to a
+bounded LIKE window (see `bot.store.reads.recall`).
+
+Ranking (lexical): more distinct query terms matched first, then the engine's score (FTS5
+bm25 on SQLite, negated trigram similarity on PostgreSQL; lower is better), then the newest.
+`fuse` merges several ranked lists by reciprocal rank fusion, for when a second ranking (e.g.
+embeddings) joins the lexical one.
+
+Relevance (the related-memories layer): a hit must match at least `required_matches(terms)`
+distinct terms — half of them rounded up, at most MAX_REQUIRED — and one of its matched terms
+must be specific (`is_specific`: 3+ characters, or 2+ Japanese/Chinese characters). Term
+counts and not a bm25 cutoff, because bm25 magnitudes move with the size of the space's
+history and PostgreSQL has no bm25: a count means the same on both engines at any size.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol, TypeVar
+
+MIN_FTS_CHARS: Final = 3
+MAX_TERMS: Final = 12
+MAX_REQUIRED: Final = 3
+RRF_K: Final = 60
+
+STOP_WORDS_EN: Final = frozenset(
+    """
+    a an the and or but if then so of to in on at by for with from as into about over after
+    before up down out off than too very can could will would shall should may might must do
+    does did done doing be is am are was were been being have has had having i me my mine
+    myself we us our ours you your yours he him his she her hers it its they them their theirs
+    this that these those there here what which who whom whose when where why how all any
+    some no not yes ok okay oh hi hello hey thanks thank please just also again still now
+    tell say said know think like get got let lets me remember recall
+    what's it's i'm don't didn't can't isn't that's there's you're let's
+    """.split()
+)
+STOP_WORDS_JA: Final = frozenset(
+    """
+    の は が を に で と も へ や か ね よ な から まで より って です ます でした ました ですか
+    ますか だ だった て た し こと もの これ それ あれ どれ この その あの どの ここ そこ
+    私 僕 俺 あなた 何 なに なん 誰 だれ いつ どこ どう
+    """.split()
+)
+STOP_WORDS: Final = STOP_WORDS_EN | STOP_WORDS_JA
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\ue000\ue001]")
+_WORD = re.compile(r"[\w'’\-]+")
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆"
+_KATAKANA = "\u30a0-\u30ff\u31f0-\u31ffー"
+_HIRAGANA = "\u3040-\u309f"
+_RUN = re.compile(f"[{_HAN}]+|[{_KATAKANA}]+|[{_HIRAGANA}]+|[^{_HAN}{_KATAKANA}{_HIRAGANA}]+")
+_CJK = re.compile(f"[{_HAN}{_KATAKANA}{_HIRAGANA}]")
+_ALL_HIRAGANA = re.compile(f"[{_HIRAGANA}]+")
+
+T = TypeVar("T", bound=Hashable)
+R = TypeVar("R", bound="Ranked")
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A query's terms: `long` ones go to the full-text index, `short` ones to LIKE."""
+
+    all: tuple[str, ...]
+
+    @property
+    def long(self) -> tuple[str, ...]:
+        """Terms of MIN_FTS_CHARS characters or more."""
+        return tuple(term for term in self.all if len(term) >= MIN_FTS_CHARS)
+
+    @property
+    def short(self) -> tuple[str, ...]:
+        """Terms shorter than MIN_FTS_CHARS (Japanese 東京, 猫; Latin AI)."""
+        return tuple(term for term in self.all if len(term) < MIN_FTS_CHARS)
+
+    @property
+    def fts_match(self) -> str:
+        """The FTS5 expression: every long term a quoted phrase, OR-ed (FTS syntax typed by
+        a user is searched as text, never parsed)."""
+        return " OR ".join('"' + term.replace('"', '""') + '"' for term in self.long)
+
+
+def _pieces(word: str) -> list[str]:
+    """A word cut where its Japanese script changes, hiragana runs dropped (unless the whole
+    word is hiragana)."""
+    word = word.strip("'’-")
+    for suffix in ("'s", "’s"):
+        if word.lower().endswith(suffix):
+            word = word[: -len(suffix)]
+    if not _CJK.search(word) or _ALL_HIRAGANA.fullmatch(word):
+        return [word] if word else []
+    return [
+        run.strip("'’-")
+        for run in _RUN.findall(word)
+        if not _ALL_HIRAGANA.fullmatch(run) and run.strip("'’-")
+    ]
+
+
+def parse_terms(text: str) -> Terms:
+    """The distinct content terms of a query (case-folded duplicates removed), at most
+    MAX_TERMS, in the order they appear."""
+    seen: set[str] = set()
+    terms: list[str] = []
+    for word in _WORD.findall(_CONTROL.sub(" ", text)):
+        for piece in _pieces(word):
+            folded = piece.casefold()
+            if folded in seen or folded in STOP_WORDS:
+                continue
+            if len(piece) < 2 and not _CJK.search(piece):
+                continue
+            seen.add(folded)
+            terms.append(piece)
+    return Terms(tuple(terms[:MAX_TERMS]))
+
+
+def matched_terms(text: str, terms: Terms) -> tuple[str, ...]:
+    """The terms found in `text` (case-insensitive substrings, as the trigram index matches)."""
+    folded = text.casefold()
+    return tuple(term for term in terms.all if term.casefold() in folded)
+
+
+def is_specific(term: str) -> bool:
+    """A term that says something on its own: 3+ characters, or 2+ Japanese/Chinese ones."""
+    return len(term) >= MIN_FTS_CHARS or (len(term) >= 2 and bool(_CJK.search(term)))
+
+
+def required_matches(terms: Terms) -> int:
+    """How many distinct terms a related memory must match: half, rounded up, ≤ MAX_REQUIRED."""
+    return min(MAX_REQUIRED, math.ceil(len(terms.all) / 2))
+
+
+def is_relevant(matched: Sequence[str], terms: Terms) -> bool:
+    """The related-memories threshold (see the module docstring)."""
+    distinct = {term.casefold() for term in matched}
+    return (
+        bool(terms.all)
+        and len(distinct) >= required_matches(terms)
+        and any(is_specific(term) for term in matched)
+    )
+
+
+class Ranked(Protocol):
+    """What lexical ranking reads of a hit."""
+
+    @property
+    def matched(self) -> tuple[str, ...]:
+        """The query terms the hit contains."""
+        ...
+
+    @property
+    def score(self) -> float:
+        """The engine's score: lower is better."""
+        ...
+
+    @property
+    def created_at(self) -> str:
+        """When it was said (ISO 8601, UTC)."""
+        ...
+
+    @property
+    def id(self) -> int:
+        """Its row id."""
+        ...
+
+
+def lexical_order(hits: Iterable[R]) -> list[R]:
+    """Best first: more distinct terms matched, then the lower score, then the newest."""
+    newest = sorted(hits, key=lambda hit: (hit.created_at, hit.id), reverse=True)
+    return sorted(
+        newest, key=lambda hit: (-len({t.casefold() for t in hit.matched}), round(hit.score, 9))
+    )
+
+
+def fuse(rankings: Sequence[Sequence[T]], k: int = RRF_K) -> list[T]:
+    """Reciprocal rank fusion: each item scores Σ 1/(k + rank) over the lists it is in (rank
+    from 1); best first, ties kept in first-seen order. One list comes back unchanged."""
+    scores: dict[T, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    order = {item: index for index, item in enumerate(scores)}
+    return sorted(scores, key=lambda item: (-scores[item], order[item]))

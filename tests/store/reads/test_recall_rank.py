@@ -1,0 +1,44 @@
+"""Recall's pure parts: query terms, the relevance rule, reciprocal rank fusion."""
+
+from __future__ import annotations
+
+from bot.store.reads.recall_rank import fuse, is_relevant, parse_terms, required_matches
+
+
+def test_terms_drop_stop_words_punctuation_and_possessives() -> None:
+    terms = parse_terms("What is the name of my cat's vet? Ask Mochi-Kinako, OK?")
+    assert terms.all == ("name", "cat", "vet", "Ask", "Mochi-Kinako")
+    assert terms.long == terms.all and terms.short == ()
+    assert terms.fts_match == '"name" OR "cat" OR "vet" OR "Ask" OR "Mochi-Kinako"'
+    assert parse_terms("CAT cat Cat").all == ("CAT",), "case-folded duplicates once"
+    assert parse_terms('he said "x" AI').short == ("AI",), "one letter dropped, two kept"
+
+
+def test_japanese_words_split_at_script_changes_without_particles() -> None:
+    assert parse_terms("私の猫の名前は何ですか").all == ("猫", "名前")
+    assert parse_terms("東京タワーに行きたい").all == ("東京", "タワー", "行")
+    assert parse_terms("ありがとう").all == ("ありがとう",), "an all-hiragana word stays whole"
+    assert parse_terms("です ます の").all == ()
+    terms = parse_terms("東京 猫 Sapporo")
+    assert terms.short == ("東京", "猫") and terms.long == ("Sapporo",)
+
+
+def test_the_relevance_rule_on_both_sides() -> None:
+    two = parse_terms("cat name")
+    assert required_matches(two) == 1
+    assert is_relevant(("cat",), two) and not is_relevant((), two)
+    four = parse_terms("cat volcano dragon pizza")
+    assert not is_relevant(("pizza",), four) and is_relevant(("pizza", "cat"), four)
+    assert required_matches(parse_terms(" ".join(f"word{n}" for n in range(12)))) == 3
+    assert not is_relevant(("猫",), parse_terms("猫")), "one character is not specific"
+    assert is_relevant(("東京",), parse_terms("東京"))
+    assert not is_relevant(("AI",), parse_terms("AI")), "two Latin letters are not either"
+    assert not is_relevant((), parse_terms("the"))
+
+
+def test_reciprocal_rank_fusion() -> None:
+    assert fuse([["a", "b", "c"]]) == ["a", "b", "c"], "one list comes back unchanged"
+    # b is second in both lists, a and c first in one each: b wins.
+    assert fuse([["a", "b"], ["c", "b"]]) == ["b", "a", "c"]
+    assert fuse([["a", "b"], ["b", "a"]]) == ["a", "b"], "ties keep first-seen order"
+    assert fuse([]) == []
