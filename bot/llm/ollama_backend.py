@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import aclosing
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -137,6 +138,36 @@ def _arguments_dict(arguments: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
+@dataclass
+class _ChatReading:
+    """What a chat stream has brought so far: its parts, its tool calls, its final line."""
+
+    parts: int = 0
+    calls: list[ToolCall] = field(default_factory=list)
+    finished: bool = False
+
+    def deltas(self, part: ollama.ChatResponse) -> Iterator[StreamDelta]:
+        """The deltas one part of the stream brings (the final one once, with the calls)."""
+        self.parts += 1
+        message = part.message
+        for call in message.tool_calls or ():
+            self.calls.append(
+                ToolCall(
+                    id=f"call_{len(self.calls) + 1}",
+                    name=call.function.name,
+                    arguments=dict(call.function.arguments or {}),
+                )
+            )
+        if message.content:
+            yield StreamDelta(text=message.content)
+        if part.done and not self.finished:
+            # Said at once: the reader stops pacing its reads, and the stream's end (the
+            # body's last bytes, just behind this line) is read at once.
+            self.finished = True
+            usage = Usage(part.prompt_eval_count, part.eval_count)
+            yield StreamDelta(tool_calls=self.calls, usage=usage, done=True)
+
+
 class OllamaBackend:
     """Talks to an Ollama server with `ollama.AsyncClient`."""
 
@@ -220,59 +251,58 @@ class OllamaBackend:
         context_tokens: int,
     ) -> AsyncGenerator[StreamDelta, None]:
         """Stream a chat answer; tool calls and usage come with the final delta."""
-        calls: list[ToolCall] = []
-        usage = Usage()
-        parts = 0
-        finished = False
+        reading = _ChatReading()
         try:
-            response = await self._client.chat(
-                model=strip_ollama_prefix(model),
-                messages=to_ollama_messages(messages),
-                tools=self._tools(tools) if tools else None,
-                stream=True,
-                options={"num_ctx": context_tokens},
-            )
+            response = await self._open_chat(model, messages, tools, context_tokens)
             # Closing this stream early (a caller's bound) closes the HTTP response at once.
             async with aclosing(response) as reply:  # type: ignore[type-var]
                 async for part in reply:
-                    parts += 1
-                    message = part.message
-                    for call in message.tool_calls or ():
-                        calls.append(
-                            ToolCall(
-                                id=f"call_{len(calls) + 1}",
-                                name=call.function.name,
-                                arguments=dict(call.function.arguments or {}),
-                            )
-                        )
-                    if message.content:
-                        yield StreamDelta(text=message.content)
-                    if part.done and not finished:
-                        # Said at once: the reader stops pacing its reads, and the stream's
-                        # end (the body's last bytes, just behind this line) is read at once.
-                        finished = True
-                        usage = Usage(part.prompt_eval_count, part.eval_count)
-                        yield StreamDelta(tool_calls=calls, usage=usage, done=True)
+                    for delta in reading.deltas(part):
+                        yield delta
         except Exception as exc:
-            if finished and isinstance(exc, httpx.TransportError):
+            if reading.finished and isinstance(exc, httpx.TransportError):
                 # The answer was whole (its final line came); only the body's end was lost.
                 log.debug("the stream's end was lost after its final line: %s", exc)
                 return
             target = self._target(model, context=context_tokens)
-            if (
-                parts
-                and isinstance(exc, httpx.TransportError)
-                and not isinstance(exc, httpx.TimeoutException)
-            ):
-                raise interrupted(target, exc) from exc
-            raise self._failure(exc, target) from exc
-        if not finished:
-            detail = (
-                "a stream that ended without Ollama's final line"
-                if parts
-                else "an empty answer with status 200"
-            )
-            raise protocol_error(self.host, "Ollama", detail)
+            raise self._stream_failure(exc, target, reading.parts) from exc
+        if not reading.finished:
+            raise self._unfinished(reading.parts)
+
+    async def _open_chat(
+        self,
+        model: str,
+        messages: list[Message],
+        tools: list[ToolSchema] | None,
+        context_tokens: int,
+    ) -> AsyncIterator[ollama.ChatResponse]:
+        """Send a streaming chat request; its parts, as the client parses them."""
+        return await self._client.chat(
+            model=strip_ollama_prefix(model),
+            messages=to_ollama_messages(messages),
+            tools=self._tools(tools) if tools else None,
+            stream=True,
+            options={"num_ctx": context_tokens},
+        )
+
+    def _stream_failure(self, exc: Exception, target: Target, parts: int) -> BackendError:
+        """A failure of a stream that brought `parts` parts before it."""
+        if (
+            parts
+            and isinstance(exc, httpx.TransportError)
+            and not isinstance(exc, httpx.TimeoutException)
+        ):
+            return interrupted(target, exc)
+        return self._failure(exc, target)
+
+    def _unfinished(self, parts: int) -> BackendError:
+        """A stream that ended (with status 200) before Ollama's final line."""
+        detail = (
+            "a stream that ended without Ollama's final line"
+            if parts
+            else "an empty answer with status 200"
+        )
+        return protocol_error(self.host, "Ollama", detail)
 
     async def complete(
         self, model: str, messages: list[Message], context_tokens: int
