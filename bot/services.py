@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -36,6 +36,7 @@ from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool
 from bot.ops.probes import MODEL_KEYS, build_readiness
 from bot.ops.readiness import Readiness
+from bot.prompts import prompts_for
 from bot.store import Repositories
 from bot.store.engine.database import Database
 from bot.store.repos.memories import Memory
@@ -219,7 +220,10 @@ def _open_memory(
         notes=notes,
         knowledge=knowledge,
         spaces=SpaceService(core.repos.spaces, notes, knowledge),
-        members=MemberMemory(core.repos.member_facts),
+        members=MemberMemory(
+            core.repos.member_facts,
+            placeholder=lambda: prompts_for(runtime().language)["member_erased_message"],
+        ),
         recall=RecallService(core.repos.recall),
     )
 
@@ -269,6 +273,16 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
     summarizer = Summarizer(
         core.runtime, core.gateway, repos.messages, repos.memories, on_memory=tag_summary
     )
+
+    async def summarize_after_erase(space: str, sessions: Sequence[str]) -> None:
+        # The erase took the summaries holding the member's messages and un-archived what they
+        # replaced: the summariser rebuilds them from the placeholders, off the caller's path.
+        for session_id in sessions:
+            core.tasks.spawn(
+                summarizer.maybe_summarize(space, session_id), name=f"resummarize-{session_id}"
+            )
+
+    memory.members.add_erase_listener(summarize_after_erase)
     context = ContextBuilder(
         repos.messages,
         repos.memories,

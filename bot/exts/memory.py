@@ -1,5 +1,5 @@
 """/memory show|forget: the long-term memory (summaries) of this thread's conversation;
-/memory me show|forget|share|off|on: what the bot keeps about the member using it."""
+/memory me show|forget|share|off|on|erase: what the bot keeps about the member using it."""
 
 from __future__ import annotations
 
@@ -133,6 +133,25 @@ class Memory(commands.GroupCog, group_name="memory", group_description="What the
     async def me_on(self, interaction: discord.Interaction) -> None:
         """Switch the member's memory on in this space."""
         await self._switch(interaction, enabled=True)
+
+    @me.command(name="erase", description="Erase everything kept about you here (confirm)")
+    @app_commands.describe(confirm="True to erase; without it, what would be erased")
+    async def me_erase(self, interaction: discord.Interaction, confirm: bool = False) -> None:
+        """Erase the member from this space: facts, their messages' text, their summaries."""
+
+        async def work() -> Reply:
+            ui = ui_for(self.deps)
+            if not confirm:
+                return Reply(ui.member_erase_confirm)
+            space, member = _who(interaction)
+            erased = await self.deps.services.members.erase(space, member)
+            return Reply(
+                ui.member_erased.format(
+                    facts=erased.facts, messages=erased.messages, summaries=erased.summaries
+                )
+            )
+
+        await answer(interaction, work())
 
     async def _switch(self, interaction: discord.Interaction, *, enabled: bool) -> None:
         async def work() -> Reply:

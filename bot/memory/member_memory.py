@@ -5,21 +5,33 @@ LLM call) or by the `remember` tool the model calls for the member it is talking
 facts join the context of their own turns in every conversation of the space; another member
 sees a fact only when its owner marked it shared. Members list, forget and switch off what is
 kept about them (the `/memory me` commands); while it is off nothing is saved about them.
+`erase` removes a member from the space: facts, switch, and their messages' text (see
+`bot.store.repos.member_erase`); the threads whose summaries held them are summarised again.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from bot.errors import UserFacingError, ValidationError
-from bot.store.repos.member_facts import FactSource, MemberFact, MemberFactRepository
+from bot.store.repos.member_erase import ErasedMember
+from bot.store.repos.member_facts import (
+    FactSource,
+    MemberFact,
+    MemberFactRepository,
+    MemberSummary,
+)
 from bot.store.spaces import parse_space
 
 __all__ = [
+    "EraseListener",
+    "ErasedMember",
     "FactsForTurn",
     "MemberFact",
     "MemberMemory",
+    "MemberSummary",
     "MemoryFullError",
     "MemoryOffError",
     "member_of",
@@ -46,6 +58,10 @@ _JA_BEFORE = re.compile(
     _JA_ASK + r"(?:ください|下さい|ね|よ)?\s*[:：、,]\s*(?P<fact>.+)", re.DOTALL
 )
 _TRAILING = " \t\n.!?。！？、,，"
+ERASED_PLACEHOLDER = "[erased at the member's request]"
+
+# Told the space and the sessions whose summaries an erase removed (to summarise them again).
+EraseListener = Callable[[str, Sequence[str]], Awaitable[None]]
 
 
 class MemoryOffError(UserFacingError):
@@ -108,9 +124,21 @@ def clean_fact(text: str) -> str:
 class MemberMemory:
     """Saves, lists and forgets the facts about members of a space; their on/off switch."""
 
-    def __init__(self, repo: MemberFactRepository, *, cap: int = MAX_FACTS_PER_MEMBER) -> None:
+    def __init__(
+        self,
+        repo: MemberFactRepository,
+        *,
+        cap: int = MAX_FACTS_PER_MEMBER,
+        placeholder: Callable[[], str] = lambda: ERASED_PLACEHOLDER,
+    ) -> None:
         self._repo = repo
         self._cap = cap
+        self._placeholder = placeholder
+        self._erase_listeners: list[EraseListener] = []
+
+    def add_erase_listener(self, listener: EraseListener) -> None:
+        """Call `listener(space, sessions)` after each erase that removed summaries."""
+        self._erase_listeners.append(listener)
 
     async def remember(
         self,
@@ -174,3 +202,18 @@ class MemberMemory:
         own = await self._repo.of_member(space, member)
         shared = await self._repo.shared_by_others(space, member, MAX_SHARED_FACTS)
         return FactsForTurn(own, shared)
+
+    async def members(self, space: str) -> tuple[MemberSummary, ...]:
+        """Every member of the space with facts or a switch (the operator's overview)."""
+        return tuple(await self._repo.members(space))
+
+    async def erase(self, space: str, member: str) -> ErasedMember:
+        """Erase the member from the space: facts, switch, tags, their messages' text (and the
+        bot's answers to them), the summaries holding them; then have those summarised again."""
+        local = member == LOCAL_MEMBER and parse_space(space).kind == "local"
+        author = None if local else member
+        erased = await self._repo.erase(space, member, author, self._placeholder())
+        if erased.sessions:
+            for listener in self._erase_listeners:
+                await listener(space, erased.sessions)
+        return erased

@@ -67,6 +67,8 @@ class UiText:
     member_memory_on: str
     member_fact_shared: str
     member_fact_unshared: str
+    member_erase_confirm: str
+    member_erased: str
     model_show: str
     model_source_thread: str
     model_source_space: str

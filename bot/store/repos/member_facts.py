@@ -8,6 +8,7 @@ from typing import Literal
 from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Params, Row
+from bot.store.repos.member_erase import ErasedMember, erase_member
 from bot.store.repos.space_records import ensure_space_row
 from bot.store.spaces import SpaceScope, in_space
 
@@ -159,6 +160,13 @@ class MemberFactRepository:
             f"DELETE FROM member_facts WHERE {where} AND id = ?", (*params, fact_id)
         )
         return deleted > 0
+
+    async def erase(
+        self, space: str, member_id: str, author: str | None, placeholder: str
+    ) -> ErasedMember:
+        """Erase the member from the space in one transaction (see `member_erase`)."""
+        async with self._db.transaction() as conn:
+            return await erase_member(conn, space, member_id, author, placeholder)
 
     async def enabled(self, space: str, member_id: str) -> bool:
         """Whether the member's memory is on in the space (on unless switched off)."""

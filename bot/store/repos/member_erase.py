@@ -1,0 +1,188 @@
+"""Erasing a member from a space ("erase me"): the writes, in one transaction.
+
+What goes, in the member's space only:
+- their facts and their memory switch;
+- the text of every message they wrote, and of the bot's answers to those messages (an answer
+  usually repeats what it answers): replaced by a placeholder and hidden from recall; the
+  SQLite FTS5 triggers take the old text out of `messages_fts`, PostgreSQL's trigram index
+  follows the column;
+- the tags of those messages, the arguments and sources of the tool calls their turns made;
+- the title of a session their message opened (a thread is named after its first message);
+- every summary holding one of those messages, and the summaries it was condensed into (with
+  their embeddings and tags): the messages they replaced are un-archived and the summaries
+  they had condensed are live again, so the summariser rebuilds the thread's long-term memory
+  from what is left (`ErasedMember.sessions` lists the threads to summarise again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from bot.store.engine.connection import Connection, utcnow
+
+# Ids per IN (...) list: well under both engines' limits on bound parameters.
+CHUNK: Final = 500
+
+
+@dataclass(frozen=True)
+class ErasedMember:
+    """What an erase removed; `sessions` are the threads whose summaries must be rebuilt."""
+
+    facts: int
+    messages: int
+    tags: int
+    summaries: int
+    sessions: tuple[str, ...]
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[tuple[str, tuple[int, ...]]]:
+    """`?, ?, …` and the ids, CHUNK at a time."""
+    for start in range(0, len(ids), CHUNK):
+        part = tuple(ids[start : start + CHUNK])
+        yield ",".join("?" for _ in part), part
+
+
+def _theirs(alias: str, author: str | None) -> tuple[str, tuple[str, ...]]:
+    """Messages `alias` the member wrote (`author` None: the local user of a local space)."""
+    if author is None:
+        return f"{alias}.author_id IS NULL AND {alias}.role = 'user'", ()
+    return f"{alias}.author_id = ?", (author,)
+
+
+async def _their_messages(
+    conn: Connection, space: str, author: str | None
+) -> tuple[list[int], list[int], set[int]]:
+    """Their messages' ids, the bot's answers' ids, and the summaries holding either."""
+    mine, mine_params = _theirs("m", author)
+    asked, asked_params = _theirs("q", author)
+    rows = await conn.execute_fetchall(
+        "SELECT m.id, m.memory_id, m.role FROM messages m WHERE m.space_id = ? AND "
+        f"(({mine}) OR (m.role = 'assistant' AND m.reply_to IN "
+        f"(SELECT q.id FROM messages q WHERE q.space_id = ? AND {asked}))) ORDER BY m.id",
+        (space, *mine_params, space, *asked_params),
+    )
+    authored = [int(r["id"]) for r in rows if r["role"] != "assistant"]
+    answers = [int(r["id"]) for r in rows if r["role"] == "assistant"]
+    memories = {int(r["memory_id"]) for r in rows if r["memory_id"] is not None}
+    return authored, answers, memories
+
+
+async def _with_condensations(
+    conn: Connection, space: str, found: set[int]
+) -> tuple[list[int], set[str]]:
+    """`found` and every summary they were condensed into, up the chain; their sessions."""
+    chosen: set[int] = set()
+    sessions: set[str] = set()
+    frontier = set(found)
+    while frontier:
+        chosen |= frontier
+        above: set[int] = set()
+        for marks, ids in _chunks(sorted(frontier)):
+            rows = await conn.execute_fetchall(
+                f"SELECT session_id, condensed_into FROM memories WHERE space_id = ? "
+                f"AND id IN ({marks})",
+                (space, *ids),
+            )
+            for row in rows:
+                sessions.add(str(row["session_id"]))
+                if row["condensed_into"] is not None:
+                    above.add(int(row["condensed_into"]))
+        frontier = above - chosen
+    return sorted(chosen), sessions
+
+
+async def _drop_summaries(conn: Connection, space: str, memory_ids: Sequence[int]) -> int:
+    """Delete the summaries; their messages go back to live, what they condensed is live."""
+    deleted = 0
+    for marks, ids in _chunks(memory_ids):
+        await conn.execute(
+            "UPDATE messages SET archived_at = NULL, memory_id = NULL "
+            f"WHERE space_id = ? AND memory_id IN ({marks})",
+            (space, *ids),
+        )
+        await conn.execute(
+            f"UPDATE memories SET condensed_into = NULL WHERE space_id = ? "
+            f"AND condensed_into IN ({marks})",
+            (space, *ids),
+        )
+        await conn.execute(
+            f"DELETE FROM memory_tags WHERE space_id = ? AND memory_id IN ({marks})",
+            (space, *ids),
+        )
+        cursor = await conn.execute(
+            f"DELETE FROM memories WHERE space_id = ? AND id IN ({marks})", (space, *ids)
+        )
+        deleted += cursor.rowcount
+    return deleted
+
+
+async def _blank_messages(
+    conn: Connection, space: str, message_ids: Sequence[int], placeholder: str
+) -> int:
+    """Untag the messages, replace their text by `placeholder`, hide them from recall."""
+    tags = 0
+    now = utcnow()
+    for marks, ids in _chunks(message_ids):
+        cursor = await conn.execute(
+            f"DELETE FROM message_tags WHERE space_id = ? AND message_id IN ({marks})",
+            (space, *ids),
+        )
+        tags += cursor.rowcount
+        # tagged_at stays set: the tagger's backfill must not tag the placeholder.
+        await conn.execute(
+            "UPDATE messages SET content = ?, recall_hidden = 1, "
+            f"tagged_at = COALESCE(tagged_at, ?) WHERE space_id = ? AND id IN ({marks})",
+            (placeholder, now, space, *ids),
+        )
+    return tags
+
+
+async def _blank_turns(
+    conn: Connection, space: str, author: str | None, authored: Sequence[int], placeholder: str
+) -> None:
+    """Forget what their turns' tool calls were asked, and the titles their messages gave."""
+    for marks, ids in _chunks(authored):
+        await conn.execute(
+            "UPDATE tool_calls SET arguments_json = '{}', sources_json = '[]', error = NULL "
+            f"WHERE space_id = ? AND message_id IN ({marks})",
+            (space, *ids),
+        )
+    mine, params = _theirs("m", author)
+    await conn.execute(
+        "UPDATE sessions SET title = ? WHERE space_id = ? AND id IN "
+        f"(SELECT m.session_id FROM messages m WHERE m.space_id = ? AND {mine} AND NOT EXISTS "
+        "(SELECT 1 FROM messages f WHERE f.space_id = m.space_id "
+        "AND f.session_id = m.session_id AND f.id < m.id))",
+        (placeholder, space, space, *params),
+    )
+
+
+async def erase_member(
+    conn: Connection, space: str, member_id: str, author: str | None, placeholder: str
+) -> ErasedMember:
+    """Erase `member_id` from `space` inside the caller's transaction.
+
+    `author` is the `messages.author_id` of their messages (None: the local user's, stored
+    without one).
+    """
+    authored, answers, holding = await _their_messages(conn, space, author)
+    memory_ids, sessions = await _with_condensations(conn, space, holding)
+    summaries = await _drop_summaries(conn, space, memory_ids)
+    await _blank_turns(conn, space, author, authored, placeholder)
+    erased = sorted([*authored, *answers])
+    tags = await _blank_messages(conn, space, erased, placeholder)
+    facts = await conn.execute(
+        "DELETE FROM member_facts WHERE space_id = ? AND member_id = ?", (space, member_id)
+    )
+    await conn.execute(
+        "DELETE FROM member_memory WHERE space_id = ? AND member_id = ?", (space, member_id)
+    )
+    return ErasedMember(
+        facts=facts.rowcount,
+        messages=len(erased),
+        tags=tags,
+        summaries=summaries,
+        sessions=tuple(sorted(sessions)),
+    )

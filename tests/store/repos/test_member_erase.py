@@ -1,0 +1,197 @@
+"""Erase me, on both engines: the member's facts, tags, message texts (and the bot's answers to
+them), summaries and the titles their messages gave go, in their space only; everyone else's
+rows stay as they were."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.memory.member_memory import ERASED_PLACEHOLDER, LOCAL_MEMBER, MemberMemory
+from bot.store import Repositories
+from bot.store.engine.database import Database
+
+A, B = "guild:1", "guild:2"
+X, Y = "111", "222"
+SECRET = "Mochi-Kinako"  # said by X; the FTS trigram index needs 3+ characters
+KEPT = "Hokkaido-Ramen"  # said by Y
+
+
+@dataclass
+class World:
+    repos: Repositories
+    members: MemberMemory
+    told: list[tuple[str, tuple[str, ...]]]
+
+
+async def _world(db: Database) -> World:
+    repos = Repositories.over(db)
+    members = MemberMemory(repos.member_facts)
+    told: list[tuple[str, tuple[str, ...]]] = []
+
+    async def listener(space: str, sessions: Sequence[str]) -> None:
+        told.append((space, tuple(sessions)))
+
+    members.add_erase_listener(listener)
+    return World(repos, members, told)
+
+
+async def _say(w: World, space: str, session: str, author: str, text: str) -> tuple[int, int]:
+    """`author` says `text`; the bot answers by repeating it. The two ids."""
+    asked = await w.repos.messages.add(
+        space, session, "user", text, author_id=author, author_name=f"user{author}"
+    )
+    answer = await w.repos.messages.add(
+        space, session, "assistant", f"Noted: {text}", reply_to=asked.id
+    )
+    return asked.id, answer.id
+
+
+async def _contents(db: Database, space: str) -> list[str]:
+    rows = await db.fetchall(
+        "SELECT content FROM messages WHERE space_id = ? ORDER BY id", (space,)
+    )
+    return [str(row["content"]) for row in rows]
+
+
+async def _fts(db: Database, phrase: str) -> set[int]:
+    """Message ids the SQLite full-text index finds `phrase` in (every space)."""
+    rows = await db.fetchall(
+        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (json.dumps(phrase),)
+    )
+    return {int(row[0]) for row in rows}
+
+
+async def test_erase_takes_the_members_texts_facts_and_tags_in_their_space_only(
+    db: Database,
+) -> None:
+    w = await _world(db)
+    mine = await w.repos.sessions.create(A, title=f"my cat is {SECRET}")
+    theirs = await w.repos.sessions.create(A, title="Ramen talk")
+    elsewhere = await w.repos.sessions.create(B, title=f"my cat is {SECRET}")
+    x1, x1_answer = await _say(w, A, mine.id, X, f"my cat is {SECRET}")
+    y1, y1_answer = await _say(w, A, mine.id, Y, f"I like {KEPT}")
+    y2, _ = await _say(w, A, theirs.id, Y, f"{KEPT} again")
+    x2, _ = await _say(w, A, theirs.id, X, f"{SECRET} sleeps a lot")
+    bx, bx_answer = await _say(w, B, elsewhere.id, X, f"my cat is {SECRET}")
+    for message_id in (x1, x1_answer, y1, x2, bx):
+        await w.repos.tags.add_message_tags(A if message_id != bx else B, message_id, ["cat"])
+    await w.repos.tool_calls.add(
+        A,
+        mine.id,
+        message_id=x1,
+        call_id="c1",
+        tool="remember",
+        arguments={"fact": SECRET},
+        ok=True,
+    )
+    await w.members.remember(A, X, f"my cat is {SECRET}", "request")
+    await w.members.remember(A, Y, f"likes {KEPT}", "tool", shared=True)
+    await w.members.remember(B, X, f"my cat is {SECRET}", "request")
+    await w.members.set_enabled(A, X, False)
+
+    erased = await w.members.erase(A, X)
+
+    assert (erased.facts, erased.messages) == (1, 4), "X's two messages and the answers to them"
+    assert erased.tags == 3 and erased.summaries == 0 and erased.sessions == ()
+    texts = await _contents(db, A)
+    assert not [t for t in texts if SECRET in t]
+    assert texts.count(ERASED_PLACEHOLDER) == 4
+    assert f"I like {KEPT}" in texts and f"Noted: I like {KEPT}" in texts
+    assert f"my cat is {SECRET}" in await _contents(db, B), "another space is untouched"
+    for message_id in (x1, x1_answer, x2):
+        stored = await w.repos.messages.get(A, message_id)
+        assert stored is not None and stored.content == ERASED_PLACEHOLDER
+        assert await w.repos.messages.is_recall_hidden(A, message_id)
+        assert await w.repos.tags.tags_for_message(A, message_id) == []
+    assert not await w.repos.messages.is_recall_hidden(A, y1)
+    assert await w.repos.tags.tags_for_message(A, y1) == ["cat"]
+    assert await w.repos.tags.tags_for_message(B, bx) == ["cat"]
+    assert not await w.repos.messages.is_recall_hidden(A, y1_answer)
+
+    assert await w.members.list(A, X) == [] and await w.members.enabled(A, X)
+    assert [f.fact for f in await w.members.list(A, Y)] == [f"likes {KEPT}"]
+    assert [f.fact for f in await w.members.list(B, X)] == [f"my cat is {SECRET}"]
+    [call] = await w.repos.tool_calls.for_session(A, mine.id)
+    assert SECRET not in json.dumps(call.__dict__, default=str)
+
+    opened = await w.repos.sessions.get(A, mine.id)
+    assert opened is not None and opened.title == ERASED_PLACEHOLDER, "X opened it"
+    kept = await w.repos.sessions.get(A, theirs.id)
+    assert kept is not None and kept.title == "Ramen talk", "Y opened it"
+    other = await w.repos.sessions.get(B, elsewhere.id)
+    assert other is not None and SECRET in other.title
+
+    recalled = await w.repos.recall.recall(A, SECRET)
+    assert recalled.hits == [] or all(SECRET not in h.content for h in recalled.hits)
+    assert not [h for h in recalled.hits if SECRET in h.session_title]
+    assert [h.content for h in (await w.repos.recall.recall(A, KEPT)).hits]
+    assert [h.id for h in (await w.repos.recall.recall(B, SECRET)).hits] == [bx, bx_answer]
+    assert y2 > 0
+
+    if db.dialect == "sqlite":
+        assert await _fts(db, SECRET) == {bx, bx_answer}, "only the other space's are indexed"
+        assert {x1, x1_answer, x2} <= await _fts(db, "erased at the member")
+    else:
+        rows = await db.fetchall(
+            "SELECT id FROM messages WHERE content ILIKE ?", (f"%{SECRET.lower()}%",)
+        )
+        assert {int(row["id"]) for row in rows} == {bx, bx_answer}
+
+
+async def test_erase_drops_the_summaries_holding_them_and_what_they_were_condensed_into(
+    db: Database,
+) -> None:
+    w = await _world(db)
+    thread = await w.repos.sessions.create(A, title="club")
+    other = await w.repos.sessions.create(A, title="other")
+    y0, y0_answer = await _say(w, A, thread.id, Y, f"hello {KEPT}")
+    y_only = list(await _say(w, A, thread.id, Y, f"{KEPT} is best"))
+    with_x = list(await _say(w, A, thread.id, X, f"my cat is {SECRET}"))
+    untouched = list(await _say(w, A, other.id, Y, "weather"))
+    memories = w.repos.memories
+    first = await memories.summarize_messages(A, thread.id, [y0, y0_answer, *y_only], "Y ramen")
+    holding = await memories.summarize_messages(A, thread.id, with_x, f"X's cat is {SECRET}")
+    separate = await memories.summarize_messages(A, other.id, untouched, "weather chat")
+    assert first and holding and separate
+    await db.execute(
+        "UPDATE memories SET embedding_json = '[0.5]' WHERE space_id = ? AND id = ?",
+        (A, holding.id),
+    )
+    await w.repos.tags.add_memory_tags(A, holding.id, ["cat"])
+    condensed = await memories.condense(
+        A, thread.id, [first.id, holding.id], f"Y likes ramen; X's cat {SECRET}", 1
+    )
+    assert condensed is not None
+
+    erased = await w.members.erase(A, X)
+
+    assert erased.summaries == 2 and erased.sessions == (thread.id,)
+    assert w.told == [(A, (thread.id,))], "the listener rebuilds that thread's summaries"
+    live = await memories.live(A, thread.id)
+    assert [m.id for m in live] == [first.id], "what the condensed summary held is live again"
+    assert not [m for m in await memories.all_for_session(A, thread.id) if SECRET in m.summary]
+    assert [m.id for m in await memories.live(A, other.id)] == [separate.id]
+    assert await db.scalar(
+        "SELECT COUNT(*) FROM memories WHERE space_id = ? AND embedding_json IS NOT NULL", (A,)
+    ) in (0, "0")
+    assert await w.repos.tags.tags_for_memory(A, holding.id) == []
+    back = [await w.repos.messages.get(A, i) for i in with_x]
+    assert all(m is not None and m.archived_at is None and m.memory_id is None for m in back)
+    assert all(m is not None and m.content == ERASED_PLACEHOLDER for m in back)
+    y_kept = await w.repos.messages.get(A, y_only[0])
+    assert y_kept is not None and y_kept.memory_id == first.id and y_kept.archived_at
+    assert await w.repos.messages.count_live(A, thread.id) == 2
+
+
+async def test_the_local_user_is_erased_by_their_unauthored_messages(db: Database) -> None:
+    w = await _world(db)
+    local = "local:me"
+    session = await w.repos.sessions.create(local, title=SECRET)
+    said = await w.repos.messages.add(local, session.id, "user", f"my cat is {SECRET}")
+    await w.repos.messages.add(local, session.id, "assistant", SECRET, reply_to=said.id)
+    await w.members.remember(local, LOCAL_MEMBER, f"cat {SECRET}", "request")
+    erased = await w.members.erase(local, LOCAL_MEMBER)
+    assert (erased.facts, erased.messages) == (1, 2)
+    assert not [t for t in await _contents(db, local) if SECRET in t]
