@@ -507,7 +507,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         warm_cpu_ms = (bot_cpu() - cpu) * 1000 / max(1, len(warm))
         worker_cpu_ms = (cpu_s(worker) - worker_cpu) * 1000 / max(1, len(warm))
         worker_rss_mib = rss_mib(worker) if worker else 0.0
-        await control.call("POST", "/users", {"count": args.threads})
+        if args.threads:
+            await control.call("POST", "/users", {"count": args.threads})
         monitor = LagMonitor()
         monitor.start()
         cpu, fakes_cpu = bot_cpu(), cpu_s(harness.fakes_pid)
@@ -547,10 +548,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "message_writes_per_reply_mean": round(statistics.mean(t["writes"] for t in sequential), 2),
         "concurrent_threads": args.threads,
         "concurrent_wall_s": round(wall, 2),
-        "turns_per_s": round(args.threads / wall, 2),
+        "turns_per_s": round(args.threads / wall, 2) if args.threads else 0.0,
         "bot_cpu_s_concurrent": round(cpu, 2),
-        "cpu_ms_per_turn_concurrent": round(cpu * 1000 / args.threads, 1),
-        "analysis_worker_cpu_ms_per_turn_concurrent": round(worker_cpu * 1000 / args.threads, 1),
+        "cpu_ms_per_turn_concurrent": round(cpu * 1000 / max(1, args.threads), 1),
+        "analysis_worker_cpu_ms_per_turn_concurrent": round(
+            worker_cpu * 1000 / max(1, args.threads), 1
+        ),
         "fakes_cpu_s_concurrent": round(fakes_cpu, 2),
         "loop_lag_ms_p50": round(percentile(monitor.lags, 0.5) * 1000, 2),
         "loop_lag_ms_p99": round(percentile(monitor.lags, 0.99) * 1000, 2),
@@ -568,7 +571,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--turns", type=int, default=20, help="sequential turns (latency)")
-    parser.add_argument("--threads", type=int, default=200, help="threads at once")
+    parser.add_argument(
+        "--threads", type=int, default=200, help="threads at once (0: no concurrent part)"
+    )
     parser.add_argument("--tokens", type=int, default=60, help="tokens per answer")
     parser.add_argument("--rate", type=float, default=50.0, help="LLM tokens per second")
     parser.add_argument("--interval", type=float, default=1.2, help="stream_edit_interval")
