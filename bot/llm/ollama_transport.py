@@ -16,7 +16,6 @@ from contextlib import contextmanager
 import aiohttp
 import httpx
 
-from bot.llm.ollama_deltas import joined_deltas
 from bot.llm.pacing import ReadPace, current_pace
 
 log = logging.getLogger(__name__)
@@ -47,8 +46,7 @@ class LineResponse(httpx.Response):
     lines); an NDJSON stream in plain UTF-8 needs none of them. Lines end at '\\n' only
     (with an optional '\\r'), which is NDJSON's rule: unlike `str.splitlines` it never cuts
     a line at a U+0085 or U+2028 inside a JSON string. Anything else (a compressed body,
-    another charset) takes httpx's own path. A chat stream's text deltas that came in one
-    read are joined into one line (`bot.llm.ollama_deltas`).
+    another charset) takes httpx's own path.
     """
 
     async def aiter_lines(self) -> AsyncIterator[str]:
@@ -66,15 +64,9 @@ class LineResponse(httpx.Response):
             raise RuntimeError("Attempted to call an async iterator on a sync stream.")
         self.is_stream_consumed = True
         pending: list[bytes] = []
-        chat = self.request.url.path.endswith("/api/chat")
         try:
             async for chunk in self.stream:
-                lines = split_lines(pending, chunk)
-                if chat:
-                    for text in joined_deltas(lines):
-                        yield text
-                    continue
-                for raw in lines:
+                for raw in split_lines(pending, chunk):
                     yield raw.decode("utf-8", "replace")
         except httpx.RequestError as exc:
             exc.request = self.request  # as httpx's own iterators do

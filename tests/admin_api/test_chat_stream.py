@@ -39,7 +39,7 @@ async def test_turn_with_a_tool_call_streams_the_seed_events_in_order(admin: Adm
     admin.llm.script(
         ToolCalls([("web_search", {"query": "kyoto weather"})]),
         Text("# Kyoto weather\nSunny all day."),  # the knowledge summary of the search
-        # Pieces apart in time: text that arrives in one read is passed on as one chunk.
+        # Pieces apart in time, as a model streams them.
         Text("It is sunny in Kyoto.", chunks=3, delay=0.25),
     )
     reply = await admin.post("/api/chat/stream", {"message": "weather in Kyoto?"})

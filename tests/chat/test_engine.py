@@ -48,7 +48,7 @@ def answer(events: list[Event]) -> str:
 async def test_turn_without_tools_costs_one_llm_request(
     services: Services, llm: FakeLLMServer
 ) -> None:
-    # Pieces apart in time: text that arrives in one read is passed on as one piece.
+    # Pieces apart in time, as a model streams them.
     llm.script(Text("Hello there, friend.", chunks=4, delay=0.1))
     events = await run(services, "hi")
     assert answer(events) == "Hello there, friend."

@@ -31,10 +31,7 @@ class PaceWitness:
         return "".join(text for text, _, _ in self.seen)
 
     def paces(self) -> tuple[float | None, set[float | None]]:
-        """The pace the first delta was read at, and the paces of all later ones.
-
-        How many deltas there are depends on how the stream's pieces fell into reads (the
-        transport joins text that came in one read); the paces do not."""
+        """The pace the first delta was read at, and the paces of all later ones."""
         return self.seen[0][2], {pace for _, _, pace in self.seen[1:]}
 
     def __getattr__(self, name: str) -> Any:
