@@ -13,7 +13,6 @@ This module imports nothing heavy at module level: importing it must not delay t
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, TypeVar
@@ -31,17 +30,6 @@ log = logging.getLogger(__name__)
 
 def _nothing() -> None:
     return None
-
-
-def _skip_httpx_cli() -> None:
-    """Keep httpx (under the ollama client) from importing its command-line client.
-
-    httpx imports `httpx._main` when click, rich and pygments are installed (other packages'
-    command lines bring them) — ~50 ms of start-up for a program nothing here runs. A None
-    entry in sys.modules makes that import fail, and httpx then defines a stub `main`.
-    """
-    if "httpx" not in sys.modules:
-        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 
 @asynccontextmanager
@@ -65,7 +53,6 @@ async def started_services(
         stack.push_async_callback(analyzer.close)
         await analyzer.spawn()
         log.debug("analysis worker spawned; importing the rest")
-        _skip_httpx_cli()
         opened = opener(analyzer)
         preload()
         services = await stack.enter_async_context(opened)
