@@ -4,7 +4,12 @@ A front end that shows the answer in edits a second apart (Discord) gains nothin
 for every token once the first is out; a `ReadPace` lets the stream's reader wait that long
 between reads, so the chunks in between arrive in one read instead of one wake-up each. The
 transport under the model client reads the pace of the turn it runs in (a context variable:
-the client library sits between them and passes no such option).
+the client library sits between them and passes no such option). This module is that one
+seam: the engine sets the pace (`reading_at`), the transport reads it (`current_pace`).
+
+Why it stays: the tricks ledger (bench/ledger.md; bench/paired.py over bench/discord_turn.py
+--turns 15 --threads 0) measured bot CPU per warm Discord reply 14.7 ms paced vs 34.4 ms
+unpaced (8 of 8 pairs).
 """
 
 from __future__ import annotations
