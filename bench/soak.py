@@ -33,7 +33,6 @@ from bot.llm.gateway import RetryPolicy
 from bot.services import ServiceOptions, Services, open_services
 from bot.turn.events import DoneEvent
 from bot.utils import event_loop
-from bot.utils.heap import settle_heap
 
 SPACE = "local:soak"
 LIMIT_MIB = 20.0
@@ -104,7 +103,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         options = ServiceOptions(retry=RetryPolicy(attempts=1), builtin_tools=False)
         async with open_services(settings, options) as services:
-            settle_heap()
             done = 0
             for mark in sorted({100, *range(1000, args.turns + 1, 1000), args.turns}):
                 while done < mark:

@@ -17,8 +17,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, TypeVar
 
-from bot.utils.heap import collector_held, settle_heap
-
 if TYPE_CHECKING:
     from bot.memory.japanese import JapaneseAnalyzer
 
@@ -39,7 +37,7 @@ async def started_services(
     preload: Callable[[], object] = _nothing,
 ) -> AsyncIterator[T]:
     """Spawn the analysis worker, then import and open the services (and run `preload`, the
-    caller's own imports) while it loads; yield once all of it is loaded and the heap settled.
+    caller's own imports) while it loads; yield once all of it is loaded.
 
     `opener(analyzer)` imports `bot.services` and opens them over the spawned worker (as
     `bot.__main__._open_services` does): called after the spawn, so the worker's start overlaps
@@ -48,7 +46,6 @@ async def started_services(
     from bot.memory.japanese import JapaneseAnalyzer
 
     async with AsyncExitStack() as stack:
-        stack.enter_context(collector_held())
         analyzer = JapaneseAnalyzer()
         stack.push_async_callback(analyzer.close)
         await analyzer.spawn()
@@ -56,5 +53,4 @@ async def started_services(
         opened = opener(analyzer)
         preload()
         services = await stack.enter_async_context(opened)
-        settle_heap()
         yield services

@@ -1,6 +1,6 @@
 """Start-up order of `python -m bot`: the analysis worker is spawned before the heavy imports
-(it loads on the other core meanwhile), one worker serves the bot, the cyclic collector stays
-out of the way until the services are open, and nothing no turn needs is imported."""
+(it loads on the other core meanwhile), one worker serves the bot, and nothing no turn needs
+is imported."""
 
 from __future__ import annotations
 
@@ -18,10 +18,9 @@ from bot.ops.startup import started_services
 from tests.bot_process import bot_env, run_python, run_python_m_bot
 from tests.conftest import FAST_RETRY, SettingsFactory
 
-# The real entry point in a fresh interpreter, recording (audit hooks, gc callbacks) when the
-# worker is spawned, when a few heavy modules start importing, each cyclic collection (and
-# each full one), each scrypt hash and on which thread, and the first connection out (the
-# readiness probe or the login, once ready).
+# The real entry point in a fresh interpreter, recording (audit hooks) when the worker is
+# spawned, when a few heavy modules start importing, each scrypt hash and on which thread, and
+# the first connection out (the readiness probe or the login, once ready).
 # discord.py and the model are pointed at a port that refuses connections: start-up runs to
 # the login, which fails, and the process ends.
 SCRIPT = """
@@ -38,13 +37,7 @@ def audit(event, args):
     if event == "import" and args[0] in watched:
         watched.discard(args[0])
         events.append("import " + args[0])
-def collection(phase, info):
-    if phase == "start":
-        events.append("gc")
-        if info["generation"] == 2:
-            events.append("full gc")
 sys.addaudithook(audit)
-gc.callbacks.append(collection)
 import aiohttp, asyncio, yarl
 # Spawns and connections are recorded where the bot asks for them: uvloop makes both in C, where
 # no audit event is raised.
@@ -102,7 +95,7 @@ async def start_until_login_refused(
 
 
 @pytest.mark.sqlite_only(reason="the child process opens its own DB_PATH file")
-async def test_python_m_bot_spawns_the_worker_first_and_collects_no_garbage_while_importing(
+async def test_python_m_bot_spawns_the_worker_before_the_heavy_imports(
     tmp_path: Path, refusing_port: int
 ) -> None:
     report, err = await start_until_login_refused(tmp_path, refusing_port, ADMIN_ENABLED="false")
@@ -111,16 +104,9 @@ async def test_python_m_bot_spawns_the_worker_first_and_collects_no_garbage_whil
     assert events.count("worker spawned") == 1  # the services use the worker spawned first
     spawned = events.index("worker spawned")
     for heavy in ("import bot.services", "import aiosqlite", "import discord.ext"):
-        assert heavy in events[spawned:], (heavy, [e for e in events if e != "gc"])
-    # From the spawn to the LLM client's warm-up (the services' imports, the database, the
-    # Discord client's modules) the cyclic collector never ran; it is on again afterwards.
-    warming = events.index("import ollama")
-    assert spawned < warming
-    assert "gc" not in events[spawned:warming], events
-    assert "gc" in events[:spawned]  # it ran before: the hold is what keeps it out
-    # Ready without a full collection: the heap is frozen as it is, not walked once more.
-    assert "full gc" not in events[spawned : events.index("connect")], events
-    assert report["gc_enabled"]
+        assert heavy in events[spawned:], (heavy, events)
+    assert spawned < events.index("import ollama") < events.index("connect")
+    assert report["gc_enabled"]  # the cyclic collector is left as Python has it
     assert not report["litellm"]  # an Ollama model: LiteLLM (~4 s to import) is never loaded
     assert not report["sqlalchemy"]  # SQLite: SQLAlchemy (~0.3 s to import) is never loaded
 
@@ -160,14 +146,6 @@ async def test_python_m_bot_runs_on_uvloop_unless_event_loop_says_asyncio(
     assert "connect" in report["events"]  # it ran to the login all the same
 
 
-@pytest.fixture
-def unfrozen() -> Iterator[None]:
-    """Leave the collector as the test found it."""
-    yield
-    gc.unfreeze()
-
-
-@pytest.mark.usefixtures("unfrozen")
 async def test_started_services_are_handed_out_with_the_worker_loaded(
     make_settings: SettingsFactory,
 ) -> None:
@@ -175,11 +153,13 @@ async def test_started_services_are_handed_out_with_the_worker_loaded(
 
     settings: Settings = make_settings("ollama")
     options = ServiceOptions(retry=FAST_RETRY, builtin_tools=False)
+    frozen = gc.get_freeze_count()
     async with started_services(
         lambda analyzer: open_services(settings, options, analyzer=analyzer)
     ) as services:
         assert services.analyzer.loaded  # the spawned worker was waited for before ready
-        assert gc.isenabled() and gc.get_freeze_count() > 0  # the heap was settled
+        # The collector is left as Python has it: on, nothing frozen.
+        assert gc.isenabled() and gc.get_freeze_count() == frozen
         pid = services.analyzer.worker_pid
         assert await services.analyzer.nouns_async("東京の猫") == ["東京", "猫"]
         assert services.analyzer.worker_pid == pid
