@@ -1,13 +1,13 @@
 """Paired, interleaved A/B of a benchmark over two source trees: medians and paired differences.
 
-Each pair runs the same bench script once in tree A and once in tree B, A first in even pairs
-and B first in odd ones, so a drift of the machine's load falls on both sides alike. Each run is
-`PYTHON TREE/SCRIPT ARGS` with TREE as its working directory and first on PYTHONPATH (one venv
-serves both trees); its JSON line is kept in `--out`. For each metric it reports both medians,
-the paired differences (B - A), their median (also as % of A's median), how many pairs agree
-in sign, and the spread of the differences (their median absolute deviation). A difference is
-called outside the noise when at least three pairs in four agree in sign and the median
-difference is larger than that spread.
+Each pair runs the same bench script once in tree A and once in tree B, A first in the first
+pair, B first in the next and so on, so a drift of the machine's load falls on both sides
+alike. Each run is `PYTHON TREE/SCRIPT ARGS` with TREE as its working directory and first on
+PYTHONPATH (one venv serves both trees); its JSON line is kept in `--out`. For each metric it
+reports both medians, the paired differences (B - A), their median (also as % of A's median),
+how many pairs agree in sign, and the spread of the differences (their median absolute
+deviation). A difference is called outside the noise when at least three pairs in four agree
+in sign and the median difference is larger than that spread.
 
 Run: .venv/bin/python bench/paired.py --a TREE --b TREE [--pairs 8] [--out DIR]
      [--metric cpu_ms_per_reply ...] -- bench/discord_turn.py --turns 20 --threads 0
