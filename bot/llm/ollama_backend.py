@@ -178,7 +178,7 @@ class OllamaBackend:
         self._timeout = timeout
         # The one seam of our transport under the client (bot.llm.ollama_transport): aiohttp
         # under httpx, which also carries the read pace (bot.llm.pacing). Measured in the
-        # tricks ledger (bench/ledger.md, bench/discord_turn.py): bot CPU per warm reply 14.8
+        # tricks ledger (bench/README.md, bench/discord_turn.py): bot CPU per warm reply 14.8
         # ms vs 43.0 with the client's own httpcore/anyio/h11 stack; 32 vs 45 ms even with
         # reads unpaced; cold first visible text 13 vs 43 ms. One client serves every call.
         self._transport = OllamaTransport()

@@ -4,7 +4,7 @@ The ollama client speaks httpx; its default stack (httpcore, anyio, h11) costs m
 streamed chunk than aiohttp's, and it has no way to pace reads. This transport sends the
 client's requests with one aiohttp session and hands the body back chunk by chunk, at the
 turn's `ReadPace`. `OllamaBackend.__init__` is its one seam. Why it stays: the tricks ledger
-(bench/ledger.md; bench/paired.py over bench/discord_turn.py --turns 15 --threads 0) measured
+(bench/README.md; bench/paired.py over bench/discord_turn.py --turns 15 --threads 0) measured
 bot CPU per warm Discord reply 14.8 ms with it vs 43.0 ms with the client's own transport, and
 32 vs 45 ms with reads unpaced; cold first visible text 13 vs 43 ms.
 """

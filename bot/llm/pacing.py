@@ -7,7 +7,7 @@ transport under the model client reads the pace of the turn it runs in (a contex
 the client library sits between them and passes no such option). This module is that one
 seam: the engine sets the pace (`reading_at`), the transport reads it (`current_pace`).
 
-Why it stays: the tricks ledger (bench/ledger.md; bench/paired.py over bench/discord_turn.py
+Why it stays: the tricks ledger (bench/README.md; bench/paired.py over bench/discord_turn.py
 --turns 15 --threads 0) measured bot CPU per warm Discord reply 14.7 ms paced vs 34.4 ms
 unpaced (8 of 8 pairs).
 """
