@@ -35,12 +35,12 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.recall_data import PROBES, SPEAKERS, conversations, filler  # noqa: E402
-from bench.recall_index import fill_index, index_rows_sqlite  # noqa: E402
-from bot.memory.recall import RecallService  # noqa: E402
-from bot.store import Repositories  # noqa: E402
-from bot.store.engine.database import Database  # noqa: E402
-from bot.store.transfer import (  # noqa: E402
+from bench.recall_data import PROBES, SPEAKERS, conversations, filler
+from bench.recall_index import fill_index, index_rows_sqlite
+from bot.memory.recall import RecallService
+from bot.store import Repositories
+from bot.store.engine.database import Database
+from bot.store.transfer import (
     ExportedMessage,
     ExportedSession,
     SessionExport,
@@ -75,15 +75,16 @@ def _export(session: Any) -> SessionExport:
 
 async def _import(db: Database, repos: Repositories) -> dict[int, int]:
     """Import every generated session; returns probe index → evidence message id."""
-    transfer = SessionTransfer(db, repos.sessions, repos.messages, repos.memories, repos.attachments)
+    transfer = SessionTransfer(
+        db, repos.sessions, repos.messages, repos.memories, repos.attachments
+    )
     evidence: dict[int, int] = {}
     for session in conversations():
         await transfer.import_session(SPACE, _export(session))
         for line in session.lines:
             if line.probe is not None:
                 row = await db.fetchone(
-                    "SELECT id FROM messages WHERE space_id = ? AND session_id = ? "
-                    "AND content = ?",
+                    "SELECT id FROM messages WHERE space_id = ? AND session_id = ? AND content = ?",
                     (SPACE, session.id, line.content),
                 )
                 assert row is not None

@@ -31,33 +31,90 @@ PROBES: Final[tuple[Probe, ...]] = (
     Probe("Aiko", "My cat is called Mochi-Kinako, she is a calico", "What is Aiko's cat's name?"),
     Probe("Ben", "I moved to Sapporo last spring and the snow is unreal", "Where did Ben move to?"),
     Probe("Daichi", "来月から東京の本社に転勤することになった", "Daichiの転勤先は？"),
-    Probe("Carla", "We finally adopted a rescue greyhound, his name is Biscuit", "Which dog is Carla adopting?"),
-    Probe("Aiko", "My sister's wedding is in Kyoto on the fourteenth of October", "When does Aiko's sister get married?"),
-    Probe("Ben", "I'm training for the Osaka marathon, running 60 km a week", "Which race is Ben preparing for?"),
+    Probe(
+        "Carla",
+        "We finally adopted a rescue greyhound, his name is Biscuit",
+        "Which dog is Carla adopting?",
+    ),
+    Probe(
+        "Aiko",
+        "My sister's wedding is in Kyoto on the fourteenth of October",
+        "When does Aiko's sister get married?",
+    ),
+    Probe(
+        "Ben",
+        "I'm training for the Osaka marathon, running 60 km a week",
+        "Which race is Ben preparing for?",
+    ),
     Probe("Daichi", "妻の誕生日にカメラをプレゼントした", "Daichiは奥さんの誕生日に何をあげた？"),
-    Probe("Carla", "I'm allergic to peanuts, so no satay for me please", "What food allergy does Carla have?", "2025-07"),
-    Probe("Aiko", "I started learning the cello in January, lessons every Tuesday", "Which instrument is Aiko learning?"),
-    Probe("Ben", "My laptop died so I bought a ThinkPad X1 yesterday", "What computer did Ben buy?"),
+    Probe(
+        "Carla",
+        "I'm allergic to peanuts, so no satay for me please",
+        "What food allergy does Carla have?",
+        "2025-07",
+    ),
+    Probe(
+        "Aiko",
+        "I started learning the cello in January, lessons every Tuesday",
+        "Which instrument is Aiko learning?",
+    ),
+    Probe(
+        "Ben", "My laptop died so I bought a ThinkPad X1 yesterday", "What computer did Ben buy?"
+    ),
     Probe("Daichi", "趣味は釣りで、毎週末に海へ行っています", "Daichiの趣味は何？"),
-    Probe("Carla", "The band I play in is called Velvet Lanterns", "What is the name of Carla's band?"),
+    Probe(
+        "Carla", "The band I play in is called Velvet Lanterns", "What is the name of Carla's band?"
+    ),
     Probe("Aiko", "I passed the JLPT N1 exam, so happy", "Which exam did Aiko pass?", "2025-12"),
     Probe("Ben", "My daughter Hana turns five next week", "How old is Ben's daughter turning?"),
     Probe("Daichi", "京都の大学で化学を教えています", "Daichiは何を教えている？"),
-    Probe("Carla", "I'm flying to Lisbon for a conference in May", "Where is Carla travelling for the conference?"),
-    Probe("Aiko", "Our team switched the backend from Django to FastAPI", "Which framework did Aiko's team migrate to?"),
+    Probe(
+        "Carla",
+        "I'm flying to Lisbon for a conference in May",
+        "Where is Carla travelling for the conference?",
+    ),
+    Probe(
+        "Aiko",
+        "Our team switched the backend from Django to FastAPI",
+        "Which framework did Aiko's team migrate to?",
+    ),
     Probe("Ben", "I'm vegetarian since 2019, no meat at all", "Does Ben eat meat?"),
     Probe("Daichi", "北海道で生まれて、十八歳まで住んでいた", "Daichiの出身地はどこ？"),
     Probe("Carla", "My grandmother taught me to bake sourdough bread", "Who taught Carla baking?"),
-    Probe("Aiko", "The password manager we chose is Bitwarden", "Which password manager was picked?", "2026-02"),
+    Probe(
+        "Aiko",
+        "The password manager we chose is Bitwarden",
+        "Which password manager was picked?",
+        "2026-02",
+    ),
     Probe("Ben", "I broke my wrist skateboarding, cast for six weeks", "How did Ben get injured?"),
     Probe("Daichi", "毎朝コーヒーを三杯飲む", "Daichiはコーヒーを一日何杯飲む？"),
     Probe("Carla", "I'm reading Dune for the third time", "Which novel is Carla rereading?"),
-    Probe("Aiko", "We are renovating the kitchen, new tiles arrive Friday", "What room is Aiko renovating?"),
-    Probe("Ben", "Our server migration is planned for the weekend of the 21st", "When is the server migration scheduled?", "2026-03"),
+    Probe(
+        "Aiko",
+        "We are renovating the kitchen, new tiles arrive Friday",
+        "What room is Aiko renovating?",
+    ),
+    Probe(
+        "Ben",
+        "Our server migration is planned for the weekend of the 21st",
+        "When is the server migration scheduled?",
+        "2026-03",
+    ),
     Probe("Daichi", "大阪で美味しいたこ焼き屋を見つけた", "Daichiが大阪で見つけた店は？"),
-    Probe("Carla", "My favourite board game is Terraforming Mars", "What board game does Carla like most?"),
-    Probe("Aiko", "I'm moving to Fukuoka in spring for the new job", "Where does Aiko plan to move?"),
-    Probe("Ben", "I named my sourdough starter Clint Yeastwood", "What did Ben call his sourdough starter?"),
+    Probe(
+        "Carla",
+        "My favourite board game is Terraforming Mars",
+        "What board game does Carla like most?",
+    ),
+    Probe(
+        "Aiko", "I'm moving to Fukuoka in spring for the new job", "Where does Aiko plan to move?"
+    ),
+    Probe(
+        "Ben",
+        "I named my sourdough starter Clint Yeastwood",
+        "What did Ben call his sourdough starter?",
+    ),
 )
 
 _EN_FILLER: Final = (

@@ -31,6 +31,7 @@ from bot.memory.local_kb import LocalKnowledgeBase
 from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NotesService
 from bot.memory.recall import RecallService
+from bot.memory.recall_index import RecallIndexer
 from bot.memory.spaces import SpaceService
 from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool
@@ -136,6 +137,7 @@ class _Memory:
     spaces: SpaceService
     members: MemberMemory
     recall: RecallService
+    recall_index: RecallIndexer
 
 
 async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOptions) -> _Core:
@@ -221,6 +223,7 @@ def _open_memory(
         spaces=SpaceService(core.repos.spaces, notes, knowledge),
         members=MemberMemory(core.repos.member_facts),
         recall=RecallService(core.repos.recall),
+        recall_index=RecallIndexer(analyzer, core.repos.recall_terms),
     )
 
 
@@ -318,8 +321,14 @@ def _add_engine_hooks(
     engine.add_tool_hook(RecordToolCallHook(repos.tool_calls))
     engine.add_tool_hook(SaveKnowledgeHook(memory.knowledge))
     engine.add_tool_hook(NotesUpdatedHook())
+
+    async def index_for_recall(_result: TurnResult) -> None:
+        # The turn's messages and whatever else is pending (imports), one batch at a time.
+        await memory.recall_index.backfill()
+
     engine.add_turn_hook(summarize_after_turn)
     engine.add_turn_hook(remember_words_and_tags)
+    engine.add_turn_hook(index_for_recall)
 
 
 def _open_readiness(core: _Core, mcp: McpTools) -> Readiness:
@@ -357,6 +366,7 @@ async def _warm_start(core: _Core, memory: _Memory) -> None:
     pool is persisted: nothing to do."""
     owned = core.runtime().shards.owns_space
     core.tasks.spawn(memory.tagger.backfill(owned=owned), name="tag-backfill")
+    core.tasks.spawn(memory.recall_index.backfill(), name="recall-index-backfill")
 
 
 def _open_live_log(stack: AsyncExitStack, core: _Core) -> LiveLog:

@@ -31,6 +31,7 @@ COMMUNITY_TABLES = (
     "directory_channels",
     "member_facts",
     "member_memory",
+    "recall_terms",
 )
 # Schema definitions and their migrations, not queries.
 SCHEMA_ROOM = "schema"
