@@ -251,7 +251,11 @@ class RecallRepository:
             also = hits.get((hit.kind, hit.id))
             extra = also.matched if also is not None else ()
             hits[(hit.kind, hit.id)] = replace(hit, matched=_union(hit.matched, extra))
-        order = fuse([[(h.kind, h.id) for h in lexical.hits], [(h.kind, h.id) for h in by_words]])
+        order = fuse(
+            [[(h.kind, h.id) for h in lexical.hits], [(h.kind, h.id) for h in by_words]],
+            FUSE_K,
+            FUSE_WEIGHTS,
+        )
         return RecallResult(lexical.terms, [hits[key] for key in order[:limit]])
 
     async def _words(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
