@@ -30,13 +30,22 @@ from typing import Final, Literal
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
 from bot.store.reads.recall_rank import Terms, fuse, lexical_order, matched_terms, parse_terms
-from bot.store.reads.recall_words import fts_words, matched_words, query_words, tsquery_words
+from bot.store.reads.recall_words import (
+    common_words,
+    fts_words,
+    matched_words,
+    query_words,
+    tsquery_words,
+)
 from bot.store.schema.fulltext import words_tsvector
 
 FTS_CANDIDATES: Final = 200
 RECENT_WINDOW: Final = 2000
 SUMMARY_WINDOW: Final = 500
 WORD_CANDIDATES: Final = 100
+# A query word in this many indexed messages or more is left out of the term index's match
+# (`recall_words.common_words`): scoring its rows made the read 25x slower at 100k messages.
+COMMON_WORD_DOCS: Final = 1000
 # Fusing the trigram list with the term index's: the term index counts twice, and a small k
 # lets a first place stand out (bench/recall.py: R@10 0.40 with k=60 unweighted, 0.50 so).
 FUSE_K: Final = 10
@@ -147,7 +156,8 @@ def _any_like(column: str, terms: tuple[str, ...], like: str) -> tuple[str, list
     return f"({clause})", [_like_pattern(term) for term in terms]
 
 
-def _message_hit(row: Row, terms: Terms, score: float) -> RecallHit:
+def _message_hit(row: Row, terms: Terms, score: float, also: tuple[str, ...] = ()) -> RecallHit:
+    """A message row as a hit; `also`: terms it matched some other way (its index words)."""
     return RecallHit(
         kind="message",
         id=row["id"],
@@ -160,7 +170,9 @@ def _message_hit(row: Row, terms: Terms, score: float) -> RecallHit:
         discord_guild_id=row["discord_guild_id"],
         discord_channel_id=row["discord_channel_id"],
         discord_message_id=row["discord_message_id"],
-        matched=matched_terms(row["content"], terms),
+        matched=_union(matched_terms(row["content"], terms), also)
+        if also
+        else matched_terms(row["content"], terms),
         score=score,
     )
 
@@ -246,51 +258,82 @@ class RecallRepository:
         by_words = await self._words(space, lexical.terms, exclude)
         if not by_words:
             return RecallResult(lexical.terms, lexical.hits[:limit])
-        hits: dict[tuple[str, int], RecallHit] = {(h.kind, h.id): h for h in by_words}
-        for hit in lexical.hits:
-            also = hits.get((hit.kind, hit.id))
-            extra = also.matched if also is not None else ()
-            hits[(hit.kind, hit.id)] = replace(hit, matched=_union(hit.matched, extra))
-        order = fuse(
-            [[(h.kind, h.id) for h in lexical.hits], [(h.kind, h.id) for h in by_words]],
-            FUSE_K,
-            FUSE_WEIGHTS,
-        )
-        return RecallResult(lexical.terms, [hits[key] for key in order[:limit]])
+        words = {(h.kind, h.id): h for h in by_words}
+        found = {(h.kind, h.id): h for h in lexical.hits}
+        order = fuse([list(found), list(words)], FUSE_K, FUSE_WEIGHTS)[:limit]
+        hits = []
+        for key in order:  # the lexical hit, with the terms it matched through its words too
+            hit, also = found.get(key), words.get(key)
+            if hit is not None and also is not None:
+                hit = replace(hit, matched=_union(hit.matched, also.matched))
+            chosen = hit or also
+            if chosen is not None:
+                hits.append(chosen)
+        return RecallResult(lexical.terms, hits)
 
     async def _words(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
-        """Messages whose index words hold any query word, best first (bm25 / ts_rank)."""
+        """Messages whose index words hold any of the query's uncommon words, best first
+        (bm25 / ts_rank), then those also holding more query terms — the common words left
+        out of the match (`common_words`: a speaker's name, a year) included — moved up."""
         wanted = query_words(terms)
-        words = [word for found in wanted.values() for word in found]
+        words = list(dict.fromkeys(word for found in wanted.values() for word in found))
         if not words:
             return []
+        kept, _common = common_words(await self._word_counts(words), COMMON_WORD_DOCS)
+        if not kept:
+            return []
+        hits = []
+        for row in await self._word_rows(space, kept, exclude):
+            by_words = matched_words(row["index_terms"], wanted)
+            hits.append(_message_hit(row, terms, float(row["score"]), by_words))
+        # A stable sort: more query terms first, the engine's order among equals.
+        return sorted(hits, key=lambda hit: -len(hit.matched))
+
+    async def _word_counts(self, words: list[str]) -> dict[str, int]:
+        """Each word's number of indexed messages (all spaces), counted up to COMMON_WORD_DOCS
+        only: a bounded read however common the word (an `fts5vocab` row count would walk
+        the word's whole posting list)."""
+        if self._db.dialect == "postgresql":
+            vector = words_tsvector("r.terms")
+            count = (
+                f"SELECT COUNT(*) FROM (SELECT 1 FROM recall_terms r "
+                f"WHERE {vector} @@ CAST(? AS tsquery) LIMIT ?) c"
+            )
+            match = [tsquery_words([word]) for word in words]
+        else:
+            count = (
+                "SELECT COUNT(*) FROM (SELECT 1 FROM recall_terms_fts "
+                "WHERE recall_terms_fts MATCH ? LIMIT ?)"
+            )
+            match = [fts_words([word]) for word in words]
+        sql = " UNION ALL ".join(f"SELECT {n} AS n, ({count}) AS docs" for n in range(len(words)))
+        params = [value for query in match for value in (query, COMMON_WORD_DOCS)]
+        rows = await self._db.fetchall(sql, params)
+        docs = {int(row["n"]): int(row["docs"]) for row in rows}
+        return {word: docs.get(n, 0) for n, word in enumerate(words)}
+
+    async def _word_rows(self, space: str, words: list[str], exclude: Exclude | None) -> list[Row]:
+        """The best WORD_CANDIDATES messages of `space` holding any of `words`."""
         skip, skip_params = _excluding(exclude, "m.session_id")
         select = f"SELECT {_MESSAGE_COLUMNS}, r.terms AS index_terms"
         joins = f"JOIN messages m ON m.id = r.id {_SESSION_JOIN}"
         visible = f"m.space_id = ? AND m.recall_hidden = 0{skip}"
         if self._db.dialect == "postgresql":
             vector = words_tsvector("r.terms")
-            rows = await self._db.fetchall(
+            return await self._db.fetchall(
                 f"{select}, -ts_rank({vector}, q.query) AS score FROM "
                 f"(SELECT CAST(? AS tsquery) AS query) q, recall_terms r {joins} "
                 f"WHERE r.space_id = ? AND {vector} @@ q.query AND {visible} "
                 "ORDER BY score, m.id DESC LIMIT ?",
                 (tsquery_words(words), space, space, *skip_params, WORD_CANDIDATES),
             )
-        else:
-            rows = await self._db.fetchall(
-                f"{select}, recall_terms_fts.rank AS score FROM recall_terms_fts "
-                f"JOIN recall_terms r ON r.id = recall_terms_fts.rowid {joins} "
-                f"WHERE recall_terms_fts MATCH ? AND r.space_id = ? AND {visible} "
-                "ORDER BY recall_terms_fts.rank, m.id DESC LIMIT ?",
-                (fts_words(words), space, space, *skip_params, WORD_CANDIDATES),
-            )
-        hits = []
-        for row in rows:
-            hit = _message_hit(row, terms, float(row["score"]))
-            by_words = matched_words(row["index_terms"], wanted)
-            hits.append(replace(hit, matched=_union(hit.matched, by_words)))
-        return hits
+        return await self._db.fetchall(
+            f"{select}, recall_terms_fts.rank AS score FROM recall_terms_fts "
+            f"JOIN recall_terms r ON r.id = recall_terms_fts.rowid {joins} "
+            f"WHERE recall_terms_fts MATCH ? AND r.space_id = ? AND {visible} "
+            "ORDER BY recall_terms_fts.rank, m.id DESC LIMIT ?",
+            (fts_words(words), space, space, *skip_params, WORD_CANDIDATES),
+        )
 
     async def _indexed(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
         """Messages holding any long term, through the engine's full-text index."""

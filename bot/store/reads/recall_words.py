@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from bot.store.reads.recall_rank import STOP_WORDS_EN, Terms
@@ -147,6 +147,16 @@ def query_words(terms: Terms) -> dict[str, tuple[str, ...]]:
                 words.append(stem(token))
         out[term] = tuple(dict.fromkeys(words))
     return out
+
+
+def common_words(counts: Mapping[str, int], limit: int) -> tuple[list[str], list[str]]:
+    """Split query words into (kept, left out) by their document counts: a word in `limit` or
+    more indexed messages (a speaker's name, a year, a chatter word) is left out of the index
+    match, which would otherwise score every one of those rows. When every word is that
+    common, none is kept (the caller then skips the term index). Order is kept."""
+    kept = [word for word, docs in counts.items() if docs < limit]
+    common = [word for word, docs in counts.items() if docs >= limit]
+    return kept, common
 
 
 def fts_words(words: Iterable[str]) -> str:

@@ -14,6 +14,7 @@ from bot.memory.japanese import InProcessAnalyzer
 from bot.memory.recall_index import RecallIndexer
 from bot.store import Repositories
 from bot.store.engine.database import Database
+from bot.store.reads import recall as recall_reads
 from bot.store.reads.recall import RECENT_WINDOW, Exclude
 from tests.store.reads.test_recall import A, B, say, session
 
@@ -69,6 +70,35 @@ async def test_stems_speaker_names_and_months_match(db: Database, indexer: Recal
     assert set(by_name.hits[0].matched) == {"Carla", "adopt"}
     march = await repos.recall.ranked(A, "greyhound in March 2026", limit=5)
     assert march.hits[0].id == greyhound and "March" in march.hits[0].matched
+
+
+async def test_a_speaker_in_most_rows_is_left_out_of_the_match_but_still_boosts(
+    db: Database, indexer: RecallIndexer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recall_reads, "COMMON_WORD_DOCS", 5)
+    repos = Repositories.over(db)
+    s = await session(repos, A, "pets")
+    for n in range(6):
+        await say(repos, A, s, f"Carla chatter line {n}", author="Carla")
+    by_ben = await say(repos, A, s, "We adopted a greyhound", author="Ben")
+    by_carla = await say(repos, A, s, "We adopted a rescue greyhound", author="Carla")
+    await indexer.backfill()
+    recording = _Recording(db)
+    result = await Repositories.over(recording).recall.ranked(  # type: ignore[arg-type]
+        A, "what did Carla adopt", limit=5
+    )
+    # Carla's name is in 7 of 8 rows: counted (bounded), then left out of the word match.
+    matches = [
+        p
+        for sql, params in recording.reads
+        if "ts_rank" in sql or ".rank" in sql
+        for p in params
+        if isinstance(p, str) and "adopt" in p
+    ]
+    assert matches and all("carla" not in match for match in matches)
+    # Among the rows the match found, hers comes first: it holds the name too.
+    assert [hit.id for hit in result.hits][:2] == [by_carla, by_ben]
+    assert set(result.hits[0].matched) == {"Carla", "adopt"}
 
 
 async def test_hidden_messages_are_never_indexed_nor_returned(
@@ -151,4 +181,5 @@ async def test_every_recall_query_uses_an_index(db: Database, indexer: RecallInd
             # SCAN is allowed only over a bounded subquery the plan materialised (the recent
             # window: SEARCH … LIMIT) or as an FTS5 MATCH lookup; never over a table.
             assert _TABLE_SCAN.search(plan) is None, f"{sql}\n{plan}"
-            assert "SEARCH" in plan, plan
+            # The bounded word counts read the FTS5 index alone (MATCH … LIMIT).
+            assert "SEARCH" in plan or "VIRTUAL TABLE INDEX 0:M" in plan, plan

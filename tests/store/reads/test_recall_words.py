@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from bot.store.reads.recall_rank import parse_terms
-from bot.store.reads.recall_words import index_text, matched_words, query_words, stem
+from bot.store.reads.recall_words import (
+    common_words,
+    index_text,
+    matched_words,
+    query_words,
+    stem,
+)
 
 
 @pytest.mark.parametrize(
@@ -43,3 +49,10 @@ def test_query_words_match_through_stems_names_and_bigrams() -> None:
     assert matched_words("mov 東京 転勤 ben 2026 202603 march", wanted) == (
         "Ben", "moving", "転勤先", "2026-03",
     )  # fmt: skip
+
+
+def test_common_words_are_left_out_of_the_match_unless_all_are() -> None:
+    counts = {"carla": 900, "adopt": 3, "2026": 1000, "greyhound": 0}
+    assert common_words(counts, 900) == (["adopt", "greyhound"], ["carla", "2026"])
+    assert common_words(counts, 1001) == (list(counts), [])
+    assert common_words({"carla": 5, "2026": 7}, 5) == ([], ["carla", "2026"])
