@@ -42,10 +42,15 @@ from bot.store.schema.fulltext import words_tsvector
 FTS_CANDIDATES: Final = 200
 RECENT_WINDOW: Final = 2000
 SUMMARY_WINDOW: Final = 500
+# Fused: the best FUSE_CANDIDATES of the lexical list with the best WORD_CANDIDATES of the
+# term index (a read returns at most 30 hits; 100 lexical ones keep R@10 0.53, 50 give 0.47).
+FUSE_CANDIDATES: Final = 100
 WORD_CANDIDATES: Final = 100
 # A query word in this many indexed messages or more is left out of the term index's match
 # (`recall_words.common_words`): scoring its rows made the read 25x slower at 100k messages.
-COMMON_WORD_DOCS: Final = 1000
+COMMON_WORD_DOCS: Final = 500
+# The rows one match may score, rarest words first (the rarest kept whatever its count).
+WORD_ROWS_BUDGET: Final = 200
 # Fusing the trigram list with the term index's: the term index counts twice, and a small k
 # lets a first place stand out (bench/recall.py: R@10 0.40 with k=60 unweighted, 0.50 so).
 FUSE_K: Final = 10
@@ -252,42 +257,50 @@ class RecallRepository:
         self, space: str, query: str, *, limit: int, exclude: Exclude | None = None
     ) -> RecallResult:
         """The lexical list fused with the term index's (see the module docstring)."""
-        lexical = await self.lexical(space, query, limit=WORD_CANDIDATES, exclude=exclude)
+        lexical = await self.lexical(space, query, limit=FUSE_CANDIDATES, exclude=exclude)
         if limit <= 0:
             return RecallResult(lexical.terms, [])
         by_words = await self._words(space, lexical.terms, exclude)
         if not by_words:
             return RecallResult(lexical.terms, lexical.hits[:limit])
-        words = {(h.kind, h.id): h for h in by_words}
-        found = {(h.kind, h.id): h for h in lexical.hits}
+        words: dict[tuple[str, int], tuple[Row, tuple[str, ...]]] = {
+            ("message", int(row["id"])): (row, also) for row, also in by_words
+        }
+        found: dict[tuple[str, int], RecallHit] = {(h.kind, h.id): h for h in lexical.hits}
         order = fuse([list(found), list(words)], FUSE_K, FUSE_WEIGHTS)[:limit]
         hits = []
-        for key in order:  # the lexical hit, with the terms it matched through its words too
-            hit, also = found.get(key), words.get(key)
-            if hit is not None and also is not None:
-                hit = replace(hit, matched=_union(hit.matched, also.matched))
-            chosen = hit or also
-            if chosen is not None:
-                hits.append(chosen)
+        for key in order:  # a hit is built only now, with the terms its words matched too
+            hit, word = found.get(key), words.get(key)
+            if word is not None and hit is None:
+                hit = _message_hit(word[0], lexical.terms, float(word[0]["score"]), word[1])
+            elif word is not None and hit is not None and word[1]:
+                hit = replace(hit, matched=_union(hit.matched, word[1]))
+            if hit is not None:
+                hits.append(hit)
         return RecallResult(lexical.terms, hits)
 
-    async def _words(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
-        """Messages whose index words hold any of the query's uncommon words, best first
-        (bm25 / ts_rank), then those also holding more query terms — the common words left
-        out of the match (`common_words`: a speaker's name, a year) included — moved up."""
+    async def _words(
+        self, space: str, terms: Terms, exclude: Exclude | None
+    ) -> list[tuple[Row, tuple[str, ...]]]:
+        """Messages whose index words hold any of the query's uncommon words, each with the
+        query terms its index words hold: best first (bm25 / ts_rank), then those holding
+        more query terms — the common words left out of the match (`common_words`: a
+        speaker's name, a year) included — moved up."""
         wanted = query_words(terms)
         words = list(dict.fromkeys(word for found in wanted.values() for word in found))
         if not words:
             return []
-        kept, _common = common_words(await self._word_counts(words), COMMON_WORD_DOCS)
+        kept, _common = common_words(
+            await self._word_counts(words), COMMON_WORD_DOCS, WORD_ROWS_BUDGET
+        )
         if not kept:
             return []
-        hits = []
-        for row in await self._word_rows(space, kept, exclude):
-            by_words = matched_words(row["index_terms"], wanted)
-            hits.append(_message_hit(row, terms, float(row["score"]), by_words))
-        # A stable sort: more query terms first, the engine's order among equals.
-        return sorted(hits, key=lambda hit: -len(hit.matched))
+        rows = await self._word_rows(space, kept, exclude)
+        found = [(row, matched_words(row["index_terms"], wanted)) for row in rows]
+        # A stable sort: more query terms (in the words or the text) first, else the engine's.
+        return sorted(
+            found, key=lambda item: -len(_union(item[1], matched_terms(item[0]["content"], terms)))
+        )
 
     async def _word_counts(self, words: list[str]) -> dict[str, int]:
         """Each word's number of indexed messages (all spaces), counted up to COMMON_WORD_DOCS

@@ -149,14 +149,29 @@ def query_words(terms: Terms) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def common_words(counts: Mapping[str, int], limit: int) -> tuple[list[str], list[str]]:
-    """Split query words into (kept, left out) by their document counts: a word in `limit` or
-    more indexed messages (a speaker's name, a year, a chatter word) is left out of the index
-    match, which would otherwise score every one of those rows. When every word is that
-    common, none is kept (the caller then skips the term index). Order is kept."""
-    kept = [word for word, docs in counts.items() if docs < limit]
-    common = [word for word, docs in counts.items() if docs >= limit]
-    return kept, common
+def common_words(
+    counts: Mapping[str, int], limit: int, budget: int | None = None
+) -> tuple[list[str], list[str]]:
+    """Split query words into (kept, left out) by their document counts, order kept.
+
+    A word in `limit` or more indexed messages (a speaker's name, a year, a chatter word) is
+    left out of the index match, which would otherwise score every one of those rows. With a
+    `budget`, the rest are kept rarest first while their rows together stay within it (the
+    rarest one always). When every word is common, none is kept (the caller then skips the
+    term index)."""
+    uncommon = sorted((docs, n) for n, docs in enumerate(counts.values()) if docs < limit)
+    keep: set[int] = set()
+    rows = 0
+    for docs, n in uncommon:
+        if keep and budget is not None and rows + docs > budget:
+            break
+        keep.add(n)
+        rows += docs
+    words = list(counts)
+    return (
+        [word for n, word in enumerate(words) if n in keep],
+        [word for n, word in enumerate(words) if n not in keep],
+    )
 
 
 def fts_words(words: Iterable[str]) -> str:

@@ -56,3 +56,11 @@ def test_common_words_are_left_out_of_the_match_unless_all_are() -> None:
     assert common_words(counts, 900) == (["adopt", "greyhound"], ["carla", "2026"])
     assert common_words(counts, 1001) == (list(counts), [])
     assert common_words({"carla": 5, "2026": 7}, 5) == ([], ["carla", "2026"])
+
+
+def test_within_a_budget_the_rarest_words_are_kept_first() -> None:
+    counts = {"carla": 120, "adopt": 30, "dog": 90, "greyhound": 2}
+    # Rarest first while the rows stay within 100: greyhound (2) and adopt (30), not dog (90).
+    assert common_words(counts, 500, 100) == (["adopt", "greyhound"], ["carla", "dog"])
+    # The rarest word is kept even beyond the budget.
+    assert common_words({"carla": 400, "dog": 300}, 500, 100) == (["dog"], ["carla"])
