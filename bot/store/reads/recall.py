@@ -20,6 +20,10 @@ the speaker's name, the date; see `bot.store.reads.recall_words`): SQLite FTS5 `
 ranked by bm25, PostgreSQL the lexeme GIN index ranked by ts_rank; best WORD_CANDIDATES, newest
 first on ties; fused with FUSE_K and FUSE_WEIGHTS. A hit's `matched` then also holds the
 terms it matched through its words (`moving` in a message saying `moved`, a speaker's name).
+The match holds only the query's uncommon words (`recall_words.common_words`: each word's
+messages counted up to COMMON_WORD_DOCS, the rest kept rarest first within WORD_ROWS_BUDGET
+rows): a speaker's name or a year in most rows would have the engine score all of them. Those
+words still count, after the match: candidates holding more query terms move up.
 """
 
 from __future__ import annotations
