@@ -31,6 +31,7 @@ from bot.memory.local_kb import LocalKnowledgeBase
 from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NotesService
 from bot.memory.recall import RecallService
+from bot.memory.recall_index import RecallIndexer
 from bot.memory.spaces import SpaceService
 from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool
@@ -137,6 +138,7 @@ class _Memory:
     spaces: SpaceService
     members: MemberMemory
     recall: RecallService
+    recall_index: RecallIndexer
 
 
 async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOptions) -> _Core:
@@ -225,6 +227,7 @@ def _open_memory(
             placeholder=lambda: prompts_for(runtime().language)["member_erased_message"],
         ),
         recall=RecallService(core.repos.recall),
+        recall_index=RecallIndexer(analyzer, core.repos.recall_terms),
     )
 
 
@@ -332,8 +335,14 @@ def _add_engine_hooks(
     engine.add_tool_hook(RecordToolCallHook(repos.tool_calls))
     engine.add_tool_hook(SaveKnowledgeHook(memory.knowledge))
     engine.add_tool_hook(NotesUpdatedHook())
+
+    async def index_for_recall(_result: TurnResult) -> None:
+        # The turn's messages and whatever else is pending (imports), one batch at a time.
+        await memory.recall_index.backfill()
+
     engine.add_turn_hook(summarize_after_turn)
     engine.add_turn_hook(remember_words_and_tags)
+    engine.add_turn_hook(index_for_recall)
 
 
 def _open_readiness(core: _Core, mcp: McpTools) -> Readiness:
@@ -371,6 +380,7 @@ async def _warm_start(core: _Core, memory: _Memory) -> None:
     pool is persisted: nothing to do."""
     owned = core.runtime().shards.owns_space
     core.tasks.spawn(memory.tagger.backfill(owned=owned), name="tag-backfill")
+    core.tasks.spawn(memory.recall_index.backfill(), name="recall-index-backfill")
 
 
 def _open_live_log(stack: AsyncExitStack, core: _Core) -> LiveLog:

@@ -2,8 +2,9 @@
 relevant hits of the other conversations behind the related-memories layer, and how a hit
 reads to the model (the same for both).
 
-The ranking is lexical for now (`bot.store.reads.recall`); a second ranking (embeddings)
-joins it in `search` / `related` through `bot.store.reads.recall_rank.fuse`.
+The ranking is lexical (`bot.store.reads.recall`: the trigram full-text list fused with the
+background term index's); a further ranking (embeddings) would join it through
+`bot.store.reads.recall_rank.fuse`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class RecallService:
 
     async def search(self, space: str, query: str, *, offset: int = 0, count: int) -> RecallPage:
         """Up to `count` hits from rank `offset` on (of at most MAX_RESULTS), with context."""
-        ranked = await self._reads.lexical(space, query, limit=MAX_RESULTS)
+        ranked = await self._reads.ranked(space, query, limit=MAX_RESULTS)
         page = ranked.hits[offset : offset + count]
         hits = await self._reads.with_context(space, page)
         return RecallPage(ranked.terms, len(ranked.hits), offset, hits)
@@ -61,7 +62,7 @@ class RecallService:
     ) -> tuple[Terms, list[RecallHit]]:
         """The best hits of the space's other threads that pass the relevance threshold (the
         session's own thread left out: this session and the others of its Discord channel)."""
-        ranked = await self._reads.lexical(
+        ranked = await self._reads.ranked(
             space, text, limit=RELATED_CANDIDATES, exclude=Exclude(session_id, channel_id)
         )
         relevant = [hit for hit in ranked.hits if is_relevant(hit.matched, ranked.terms)]

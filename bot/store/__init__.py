@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from bot.store.repos.messages import MessageRepository
     from bot.store.repos.model_presets import ModelPresetRepository
     from bot.store.repos.notes import NoteRepository
+    from bot.store.repos.recall_terms import RecallTermRepository
     from bot.store.repos.sessions import SessionRepository
     from bot.store.repos.space_records import SpaceRepository
     from bot.store.repos.stats import StatsRepository
@@ -67,6 +68,7 @@ class Repositories:
     conversation_reads: ConversationRepository
     directory: DirectoryRepository
     member_facts: MemberFactRepository
+    recall_terms: RecallTermRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
@@ -90,6 +92,7 @@ class Repositories:
         from bot.store.repos.messages import MessageRepository
         from bot.store.repos.model_presets import ModelPresetRepository
         from bot.store.repos.notes import NoteRepository
+        from bot.store.repos.recall_terms import RecallTermRepository
         from bot.store.repos.sessions import SessionRepository
         from bot.store.repos.space_records import SpaceRepository
         from bot.store.repos.stats import StatsRepository
@@ -125,4 +128,5 @@ class Repositories:
             conversation_reads=ConversationRepository(db, tool_calls),
             directory=DirectoryRepository(db),
             member_facts=MemberFactRepository(db),
+            recall_terms=RecallTermRepository(db),
         )

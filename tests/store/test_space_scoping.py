@@ -31,6 +31,7 @@ COMMUNITY_TABLES = (
     "directory_channels",
     "member_facts",
     "member_memory",
+    "recall_terms",
 )
 # Schema definitions and their migrations, not queries.
 SCHEMA_ROOM = "schema"
@@ -38,6 +39,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("repos/stats.py", "collect"): "operator dashboard: totals over every space",
     ("transfer.py", "_refuse_existing"): "ids are unique across spaces, so the check spans all",
     ("repos/api_logs.py", "add"): "a log row takes its space from its session, whatever the space",
+    ("reads/recall.py", "_word_counts"): (
+        "how many indexed messages hold a word, capped, over the whole index: what the term "
+        "match costs (its postings span every space); only picks the words to match, no row"
+    ),
 }
 
 _SQL = re.compile(

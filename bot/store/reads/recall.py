@@ -13,6 +13,17 @@ Bounded on every engine, never a scan of the history:
 - summaries (no full-text index): LIKE over the space's SUMMARY_WINDOW newest live summaries.
 Then the union is ranked in Python and the hits kept get CONTEXT_LINES neighbouring messages
 on each side (same session, by id).
+
+`ranked` fuses that lexical list (reciprocal rank fusion, `recall_rank.fuse`) with a second
+one from the term index `recall_terms` (filled in the background: Janome words, English stems,
+the speaker's name, the date; see `bot.store.reads.recall_words`): SQLite FTS5 `unicode61`
+ranked by bm25, PostgreSQL the lexeme GIN index ranked by ts_rank; best WORD_CANDIDATES, newest
+first on ties; fused with FUSE_K and FUSE_WEIGHTS. A hit's `matched` then also holds the
+terms it matched through its words (`moving` in a message saying `moved`, a speaker's name).
+The match holds only the query's uncommon words (`recall_words.common_words`: each word's
+messages counted up to COMMON_WORD_DOCS, the rest kept rarest first within WORD_ROWS_BUDGET
+rows): a speaker's name or a year in most rows would have the engine score all of them. Those
+words still count, after the match: candidates holding more query terms move up.
 """
 
 from __future__ import annotations
@@ -22,11 +33,32 @@ from typing import Final, Literal
 
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
-from bot.store.reads.recall_rank import Terms, lexical_order, matched_terms, parse_terms
+from bot.store.reads.recall_rank import Terms, fuse, lexical_order, matched_terms, parse_terms
+from bot.store.reads.recall_words import (
+    common_words,
+    fts_words,
+    matched_words,
+    query_words,
+    tsquery_words,
+)
+from bot.store.schema.fulltext import words_tsvector
 
 FTS_CANDIDATES: Final = 200
 RECENT_WINDOW: Final = 2000
 SUMMARY_WINDOW: Final = 500
+# Fused: the best FUSE_CANDIDATES of the lexical list with the best WORD_CANDIDATES of the
+# term index (a read returns at most 30 hits; 100 lexical ones keep R@10 0.53, 50 give 0.47).
+FUSE_CANDIDATES: Final = 100
+WORD_CANDIDATES: Final = 100
+# A query word in this many indexed messages or more is left out of the term index's match
+# (`recall_words.common_words`): scoring its rows made the read 25x slower at 100k messages.
+COMMON_WORD_DOCS: Final = 500
+# The rows one match may score, rarest words first (the rarest kept whatever its count).
+WORD_ROWS_BUDGET: Final = 200
+# Fusing the trigram list with the term index's: the term index counts twice, and a small k
+# lets a first place stand out (bench/recall.py: R@10 0.40 with k=60 unweighted, 0.50 so).
+FUSE_K: Final = 10
+FUSE_WEIGHTS: Final = (1.0, 2.0)
 CONTEXT_LINES: Final = 2
 
 HitKind = Literal["message", "summary"]
@@ -133,7 +165,8 @@ def _any_like(column: str, terms: tuple[str, ...], like: str) -> tuple[str, list
     return f"({clause})", [_like_pattern(term) for term in terms]
 
 
-def _message_hit(row: Row, terms: Terms, score: float) -> RecallHit:
+def _message_hit(row: Row, terms: Terms, score: float, also: tuple[str, ...] = ()) -> RecallHit:
+    """A message row as a hit; `also`: terms it matched some other way (its index words)."""
     return RecallHit(
         kind="message",
         id=row["id"],
@@ -146,7 +179,9 @@ def _message_hit(row: Row, terms: Terms, score: float) -> RecallHit:
         discord_guild_id=row["discord_guild_id"],
         discord_channel_id=row["discord_channel_id"],
         discord_message_id=row["discord_message_id"],
-        matched=matched_terms(row["content"], terms),
+        matched=_union(matched_terms(row["content"], terms), also)
+        if also
+        else matched_terms(row["content"], terms),
         score=score,
     )
 
@@ -167,6 +202,10 @@ def _summary_hit(row: Row, terms: Terms) -> RecallHit:
         matched=matched_terms(row["summary"], terms),
         score=0.0,
     )
+
+
+def _union(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*first, *second)))
 
 
 def _line(row: Row) -> RecallLine:
@@ -194,7 +233,7 @@ class RecallRepository:
         context_lines: int = CONTEXT_LINES,
     ) -> RecallResult:
         """The best `limit` hits for `query` in `space`, each with its neighbouring lines."""
-        result = await self.lexical(space, query, limit=limit, exclude=exclude)
+        result = await self.ranked(space, query, limit=limit, exclude=exclude)
         hits = await self.with_context(space, result.hits, context_lines)
         return RecallResult(result.terms, hits)
 
@@ -217,6 +256,101 @@ class RecallRepository:
             found[(hit.kind, hit.id)] = hit
         ranked = lexical_order(hit for hit in found.values() if hit.matched)
         return RecallResult(terms, ranked[:limit])
+
+    async def ranked(
+        self, space: str, query: str, *, limit: int, exclude: Exclude | None = None
+    ) -> RecallResult:
+        """The lexical list fused with the term index's (see the module docstring)."""
+        lexical = await self.lexical(space, query, limit=FUSE_CANDIDATES, exclude=exclude)
+        if limit <= 0:
+            return RecallResult(lexical.terms, [])
+        by_words = await self._words(space, lexical.terms, exclude)
+        if not by_words:
+            return RecallResult(lexical.terms, lexical.hits[:limit])
+        words: dict[tuple[str, int], tuple[Row, tuple[str, ...]]] = {
+            ("message", int(row["id"])): (row, also) for row, also in by_words
+        }
+        found: dict[tuple[str, int], RecallHit] = {(h.kind, h.id): h for h in lexical.hits}
+        order = fuse([list(found), list(words)], FUSE_K, FUSE_WEIGHTS)[:limit]
+        hits = []
+        for key in order:  # a hit is built only now, with the terms its words matched too
+            hit, word = found.get(key), words.get(key)
+            if word is not None and hit is None:
+                hit = _message_hit(word[0], lexical.terms, float(word[0]["score"]), word[1])
+            elif word is not None and hit is not None and word[1]:
+                hit = replace(hit, matched=_union(hit.matched, word[1]))
+            if hit is not None:
+                hits.append(hit)
+        return RecallResult(lexical.terms, hits)
+
+    async def _words(
+        self, space: str, terms: Terms, exclude: Exclude | None
+    ) -> list[tuple[Row, tuple[str, ...]]]:
+        """Messages whose index words hold any of the query's uncommon words, each with the
+        query terms its index words hold: best first (bm25 / ts_rank), then those holding
+        more query terms — the common words left out of the match (`common_words`: a
+        speaker's name, a year) included — moved up."""
+        wanted = query_words(terms)
+        words = list(dict.fromkeys(word for found in wanted.values() for word in found))
+        if not words:
+            return []
+        kept, _common = common_words(
+            await self._word_counts(words), COMMON_WORD_DOCS, WORD_ROWS_BUDGET
+        )
+        if not kept:
+            return []
+        rows = await self._word_rows(space, kept, exclude)
+        found = [(row, matched_words(row["index_terms"], wanted)) for row in rows]
+        # A stable sort: more query terms (in the words or the text) first, else the engine's.
+        return sorted(
+            found, key=lambda item: -len(_union(item[1], matched_terms(item[0]["content"], terms)))
+        )
+
+    async def _word_counts(self, words: list[str]) -> dict[str, int]:
+        """Each word's number of indexed messages (all spaces), counted up to COMMON_WORD_DOCS
+        only: a bounded read however common the word (an `fts5vocab` row count would walk
+        the word's whole posting list)."""
+        if self._db.dialect == "postgresql":
+            vector = words_tsvector("r.terms")
+            count = (
+                f"SELECT COUNT(*) FROM (SELECT 1 FROM recall_terms r "
+                f"WHERE {vector} @@ CAST(? AS tsquery) LIMIT ?) c"
+            )
+            match = [tsquery_words([word]) for word in words]
+        else:
+            count = (
+                "SELECT COUNT(*) FROM (SELECT 1 FROM recall_terms_fts "
+                "WHERE recall_terms_fts MATCH ? LIMIT ?)"
+            )
+            match = [fts_words([word]) for word in words]
+        sql = " UNION ALL ".join(f"SELECT {n} AS n, ({count}) AS docs" for n in range(len(words)))
+        params = [value for query in match for value in (query, COMMON_WORD_DOCS)]
+        rows = await self._db.fetchall(sql, params)
+        docs = {int(row["n"]): int(row["docs"]) for row in rows}
+        return {word: docs.get(n, 0) for n, word in enumerate(words)}
+
+    async def _word_rows(self, space: str, words: list[str], exclude: Exclude | None) -> list[Row]:
+        """The best WORD_CANDIDATES messages of `space` holding any of `words`."""
+        skip, skip_params = _excluding(exclude, "m.session_id")
+        select = f"SELECT {_MESSAGE_COLUMNS}, r.terms AS index_terms"
+        joins = f"JOIN messages m ON m.id = r.id {_SESSION_JOIN}"
+        visible = f"m.space_id = ? AND m.recall_hidden = 0{skip}"
+        if self._db.dialect == "postgresql":
+            vector = words_tsvector("r.terms")
+            return await self._db.fetchall(
+                f"{select}, -ts_rank({vector}, q.query) AS score FROM "
+                f"(SELECT CAST(? AS tsquery) AS query) q, recall_terms r {joins} "
+                f"WHERE r.space_id = ? AND {vector} @@ q.query AND {visible} "
+                "ORDER BY score, m.id DESC LIMIT ?",
+                (tsquery_words(words), space, space, *skip_params, WORD_CANDIDATES),
+            )
+        return await self._db.fetchall(
+            f"{select}, recall_terms_fts.rank AS score FROM recall_terms_fts "
+            f"JOIN recall_terms r ON r.id = recall_terms_fts.rowid {joins} "
+            f"WHERE recall_terms_fts MATCH ? AND r.space_id = ? AND {visible} "
+            "ORDER BY recall_terms_fts.rank, m.id DESC LIMIT ?",
+            (fts_words(words), space, space, *skip_params, WORD_CANDIDATES),
+        )
 
     async def _indexed(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
         """Messages holding any long term, through the engine's full-text index."""

@@ -180,12 +180,14 @@ def lexical_order(hits: Iterable[R]) -> list[R]:
     )
 
 
-def fuse(rankings: Sequence[Sequence[T]], k: int = RRF_K) -> list[T]:
-    """Reciprocal rank fusion: each item scores Σ 1/(k + rank) over the lists it is in (rank
-    from 1); best first, ties kept in first-seen order. One list comes back unchanged."""
+def fuse(rankings: Sequence[Sequence[T]], k: int = RRF_K, weights: Sequence[float] = ()) -> list[T]:
+    """Reciprocal rank fusion: each item scores Σ weight/(k + rank) over the lists it is in
+    (rank from 1; weight 1 unless `weights` gives one per list); best first, ties kept in
+    first-seen order. One list comes back unchanged."""
     scores: dict[T, float] = {}
-    for ranking in rankings:
+    for index, ranking in enumerate(rankings):
+        weight = weights[index] if index < len(weights) else 1.0
         for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     order = {item: index for index, item in enumerate(scores)}
     return sorted(scores, key=lambda item: (-scores[item], order[item]))

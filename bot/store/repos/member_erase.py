@@ -130,6 +130,10 @@ async def _blank_messages(
             (space, *ids),
         )
         tags += cursor.rowcount
+        # Their words leave recall's term index too (the FTS triggers follow its rows).
+        await conn.execute(
+            f"DELETE FROM recall_terms WHERE space_id = ? AND id IN ({marks})", (space, *ids)
+        )
         # tagged_at stays set: the tagger's backfill must not tag the placeholder.
         await conn.execute(
             "UPDATE messages SET content = ?, recall_hidden = 1, "

@@ -108,6 +108,8 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
             CREATED,
             # 1: written while its author had member memory off; recall must not index it.
             Column("recall_hidden", INTEGER, default=0, since=6),
+            # When the background recall indexer handled it (`recall_terms`); NULL: pending.
+            Column("recall_indexed_at", TEXT, null=True, since=7),
         ),
         foreign_keys=(IN_SESSION,),
         indexes=(
@@ -124,6 +126,9 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
             ),
             # Turns are counted from answers: a partial index keeps that read on a range scan.
             Index("ix_messages_answers", ("created_at",), where="role = 'assistant'"),
+            # Recall's recent window (the space's newest messages) reads this backwards.
+            Index("ix_messages_space", ("space_id", "id"), since=7),
+            Index("ix_messages_unindexed", ("id",), where="recall_indexed_at IS NULL", since=7),
         ),
     ),
     Table(
@@ -349,5 +354,18 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
         ),
         primary_key=("space_id", "member_id"),
         since=6,
+    ),
+    # Recall's term index (bot/memory/recall_index.py fills it in the background): one row per
+    # indexed message (same id), its words pre-tokenised — Japanese words by Janome, English
+    # stems, the speaker's name, the date — searched by bm25 (SQLite FTS5 unicode61) or a
+    # tsvector GIN index (PostgreSQL), see `bot.store.schema.fulltext`.
+    Table(
+        "recall_terms",
+        (
+            Column("id", INTEGER, primary_key=True, references=References("messages", "CASCADE")),
+            Column("space_id", TEXT),
+            Column("terms", TEXT),
+        ),
+        since=7,
     ),
 )

@@ -9,6 +9,12 @@ This is where the engines really differ (see `bot.store.reads.search` for why tr
   (`fts_triggers`) and rebuild the index.
 - PostgreSQL: the pg_trgm extension and one trigram GIN index per searched column, serving
   ILIKE; ordinary indexes, nothing to keep in step by hand.
+
+Recall's term index (`recall_terms`, version 7) holds text already cut into words by the
+indexer (space-separated, letters and digits only), so it is searched by words, not trigrams:
+SQLite's FTS5 `unicode61` tokenizer (which then only splits on the spaces) ranked by bm25,
+PostgreSQL a GIN index over `array_to_tsvector(string_to_array(terms, ' '))` — the words as
+lexemes as they are, with no text-search parser or dictionary in between (`WORDS_TSVECTOR`).
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ class Searchable:
     fts: str  # SQLite's FTS5 table
     trigram_indexes: tuple[str, ...]  # PostgreSQL's GIN index of each column, in order
     since: int = 0
+    # "words": pre-tokenised text (unicode61 on SQLite, a lexeme-array GIN on PostgreSQL).
+    kind: str = "trigram"
 
 
 SEARCHABLE: Final[tuple[Searchable, ...]] = (
@@ -45,9 +53,17 @@ SEARCHABLE: Final[tuple[Searchable, ...]] = (
         "knowledge_fts",
         ("ix_knowledge_title_trgm", "ix_knowledge_query_trgm", "ix_knowledge_summary_trgm"),
     ),
+    Searchable(
+        "recall_terms", ("terms",), "recall_terms_fts", ("ix_recall_terms_words",), 7, "words"
+    ),
 )
 
 TRIGRAM_EXTENSION: Final = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
+
+
+def words_tsvector(column: str) -> str:
+    """PostgreSQL: the lexemes of a pre-tokenised column, as its GIN index is built on."""
+    return f"array_to_tsvector(string_to_array({column}, ' '))"
 
 
 def fts_triggers(fts: str, content: str, columns: tuple[str, ...]) -> tuple[str, ...]:
@@ -64,10 +80,13 @@ def fts_triggers(fts: str, content: str, columns: tuple[str, ...]) -> tuple[str,
     )
 
 
+_TOKENIZERS: Final = {"trigram": "trigram", "words": "unicode61 remove_diacritics 0"}
+
+
 def _sqlite(item: Searchable, *, rebuild: bool) -> list[str]:
     table = (
         f"CREATE VIRTUAL TABLE {item.fts} USING fts5({', '.join(item.columns)}, "
-        f"content='{item.table}', content_rowid='id', tokenize='trigram')"
+        f"content='{item.table}', content_rowid='id', tokenize='{_TOKENIZERS[item.kind]}')"
     )
     # The index starts empty: rows already in the table are indexed by a rebuild.
     filled = [f"INSERT INTO {item.fts} ({item.fts}) VALUES ('rebuild')"] if rebuild else []
@@ -75,6 +94,9 @@ def _sqlite(item: Searchable, *, rebuild: bool) -> list[str]:
 
 
 def _postgresql(item: Searchable) -> list[str]:
+    if item.kind == "words":
+        (name,), (column,) = item.trigram_indexes, item.columns
+        return [f"CREATE INDEX {name} ON {item.table} USING gin ({words_tsvector(column)})"]
     return [
         f"CREATE INDEX {name} ON {item.table} USING gin ({column} gin_trgm_ops)"
         for name, column in zip(item.trigram_indexes, item.columns, strict=True)

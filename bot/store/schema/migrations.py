@@ -105,6 +105,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     # 6: member memory (facts per space and member, the per-member switch); messages written
     # with memory off are marked hidden from recall.
     added_in(6),
+    # 7: recall at scale — the space's newest messages by index, and the background term
+    # index (`recall_terms`: Janome words, English stems, speaker, date) with its full-text
+    # index; `messages.recall_indexed_at` marks what the indexer handled.
+    added_in(7),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -39,6 +39,9 @@ OPERATOR_ROWS = (
     ("INSERT INTO member_memory (space_id, member_id, enabled, switched_at) VALUES (?, ?, ?, ?)",
      ("guild:222", "111", 0, T)),
     ("UPDATE messages SET recall_hidden = 1 WHERE id = (SELECT MIN(id) FROM messages)", ()),
+    ("INSERT INTO recall_terms (id, space_id, terms) SELECT id, space_id, 'cat 東京 alic 2026' "
+     "FROM messages WHERE recall_hidden = 0 LIMIT 1", ()),
+    ("UPDATE messages SET recall_indexed_at = ? WHERE id IN (SELECT id FROM recall_terms)", (T,)),
 )  # fmt: skip
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from bot.memory.member_memory import ERASED_PLACEHOLDER, LOCAL_MEMBER, MemberMemory
 from bot.store import Repositories
 from bot.store.engine.database import Database
+from bot.store.repos.recall_terms import IndexedWords
 
 A, B = "guild:1", "guild:2"
 X, Y = "111", "222"
@@ -195,3 +196,26 @@ async def test_the_local_user_is_erased_by_their_unauthored_messages(db: Databas
     erased = await w.members.erase(local, LOCAL_MEMBER)
     assert (erased.facts, erased.messages) == (1, 2)
     assert not [t for t in await _contents(db, local) if SECRET in t]
+
+
+async def test_erase_takes_their_words_out_of_recalls_term_index(db: Database) -> None:
+    w = await _world(db)
+    session = (await w.repos.sessions.create(A, title="pets")).id
+    asked, answer = await _say(w, A, session, X, f"my cat is {SECRET}")
+    kept, _ = await _say(w, A, session, Y, f"I had {KEPT} today")
+    pending = await w.repos.recall_terms.unindexed_all_spaces(10)
+    words = [IndexedWords(row.space_id, row.id, row.content.lower()) for row in pending]
+    await w.repos.recall_terms.store(pending, words)
+
+    async def indexed() -> set[int]:
+        rows = await db.fetchall("SELECT id FROM recall_terms WHERE space_id = ?", (A,))
+        return {int(row["id"]) for row in rows}
+
+    assert {asked, answer, kept} <= await indexed()
+    await w.members.erase(A, X)
+    left = await indexed()
+    assert asked not in left and answer not in left and kept in left
+    rows = await db.fetchall("SELECT terms FROM recall_terms WHERE space_id = ?", (A,))
+    assert all(SECRET.lower() not in str(row["terms"]) for row in rows)
+    # Erased messages stay out: hidden, the indexer never writes them again.
+    assert {row.id for row in await w.repos.recall_terms.unindexed_all_spaces(10)} == set()

@@ -60,5 +60,14 @@ async def test_both_engines_hold_the_same_schema(
         for name, definition in table["indexes"].items()
         if "USING gin" in definition and "gin_trgm_ops" in definition
     }
-    assert trigram == {name for s in SEARCHABLE for name in s.trigram_indexes}
+    assert trigram == {
+        name for s in SEARCHABLE if s.kind == "trigram" for name in s.trigram_indexes
+    }
+    words = {
+        name
+        for table in pg_side["tables"].values()
+        for name, definition in table["indexes"].items()
+        if "USING gin" in definition and "array_to_tsvector" in definition
+    }
+    assert words == {name for s in SEARCHABLE if s.kind == "words" for name in s.trigram_indexes}
     assert "pg_trgm" in pg_side["extensions"]

@@ -1,0 +1,227 @@
+"""Recall quality and cost: Recall@5/@10 on generated multi-session conversations, and the
+latency of the recall read at 10k / 100k (and, with --million, 1M) messages in one space.
+
+Quality: the sessions of bench/recall_data.py (four named members, a year of sessions, English
+and Japanese chatter, planted evidence messages) are imported through the store's session
+import, with speaker names and dates; the background recall index (when this version has one)
+is filled as the bot fills it, timed; then each probe's paraphrased question goes through the
+`recall` tool's read (`RecallService.search`, 10 hits) and we count the questions whose
+evidence message is in the top 5 / top 10.
+
+Cost: a fresh SQLite file per size, one space, sessions of 100 messages drawn from the same
+chatter with the evidence planted, written with executemany in batches (build time reported);
+the questions are then asked twice each and the read's p50/p95 reported (target: p95 ≤ 30 ms
+at 1M).
+
+Run: .venv/bin/python bench/recall.py [--million] [--sizes 10000,100000]
+Prints one JSON object, then a one-line summary. Not a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.recall_data import PROBES, SPEAKERS, conversations, filler
+from bench.recall_index import fill_index, index_rows_sqlite
+from bot.memory.recall import RecallService
+from bot.store import Repositories
+from bot.store.engine.database import Database
+from bot.store.transfer import (
+    ExportedMessage,
+    ExportedSession,
+    SessionExport,
+    SessionTransfer,
+)
+
+SPACE = "guild:28"
+BATCH = 10_000
+SESSION_LINES = 100
+
+
+def _export(session: Any) -> SessionExport:
+    first, last = session.lines[0].at, session.lines[-1].at
+    return SessionExport(
+        exported_at=last,
+        session=ExportedSession(
+            id=session.id, title=session.title, created_at=first, updated_at=last, source="import"
+        ),
+        messages=[
+            ExportedMessage(
+                id=n + 1,
+                role="user",
+                content=line.content,
+                author_id=line.speaker.lower(),
+                author_name=line.speaker,
+                created_at=line.at,
+            )
+            for n, line in enumerate(session.lines)
+        ],
+    )
+
+
+async def _import(db: Database, repos: Repositories) -> dict[int, int]:
+    """Import every generated session; returns probe index → evidence message id."""
+    transfer = SessionTransfer(
+        db, repos.sessions, repos.messages, repos.memories, repos.attachments
+    )
+    evidence: dict[int, int] = {}
+    for session in conversations():
+        await transfer.import_session(SPACE, _export(session))
+        for line in session.lines:
+            if line.probe is not None:
+                row = await db.fetchone(
+                    "SELECT id FROM messages WHERE space_id = ? AND session_id = ? AND content = ?",
+                    (SPACE, session.id, line.content),
+                )
+                assert row is not None
+                evidence[line.probe] = int(row["id"])
+    return evidence
+
+
+async def quality(tmp: Path) -> dict[str, Any]:
+    """Recall@5/@10 of the tool's read over the imported conversations."""
+    db = await Database.open(tmp / "quality.db")
+    try:
+        repos = Repositories.over(db)
+        evidence = await _import(db, repos)
+        messages = int(await db.scalar("SELECT COUNT(*) FROM messages"))
+        index_s = await fill_index(db, repos)
+        service = RecallService(repos.recall)
+        ranks: list[int | None] = []
+        missed: list[str] = []
+        for index, probe in enumerate(PROBES):
+            page = await service.search(SPACE, probe.question, count=10)
+            ids = [hit.id for hit in page.hits if hit.kind == "message"]
+            rank = ids.index(evidence[index]) + 1 if evidence[index] in ids else None
+            ranks.append(rank)
+            if rank is None:
+                missed.append(probe.question)
+    finally:
+        await db.close()
+    found = [rank for rank in ranks if rank is not None]
+    return {
+        "messages": messages,
+        "sessions": len(conversations()),
+        "questions": len(PROBES),
+        "recall_at_5": round(sum(1 for r in found if r <= 5) / len(PROBES), 3),
+        "recall_at_10": round(len(found) / len(PROBES), 3),
+        "index_fill_s": index_s,
+        "missed_at_10": missed,
+    }
+
+
+def _rows(count: int, rng: random.Random) -> list[tuple[Any, ...]]:
+    """`count` message rows in sessions of SESSION_LINES, the evidence planted evenly."""
+    plant = {int(count * (n + 0.5) / len(PROBES)): probe for n, probe in enumerate(PROBES)}
+    start = 1_743_498_000  # 2025-04-01
+    rows: list[tuple[Any, ...]] = []
+    for n in range(count):
+        probe = plant.get(n)
+        speaker = probe.speaker if probe else rng.choice(SPEAKERS)
+        content = probe.evidence if probe else filler(rng)
+        at = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(start + n * 30))
+        rows.append((n + 1, SPACE, f"s{n // SESSION_LINES}", "user", content, speaker, at))
+    return rows
+
+
+def build(path: Path, count: int) -> float:
+    """A SQLite file with `count` messages in one space; returns the seconds it took."""
+    asyncio.run(_create(path))
+    rows = _rows(count, random.Random(count))
+    started = time.perf_counter()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA synchronous = OFF")
+    stamp = rows[0][6]
+    conn.executemany(
+        "INSERT INTO sessions (id, space_id, title, source, created_at, updated_at) "
+        "VALUES (?, ?, 'chat', 'import', ?, ?)",
+        [(f"s{n}", SPACE, stamp, stamp) for n in range((count - 1) // SESSION_LINES + 1)],
+    )
+    for offset in range(0, count, BATCH):
+        conn.executemany(
+            "INSERT INTO messages (id, space_id, session_id, role, content, author_name, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows[offset : offset + BATCH],
+        )
+        index_rows_sqlite(conn, rows[offset : offset + BATCH])
+        conn.commit()
+    conn.execute("ANALYZE")
+    conn.commit()
+    conn.close()
+    return time.perf_counter() - started
+
+
+async def _create(path: Path) -> None:
+    await (await Database.open(path)).close()
+
+
+async def _latency(path: Path, rounds: int = 2) -> dict[str, float]:
+    db = await Database.open(path)
+    try:
+        service = RecallService(Repositories.over(db).recall)
+        await service.search(SPACE, "warm up", count=10)
+        costs: list[float] = []
+        for _ in range(rounds):
+            for probe in PROBES:
+                started = time.perf_counter()
+                await service.search(SPACE, probe.question, count=10)
+                costs.append((time.perf_counter() - started) * 1000)
+    finally:
+        await db.close()
+    costs.sort()
+    return {
+        "p50_ms": round(statistics.median(costs), 2),
+        "p95_ms": round(costs[max(0, int(len(costs) * 0.95) - 1)], 2),
+        "max_ms": round(costs[-1], 2),
+    }
+
+
+def latency(tmp: Path, sizes: list[int]) -> dict[str, Any]:
+    """Build each size, then time the read there."""
+    out: dict[str, Any] = {}
+    for size in sizes:
+        path = tmp / f"scale-{size}.db"
+        build_s = build(path, size)
+        out[str(size)] = {"build_s": round(build_s, 1), **asyncio.run(_latency(path))}
+        path.unlink()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--million", action="store_true", help="also 1,000,000 messages")
+    parser.add_argument("--sizes", default="10000,100000")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",") if size]
+    if args.million:
+        sizes.append(1_000_000)
+    with tempfile.TemporaryDirectory() as tmp:
+        result = {"quality": asyncio.run(quality(Path(tmp))), "latency": latency(Path(tmp), sizes)}
+    print(json.dumps(result, ensure_ascii=False))
+    q = result["quality"]
+    costs = ", ".join(
+        f"{int(size) // 1000}k p50 {v['p50_ms']} / p95 {v['p95_ms']} ms (build {v['build_s']} s)"
+        for size, v in result["latency"].items()
+    )
+    print(
+        f"recall: R@5 {q['recall_at_5']}, R@10 {q['recall_at_10']} over {q['questions']} "
+        f"questions, {q['messages']} messages; latency {costs}"
+    )
+
+
+if __name__ == "__main__":
+    main()

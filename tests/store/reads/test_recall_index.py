@@ -1,0 +1,185 @@
+"""Recall's background term index on both engines: filled by the indexer (Janome words, English
+stems, speaker names, dates), never holding hidden messages, never crossing spaces, and every
+recall query served by indexes (no scan of a space's history)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from bot.memory.japanese import InProcessAnalyzer
+from bot.memory.recall_index import RecallIndexer
+from bot.store import Repositories
+from bot.store.engine.database import Database
+from bot.store.reads import recall as recall_reads
+from bot.store.reads.recall import RECENT_WINDOW, Exclude
+from tests.store.reads.test_recall import A, B, say, session
+
+
+@pytest.fixture
+async def indexer(db: Database) -> AsyncIterator[RecallIndexer]:
+    analyzer = InProcessAnalyzer()
+    yield RecallIndexer(analyzer, Repositories.over(db).recall_terms)
+    analyzer.close()
+
+
+async def _filler(db: Database, space: str, session_id: str, count: int) -> None:
+    """`count` newer messages of chatter, written in one batch."""
+    await db.executemany(
+        "INSERT INTO messages (space_id, session_id, role, content, author_name, created_at) "
+        "VALUES (?, ?, 'user', ?, 'Bob', '2026-05-01T00:00:00+00:00')",
+        [(space, session_id, f"chatter line {n} about nothing") for n in range(count)],
+    )
+
+
+async def test_the_indexer_fills_the_index_and_finds_tokyo_beyond_the_recent_window(
+    db: Database, indexer: RecallIndexer
+) -> None:
+    repos = Repositories.over(db)
+    s = await session(repos, A, "move")
+    old = await say(repos, A, s, "来月から東京の本社に転勤します")
+    await _filler(db, A, s, RECENT_WINDOW + 10)
+    # Before the background indexer runs, the short term only reaches the recent window.
+    assert [h.id for h in (await repos.recall.ranked(A, "東京", limit=10)).hits] == []
+    assert await indexer.backfill() == RECENT_WINDOW + 11
+    assert await indexer.index_pending() == 0
+    row = await db.fetchone(
+        "SELECT terms FROM recall_terms WHERE space_id = ? AND id = ?", (A, old)
+    )
+    assert row is not None and "東京" in row["terms"].split()
+    result = await repos.recall.ranked(A, "東京に転勤？", limit=10)
+    assert [hit.id for hit in result.hits][:1] == [old]
+    assert set(result.hits[0].matched) >= {"東京", "転勤"}
+
+
+async def test_stems_speaker_names_and_months_match(db: Database, indexer: RecallIndexer) -> None:
+    repos = Repositories.over(db)
+    s = await session(repos, A, "news")
+    moved = await say(repos, A, s, "Ben moved to Sapporo last spring", author="Ben")
+    greyhound = await say(repos, A, s, "We adopted a rescue greyhound", author="Carla")
+    await say(repos, A, s, "The weather is nice", author="Dan")
+    await indexer.backfill()
+    moving = await repos.recall.ranked(A, "Who is moving?", limit=5)
+    assert [hit.id for hit in moving.hits] == [moved]
+    assert moving.hits[0].matched == ("moving",)
+    by_name = await repos.recall.ranked(A, "what did Carla adopt", limit=5)
+    assert by_name.hits[0].id == greyhound
+    assert set(by_name.hits[0].matched) == {"Carla", "adopt"}
+    march = await repos.recall.ranked(A, "greyhound in March 2026", limit=5)
+    assert march.hits[0].id == greyhound and "March" in march.hits[0].matched
+
+
+async def test_a_speaker_in_most_rows_is_left_out_of_the_match_but_still_boosts(
+    db: Database, indexer: RecallIndexer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recall_reads, "COMMON_WORD_DOCS", 5)
+    repos = Repositories.over(db)
+    s = await session(repos, A, "pets")
+    for n in range(6):
+        await say(repos, A, s, f"Carla chatter line {n}", author="Carla")
+    by_ben = await say(repos, A, s, "We adopted a greyhound", author="Ben")
+    by_carla = await say(repos, A, s, "We adopted a rescue greyhound", author="Carla")
+    await indexer.backfill()
+    recording = _Recording(db)
+    result = await Repositories.over(recording).recall.ranked(  # type: ignore[arg-type]
+        A, "what did Carla adopt", limit=5
+    )
+    # Carla's name is in 7 of 8 rows: counted (bounded), then left out of the word match.
+    matches = [
+        p
+        for sql, params in recording.reads
+        if "ts_rank" in sql or ".rank" in sql
+        for p in params
+        if isinstance(p, str) and "adopt" in p
+    ]
+    assert matches and all("carla" not in match for match in matches)
+    # Among the rows the match found, hers comes first: it holds the name too.
+    assert [hit.id for hit in result.hits][:2] == [by_carla, by_ben]
+    assert set(result.hits[0].matched) == {"Carla", "adopt"}
+
+
+async def test_hidden_messages_are_never_indexed_nor_returned(
+    db: Database, indexer: RecallIndexer
+) -> None:
+    repos = Repositories.over(db)
+    s = await session(repos, A, "secret")
+    message = await repos.messages.add(
+        A, s, "user", "My greyhound Biscuit moved house", author_name="Eve", recall_hidden=True
+    )
+    shown = await say(repos, A, s, "Biscuit is a fine name")
+    assert await indexer.backfill() == 2
+    assert await db.scalar("SELECT COUNT(*) FROM recall_terms WHERE id = ?", (message.id,)) == 0
+    for query in ("greyhound moving", "Eve", "Biscuit"):
+        ids = [hit.id for hit in (await repos.recall.ranked(A, query, limit=10)).hits]
+        assert message.id not in ids
+    assert [h.id for h in (await repos.recall.ranked(A, "Biscuit", limit=10)).hits] == [shown]
+
+
+async def test_other_spaces_are_never_returned(db: Database, indexer: RecallIndexer) -> None:
+    repos = Repositories.over(db)
+    a, b = await session(repos, A, "a"), await session(repos, B, "b")
+    mine = await say(repos, A, a, "Aiko moved to 東京", author="Aiko")
+    theirs = await say(repos, B, b, "Aiko moved to 東京 too", author="Aiko")
+    await indexer.backfill()
+    for query in ("Aiko moving", "東京"):
+        assert [h.id for h in (await repos.recall.ranked(A, query, limit=10)).hits] == [mine]
+        assert [h.id for h in (await repos.recall.ranked(B, query, limit=10)).hits] == [theirs]
+    rows = await db.fetchall("SELECT id, space_id FROM recall_terms ORDER BY id")
+    assert [(row["id"], row["space_id"]) for row in rows] == [(mine, A), (theirs, B)]
+
+
+_TABLE_SCAN = re.compile(r"^SCAN (messages|memories|sessions|recall_terms)\b", re.MULTILINE)
+
+
+class _Recording:
+    """The database's reads, recorded (statement and parameters) on their way through."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.reads: list[tuple[str, tuple[Any, ...]]] = []
+
+    async def fetchall(self, sql: str, params: Any = ()) -> Any:
+        self.reads.append((sql, tuple(params)))
+        return await self.db.fetchall(sql, params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)
+
+
+async def _plans(db: Database, reads: list[tuple[str, tuple[Any, ...]]]) -> list[str]:
+    if db.dialect == "postgresql":
+        plans = []
+        async with db.transaction() as conn:
+            await conn.execute("SET LOCAL enable_seqscan = off")
+            for sql, params in reads:
+                rows = await (await conn.execute(f"EXPLAIN {sql}", params)).fetchall()
+                plans.append("\n".join(str(row[0]) for row in rows))
+        return plans
+    return [
+        "\n".join(str(row[3]) for row in await db.fetchall(f"EXPLAIN QUERY PLAN {sql}", params))
+        for sql, params in reads
+    ]
+
+
+async def test_every_recall_query_uses_an_index(db: Database, indexer: RecallIndexer) -> None:
+    repos = Repositories.over(db)
+    s = await session(repos, A, "plans")
+    await say(repos, A, s, "Aiko moved to 東京 with her cat", author="Aiko")
+    await _filler(db, A, s, 50)
+    await indexer.backfill()
+    recording = _Recording(db)
+    reads = Repositories.over(recording)  # type: ignore[arg-type]
+    await reads.recall.recall(A, "Aiko cat moving 東京 AI", exclude=Exclude("other", 5))
+    assert len(recording.reads) >= 5  # trigram, recent window, summaries, words, neighbours
+    for (sql, _), plan in zip(recording.reads, await _plans(db, recording.reads), strict=True):
+        if db.dialect == "postgresql":
+            assert "Seq Scan on messages" not in plan, f"{sql}\n{plan}"
+        else:
+            # SCAN is allowed only over a bounded subquery the plan materialised (the recent
+            # window: SEARCH … LIMIT) or as an FTS5 MATCH lookup; never over a table.
+            assert _TABLE_SCAN.search(plan) is None, f"{sql}\n{plan}"
+            # The bounded word counts read the FTS5 index alone (MATCH … LIMIT).
+            assert "SEARCH" in plan or "VIRTUAL TABLE INDEX 0:M" in plan, plan
