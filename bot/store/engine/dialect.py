@@ -23,6 +23,12 @@ NUL: Final = "\x00"
 REPLACEMENT: Final = "\ufffd"
 
 
+def like_pattern(text: str) -> str:
+    """`%text%` for `LIKE ? ESCAPE '\\'`, with `\\`, `%` and `_` in `text` matched as themselves."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
 def sqlite_url(path: Path | str) -> str:
     """The DATABASE_URL naming the SQLite file at `path`."""
     return f"{SQLITE_PREFIX}{path}"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from bot.store.engine.database import Database
-from bot.store.engine.dialect import Row
+from bot.store.engine.dialect import Row, like_pattern
 from bot.store.reads.recall_rank import Terms, fuse, lexical_order, matched_terms, parse_terms
 from bot.store.reads.recall_words import (
     common_words,
@@ -154,15 +154,10 @@ class RecallResult:
     hits: list[RecallHit]
 
 
-def _like_pattern(term: str) -> str:
-    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
 def _any_like(column: str, terms: tuple[str, ...], like: str) -> tuple[str, list[str]]:
     """`(col LIKE ? OR …)` over `terms` and its patterns."""
     clause = " OR ".join(f"{column} {like} ? ESCAPE '\\'" for _ in terms)
-    return f"({clause})", [_like_pattern(term) for term in terms]
+    return f"({clause})", [like_pattern(term) for term in terms]
 
 
 def _message_hit(row: Row, terms: Terms, score: float, also: tuple[str, ...] = ()) -> RecallHit:

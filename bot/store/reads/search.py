@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from bot.store.engine.database import Database
-from bot.store.engine.dialect import Row
+from bot.store.engine.dialect import Row, like_pattern
 from bot.store.spaces import SpaceScope, in_space
 
 SearchKind = Literal["messages", "notes", "knowledge"]
@@ -110,11 +110,6 @@ def parse_terms(text: str) -> _Terms:
         long=[t for t in terms if len(t) >= MIN_FTS_CHARS],
         short=[t for t in terms if len(t) < MIN_FTS_CHARS],
     )
-
-
-def _like_pattern(term: str) -> str:
-    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
 
 
 def parse_snippet(marked: str) -> Snippet:
@@ -208,7 +203,7 @@ def _short_filter(kind: _Kind, short: list[str], like: str = "LIKE") -> tuple[st
     for term in short:
         ors = " OR ".join(f"t.{column} {like} ? ESCAPE '\\'" for column in kind.columns)
         clauses.append(f" AND ({ors})")
-        params.extend([_like_pattern(term)] * len(kind.columns))
+        params.extend([like_pattern(term)] * len(kind.columns))
     return "".join(clauses), params
 
 

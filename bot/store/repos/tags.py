@@ -10,7 +10,7 @@ from typing import Literal
 
 from bot.store.engine.connection import Statement, utcnow
 from bot.store.engine.database import Database
-from bot.store.engine.dialect import Row
+from bot.store.engine.dialect import Row, like_pattern
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +25,6 @@ class Untagged:
     id: int
     space_id: str
     text: str
-
-
-def _like_pattern(word: str) -> str:
-    escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
 
 
 # The tagged table, its tag table and the tag table's column pointing back, per kind.
@@ -179,7 +174,7 @@ class TagRepository:
         word = word.strip()
         if not word or limit <= 0:
             return []
-        pattern = _like_pattern(word)
+        pattern = like_pattern(word)
         messages_in, memories_in = _channel_filters(channel_id)
         rows = await self._db.fetchall(
             _related_sql(messages_in, memories_in),
