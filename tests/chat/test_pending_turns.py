@@ -1,0 +1,53 @@
+"""The summariser leaves queued turns alone (issue 31): a message whose turn has not ended, and
+everything after it, stays live; the summary waits for a full half of answered messages."""
+
+from __future__ import annotations
+
+from bot.chat.pending import PendingTurns
+from bot.config import Settings
+from bot.services import ServiceOptions, open_services
+from tests.conftest import LOCAL, SettingsFactory
+from tests.fakes.llm_server import FakeLLMServer, Text
+
+
+def test_pending_turns_track_the_oldest_message_per_conversation() -> None:
+    pending = PendingTurns()
+    assert pending.oldest(LOCAL, "s") is None
+    pending.add(LOCAL, "s", 7)
+    pending.add(LOCAL, "s", 5)
+    pending.add("guild:1", "s", 3)
+    assert pending.oldest(LOCAL, "s") == 5 and pending.oldest("guild:1", "s") == 3
+    pending.done(LOCAL, "s", 5)
+    assert pending.oldest(LOCAL, "s") == 7
+    pending.done(LOCAL, "s", 7)
+    pending.done(LOCAL, "s", 7)  # a second end is harmless
+    assert pending.oldest(LOCAL, "s") is None and len(pending) == 1
+
+
+async def test_summary_waits_until_the_oldest_half_is_answered(
+    make_settings: SettingsFactory, service_options: ServiceOptions, llm: FakeLLMServer
+) -> None:
+    settings: Settings = make_settings(memory_summarize_threshold=4)
+    async with open_services(settings, service_options) as services:
+        repos, pending = services.repos, services.engine.pending
+        session = await repos.sessions.create(LOCAL, title="burst")
+        questions = [await repos.messages.add(LOCAL, session.id, "user", f"q{n}") for n in range(4)]
+        for question in questions:
+            pending.add(LOCAL, session.id, question.id)
+
+        assert await services.summarizer.maybe_summarize(LOCAL, session.id) == []
+        assert llm.chat_requests == [], "nothing answered: nothing to summarise"
+
+        await repos.messages.add(LOCAL, session.id, "assistant", "a0", reply_to=questions[0].id)
+        assert await services.summarizer.maybe_summarize(LOCAL, session.id) == [], (
+            "q0 is still pending until its turn ends"
+        )
+        pending.done(LOCAL, session.id, questions[0].id)
+        llm.script(Text("SUMMARY q0"))
+        [memory] = await services.summarizer.maybe_summarize(LOCAL, session.id)
+
+        every = await repos.messages.all_for_session(LOCAL, session.id)
+        archived = [m.content for m in every if m.archived_at is not None]
+        assert archived == ["q0", "a0"] and memory.summary == "SUMMARY q0"
+        live = [m.content for m in every if m.archived_at is None]
+        assert live == ["q1", "q2", "q3"], "the queued turns' messages stay live"
