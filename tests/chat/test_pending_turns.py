@@ -3,11 +3,15 @@ everything after it, stays live; the summary waits for a full half of answered m
 
 from __future__ import annotations
 
+import asyncio
+
+from bot.chat.engine import TurnRequest
 from bot.chat.pending import PendingTurns
 from bot.config import Settings
-from bot.services import ServiceOptions, open_services
+from bot.services import ServiceOptions, Services, open_services
+from bot.turn.events import DoneEvent, ErrorEvent, Event
 from tests.conftest import LOCAL, SettingsFactory
-from tests.fakes.llm_server import FakeLLMServer, Text
+from tests.fakes.llm_server import FakeLLMServer, HttpError, Text
 
 
 def test_pending_turns_track_the_oldest_message_per_conversation() -> None:
@@ -51,3 +55,26 @@ async def test_summary_waits_until_the_oldest_half_is_answered(
         assert archived == ["q0", "a0"] and memory.summary == "SUMMARY q0"
         live = [m.content for m in every if m.archived_at is None]
         assert live == ["q1", "q2", "q3"], "the queued turns' messages stay live"
+
+
+async def test_a_turn_is_pending_from_storing_to_its_end_whatever_the_end(
+    services: Services, llm: FakeLLMServer
+) -> None:
+    pending = services.engine.pending
+    session = await services.repos.sessions.create(LOCAL, title="t")
+    llm.script(Text("slow answer", chunks=3, delay=0.1), HttpError(400, "bad request"))
+    first = asyncio.create_task(_run(services, "first", session.id))
+    await llm.wait_for_requests(1, timeout=30)  # LiteLLM imports on first use
+    [stored] = await services.repos.messages.all_for_session(LOCAL, session.id)
+    assert pending.oldest(LOCAL, session.id) == stored.id, "pending while it is answered"
+    assert isinstance((await first)[-1], DoneEvent)
+    assert len(pending) == 0, "answered: no longer pending"
+
+    failed = await _run(services, "second", session.id)
+    assert isinstance(failed[-1], ErrorEvent)
+    assert len(pending) == 0, "a failed turn ends too"
+
+
+async def _run(services: Services, text: str, session_id: str) -> list[Event]:
+    request = TurnRequest(text, session_id, space_id=LOCAL)
+    return [event async for event in services.engine.run_turn(request)]

@@ -174,15 +174,19 @@ class MessageRepository:
     async def recent_live(
         self, space: str, session_id: str, limit: int, *, up_to: int | None = None
     ) -> list[StoredMessage]:
-        """The newest `limit` unarchived messages (by conversation order), in that order; with
-        `up_to`, only the message of that id, those before it and the answers to them."""
+        """The newest `limit` unarchived messages, in conversation order; with `up_to`, only
+        the message of that id, those before it and the answers to them (a turn's view).
+
+        Read newest id first (the index walk stops early, however long the archive), twice
+        the limit: answers stored after later questions still find their place.
+        """
         until = "" if up_to is None else f"AND {_ORDER_KEY} <= ? "
         rows = await self._db.fetchall(
             f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND session_id = ? "
-            f"AND archived_at IS NULL {until}ORDER BY {_ORDER_KEY} DESC, id DESC LIMIT ?",
-            (space, session_id, *(() if up_to is None else (up_to,)), limit),
+            f"AND archived_at IS NULL {until}ORDER BY id DESC LIMIT ?",
+            (space, session_id, *(() if up_to is None else (up_to,)), limit * 2),
         )
-        return conversation_order([_message(row) for row in rows])
+        return conversation_order([_message(row) for row in rows])[-limit:]
 
     async def count_live(self, space: str, session_id: str) -> int:
         """How many unarchived messages the session has."""
