@@ -40,8 +40,10 @@ def transcript(messages: list[StoredMessage]) -> str:
 class Summarizer:
     """Keeps a session's live history short: at N live messages, the oldest N/2 are summarised.
 
-    Only messages before the oldest pending turn's message count for that half (`pending`):
-    a message waiting for its answer, and everything after it, stays live until it is answered.
+    Only messages before the oldest pending turn's message count for that half (`pending`:
+    this process's turns; and the first unanswered message after the newest answered one, for
+    turns another process runs): a message waiting for its answer, and everything after it,
+    stays live until it is answered.
     """
 
     def __init__(
@@ -95,7 +97,11 @@ class Summarizer:
     async def _summarize_oldest(
         self, space: str, session_id: str, count: int, settings: Settings
     ) -> Memory | None:
-        before = self._pending.oldest(space, session_id)
+        bounds = (
+            self._pending.oldest(space, session_id),
+            await self._messages.first_unanswered(space, session_id),
+        )
+        before = min((bound for bound in bounds if bound is not None), default=None)
         batch = await self._messages.oldest_live(space, session_id, count, before=before)
         if len(batch) < count:
             # The oldest half reaches a turn still waiting for its answer: the summary waits

@@ -57,6 +57,30 @@ async def test_summary_waits_until_the_oldest_half_is_answered(
         assert live == ["q1", "q2", "q3"], "the queued turns' messages stay live"
 
 
+async def test_messages_after_the_newest_answer_wait_even_if_pending_elsewhere(
+    make_settings: SettingsFactory, service_options: ServiceOptions, llm: FakeLLMServer
+) -> None:
+    # Another process (a second shard, one killed mid-burst) stored q1..q4: this process's
+    # pending turns do not name them, the database says they are not answered.
+    async with open_services(make_settings(memory_summarize_threshold=6), service_options) as sv:
+        messages = sv.repos.messages
+        session = await sv.repos.sessions.create(LOCAL, title="burst")
+        questions = [await messages.add(LOCAL, session.id, "user", f"q{n}") for n in range(5)]
+        await messages.add(LOCAL, session.id, "assistant", "a0", reply_to=questions[0].id)
+        assert await messages.first_unanswered(LOCAL, session.id) == questions[1].id
+
+        assert await sv.summarizer.maybe_summarize(LOCAL, session.id) == []
+        assert llm.chat_requests == [], "two answered messages are less than half of six"
+
+        await messages.add(LOCAL, session.id, "assistant", "a2", reply_to=questions[2].id)
+        assert await messages.first_unanswered(LOCAL, session.id) == questions[3].id
+        llm.script(Text("SUMMARY"))
+        assert len(await sv.summarizer.maybe_summarize(LOCAL, session.id)) == 1
+        every = await messages.all_for_session(LOCAL, session.id)
+        archived = [m.content for m in every if m.archived_at is not None]
+        assert archived == ["q0", "a0", "q1"], "q1's turn failed: a later one was answered"
+
+
 async def test_a_turn_is_pending_from_storing_to_its_end_whatever_the_end(
     services: Services, llm: FakeLLMServer
 ) -> None:

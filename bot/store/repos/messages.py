@@ -210,6 +210,17 @@ class MessageRepository:
         )
         return [_message(row) for row in rows]
 
+    async def first_unanswered(self, space: str, session_id: str) -> int | None:
+        """The oldest live user message after the newest answered one: its turn may still be
+        waiting (in this process or another), so nothing from it on is summarised."""
+        value = await self._db.scalar(
+            "SELECT MIN(id) FROM messages WHERE space_id = ? AND session_id = ? "
+            "AND role = 'user' AND archived_at IS NULL AND id > COALESCE(("
+            "SELECT MAX(reply_to) FROM messages WHERE space_id = ? AND session_id = ?), 0)",
+            (space, session_id, space, session_id),
+        )
+        return None if value is None else int(value)
+
     async def unanswered_all_spaces(self, since: str, until: str) -> list[UnansweredMessage]:
         """Last messages of open Discord conversations, from a user, stored within
         [since, until) (ISO times): turns whose answer was never stored."""

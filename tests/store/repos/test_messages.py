@@ -51,3 +51,19 @@ async def test_recent_live_up_to_a_turn_keeps_its_message(db: Database) -> None:
     every = await messages.recent_live(A, session_id, 100)
     assert _texts(every) == ["q0", "a0", "q1", "a1", "q2", "a2", "q3", "q4"]
     assert await messages.recent_live(B, session_id, 100, up_to=questions[3].id) == []
+
+
+async def test_first_unanswered_is_the_oldest_question_after_the_newest_answer(
+    db: Database,
+) -> None:
+    messages, session_id, questions = await _burst(db)
+    assert await messages.first_unanswered(A, session_id) == questions[3].id
+    await messages.add(A, session_id, "assistant", "a4", reply_to=questions[4].id)
+    assert await messages.first_unanswered(A, session_id) is None, "q3 failed: q4 was answered"
+    later = await messages.add(A, session_id, "user", "q5")
+    assert await messages.first_unanswered(A, session_id) == later.id
+    assert await messages.first_unanswered(B, session_id) is None
+    sessions = SessionRepository(db)
+    fresh = await sessions.create(A, title="new")
+    first = await messages.add(A, fresh.id, "user", "hello")
+    assert await messages.first_unanswered(A, fresh.id) == first.id, "nothing answered yet"
