@@ -212,11 +212,16 @@ class MessageRepository:
 
     async def first_unanswered(self, space: str, session_id: str) -> int | None:
         """The oldest live user message after the newest answered one: its turn may still be
-        waiting (in this process or another), so nothing from it on is summarised."""
+        waiting (in this process or another), so nothing from it on is summarised.
+
+        Only live answers are looked at (the live-message index, however long the archive):
+        archiving takes the oldest first, so a live question's answer is live too.
+        """
         value = await self._db.scalar(
             "SELECT MIN(id) FROM messages WHERE space_id = ? AND session_id = ? "
             "AND role = 'user' AND archived_at IS NULL AND id > COALESCE(("
-            "SELECT MAX(reply_to) FROM messages WHERE space_id = ? AND session_id = ?), 0)",
+            "SELECT MAX(reply_to) FROM messages WHERE space_id = ? AND session_id = ? "
+            "AND archived_at IS NULL), 0)",
             (space, session_id, space, session_id),
         )
         return None if value is None else int(value)
