@@ -99,6 +99,8 @@ def check_summarised_answered_only(
         if m.role == "user" and not answered_at.get(m.id, "~") <= str(m.archived_at)
     ]
     assert not early, f"archived before their turn was answered: {early}"
+    first_archived = min(str(m.archived_at) for m in archived)
+    assert first_archived < max(answered_at.values()), "summaries ran while turns were queued"
     live = [m for m in stored if m.archived_at is None]
     assert len(live) < threshold, [m.content for m in live]
 

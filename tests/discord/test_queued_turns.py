@@ -3,6 +3,8 @@ its own message, however often the summariser runs meanwhile."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from tests.discord.conftest import WAIT, WorldFactory
 from tests.queued_turns import (
     ANSWER_PREFIX,
@@ -53,6 +55,8 @@ async def test_a_burst_from_three_members_answers_each_message(
         assert session is not None
         stored = await w.services.repos.messages.all_for_session(w.space, session.id)
         check_answered_once(stored, texts, _shown)
+        posted = Counter(m.content for m in w.bot_messages(thread_id))
+        assert all(posted[ANSWER_PREFIX + _shown(text)] == 1 for text in texts), posted
         memories = await w.services.repos.memories.live(w.space, session.id)
         check_summarised_answered_only(stored, memories, THRESHOLD)
 
