@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.chat.context import ContextBuilder, ContextRequest
 from bot.chat.member_turn import SpeakingMember, save_requested_fact, speaking_member
+from bot.chat.pending import PendingTurns
 from bot.chat.stopping import StopScope
 from bot.chat.tokens import message_tokens
 from bot.chat.tool_budget import ToolBudget, resume_footer, split_footer, trim_tool_result
@@ -138,6 +139,7 @@ class ChatEngine:
         tool_hooks: Sequence[ToolHook] = (),
         turn_hooks: Sequence[TurnHook] = (),
         members: MemberMemory | None = None,
+        pending: PendingTurns | None = None,
     ) -> None:
         self._settings = settings
         self._gateway = gateway
@@ -150,6 +152,9 @@ class ChatEngine:
         self._tool_hooks = list(tool_hooks)
         self._turn_hooks = list(turn_hooks)
         self._members = members
+        # Stored messages whose turn has not ended: the summariser leaves them (and what
+        # follows them) live until they are answered.
+        self.pending = pending if pending is not None else PendingTurns()
         self._locks = KeyedLocks()
         self._arrivals = KeyedLocks()
 
@@ -221,9 +226,14 @@ class ChatEngine:
         )
         async with arrival:
             stored = await self._store_question(request, emit)
-        if stored is not None:
-            async with self._locks.hold(stored.session.id):
+        if stored is None:
+            return
+        session, question = stored.session, stored.user_message
+        try:
+            async with self._locks.hold(session.id):
                 await self._answer(stored, request, emit)
+        finally:
+            self.pending.done(session.space_id, session.id, question.id)
 
     async def _store_question(self, request: TurnRequest, emit: Emit) -> _TurnState | None:
         """The turn's session (made if new) and its stored user message; None if refused."""
@@ -248,6 +258,7 @@ class ChatEngine:
             except sqlite3.IntegrityError:
                 log.info("message %s already handled; skipping", request.discord_message_id)
                 return None
+            self.pending.add(session.space_id, session.id, user_message.id)
         except _ForeignSession as exc:
             log.warning("refused a turn: session %s is not in space %s", *exc.args)
             emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))
@@ -357,6 +368,7 @@ class ChatEngine:
                 token_factor=self._gateway.token_factor(model),
                 member_id=state.speaker.id,
                 channel_id=state.session.discord_channel_id,
+                author_name=state.user_message.author_name,
             ),
             tools=self.registry.schemas(),
             images=request.images,
