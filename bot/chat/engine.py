@@ -12,6 +12,8 @@ from contextlib import aclosing, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bot.chat.allocation import answer_reserve
+from bot.chat.answer_bounds import AnswerBounds, server_limit_notice
 from bot.chat.context import ContextBuilder, ContextRequest
 from bot.chat.member_turn import SpeakingMember, save_requested_fact, speaking_member
 from bot.chat.pending import PendingTurns
@@ -101,7 +103,7 @@ class _TurnState:
     answer: list[str] = field(default_factory=list)
     sources: list[dict[str, str]] = field(default_factory=list)
     tool_names: list[str] = field(default_factory=list)
-    answer_chars: int = 0
+    bounds: AnswerBounds = field(default_factory=AnswerBounds)
     # The notice that ends a turn stopped at one of its bounds (time, length).
     stopped: str | None = None
     # The settings of this turn's space (its language and persona) and its default model.
@@ -408,11 +410,12 @@ class ChatEngine:
     ) -> tuple[list[ToolCall], str]:
         """One model call: its text is streamed out; returns its tool calls and its text.
 
-        At the turn's length bound the answer is cut there and the call is closed (the
-        backend's connection with it); `state.stopped` then says why.
+        At the turn's length bound, or once the answer repeats itself, the answer ends there
+        and the call is closed (the backend's connection with it); at the server's own limit it
+        ended there; `state.stopped` then says why.
         """
         settings = self._settings()
-        limit = settings.max_answer_chars
+        prompts = prompts_for((state.settings or settings).language)
         calls: list[ToolCall] = []
         round_text: list[str] = []
         stream = self._gateway.stream(
@@ -425,25 +428,24 @@ class ChatEngine:
             async with aclosing(stream) as deltas:
                 async for delta in deltas:
                     if delta.text:
-                        piece = delta.text[: limit - state.answer_chars]
+                        piece, notice = state.bounds.take(
+                            delta.text, settings.max_answer_chars, prompts
+                        )
                         if piece:
                             round_text.append(piece)
                             state.answer.append(piece)
-                            state.answer_chars += len(piece)
                             emit(ChunkEvent(piece))
                             state.read_pace.seconds = state.paced_reads
-                        if len(piece) < len(delta.text):
-                            log.warning(
-                                "turn in session %s stopped at %d characters",
-                                state.session.id,
-                                limit,
-                            )
-                            prompts = prompts_for(settings.language)
-                            state.stopped = prompts.format("answer_length_limit", limit=limit)
+                        if notice is not None:
+                            log.warning("turn in session %s stopped: %s", state.session.id, notice)
+                            state.stopped = notice
                             return [], "".join(round_text)
                     if delta.done:
                         calls = delta.tool_calls
                         state.read_pace.seconds = 0.0  # the rest is the body's end: read it now
+                        reserve = answer_reserve(settings.llm_context_tokens)
+                        if not calls:
+                            state.stopped = server_limit_notice(delta.finish, reserve, prompts)
         return calls, "".join(round_text)
 
     async def _run_tools(

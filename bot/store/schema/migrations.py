@@ -109,6 +109,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # index (`recall_terms`: Janome words, English stems, speaker, date) with its full-text
     # index; `messages.recall_indexed_at` marks what the indexer handled.
     added_in(7),
+    # 8: api_logs.tokens_estimated — a call's token counts are the project's estimate (a
+    # stream stopped early, a server that sends none).
+    added_in(8),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -65,6 +65,8 @@ OPERATOR_TABLES: Final[tuple[Table, ...]] = (
             Column("cost", REAL, null=True),
             CREATED,
             Column("space_id", TEXT, null=True),
+            # 1: a token count is the project's estimate (the server sent none for it).
+            Column("tokens_estimated", INTEGER, default=0, since=8),
         ),
         indexes=(
             Index("ix_api_logs_session", ("session_id", "id")),
