@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.__main__ import _parse_args
 from bot.store.engine.database import Database
 from tests.bot_process import bot_env, run_python, run_python_m_bot
 from tests.fakes.llm_server import FakeLLMServer, Raw, Text, ToolCalls
@@ -282,3 +283,36 @@ async def test_the_terminal_chat_imports_neither_discord_nor_the_admin_api(
     assert "bot.chat.terminal" in modules, "the chat ran"
     for unwanted in ("discord", "admin_api", "aiohttp.web", "bot.bot"):
         assert unwanted not in modules, unwanted
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "home\n",
+        "a b",
+        "ｈｏｍｅ",
+        "no/good",
+        "local:",
+        "local:a b",
+        "a" * 65,
+        "guild:1",
+        "dm:01",
+        "server:home",
+    ],
+)
+def test_a_bad_terminal_space_is_a_clear_usage_error(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        _parse_args(["chat", "--space", value])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "--space:" in err and ("local space" in err or "local name" in err), err
+
+
+def test_the_terminal_space_takes_a_name_or_a_local_id() -> None:
+    assert _parse_args(["chat", "--space", "home"]).space == "local:home"
+    assert _parse_args(["chat", "--space", "local:den-1"]).space == "local:den-1"
+    assert _parse_args(["chat"]).space is None
+
