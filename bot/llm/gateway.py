@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import random
-import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from bot.llm.tool_sets import PerToolSet
 from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSchema, Usage
 from bot.store.repos.api_logs import ApiLogRepository
 from bot.store.repos.token_factors import TokenFactorRepository
+from bot.utils.durations import elapsed_ms, loop_now
 from bot.utils.log_setup import adopt_litellm_logging, wants_library_debug
 from bot.utils.redact import Redactor
 
@@ -270,7 +270,7 @@ class LLMGateway:
                 request_json=request_json,
                 response_text=None if response is None else redact(response),
                 error=None if error is None else redact(error),
-                latency_ms=int((time.perf_counter() - call.started) * 1000),
+                latency_ms=elapsed_ms(call.started),
                 prompt_tokens=usage.prompt_tokens if usage else None,
                 completion_tokens=usage.completion_tokens if usage else None,
                 cost=usage.cost if usage else None,
@@ -355,7 +355,7 @@ class LLMGateway:
             name,
             purpose,
             {"model": name, "messages": messages, "tools": _tool_names(tools)},
-            time.perf_counter(),
+            loop_now(),
         )
         attempt = 1
         while True:
@@ -422,7 +422,7 @@ class LLMGateway:
         name = model or settings.llm_model
         backend = await self._resolved_backend(name)
         call = _CallLog(
-            session_id, name, purpose, {"model": name, "messages": messages}, time.perf_counter()
+            session_id, name, purpose, {"model": name, "messages": messages}, loop_now()
         )
         attempt = 1
         while True:
@@ -468,7 +468,7 @@ class LLMGateway:
                 "texts": len(texts),
                 "chars": sum(len(text) for text in texts),
             },
-            time.perf_counter(),
+            loop_now(),
         )
         try:
             backend = await self._resolved_backend(name, for_embedding=True)
