@@ -16,6 +16,7 @@ from bot.chat.allocation import answer_reserve
 from bot.chat.answer_bounds import AnswerBounds, server_limit_notice
 from bot.chat.context import ContextBuilder, ContextRequest
 from bot.chat.member_turn import SpeakingMember, save_requested_fact, speaking_member
+from bot.chat.not_stored import store_failure_reason
 from bot.chat.pending import PendingTurns
 from bot.chat.stopping import StopScope
 from bot.chat.tokens import message_tokens
@@ -92,6 +93,9 @@ class TurnRequest:
     # The session `session_id` names, as the front end found or made it a moment before: the
     # turn takes it instead of reading it again (one that does not match is ignored).
     session: Session | None = field(default=None, compare=False, kw_only=True)
+    # Called once the user's message is stored (before the model is asked), so a front end
+    # can promise the message is kept only when it is.
+    on_stored: Callable[[], None] | None = field(default=None, compare=False, kw_only=True)
 
 
 @dataclass
@@ -238,11 +242,15 @@ class ChatEngine:
             self.pending.done(session.space_id, session.id, question.id)
 
     async def _store_question(self, request: TurnRequest, emit: Emit) -> _TurnState | None:
-        """The turn's session (made if new) and its stored user message; None if refused."""
+        """The turn's session (made if new) and its stored user message; None if refused.
+
+        A message that cannot be stored is refused before anything else happens: the person
+        is told it was not saved and why, and the model is never called.
+        """
+        session: Session | None = None
+        created = False
         try:
             session, created = await self._session_for(request)
-            if created or request.new_session:
-                emit(SessionEvent(session.id, created=True))
             speaker = await speaking_member(
                 self._members, session.space_id, request.author_id, request.author_name
             )
@@ -258,18 +266,46 @@ class ChatEngine:
                     recall_hidden=speaker.keeps_out_of_recall(request.text),
                 )
             except sqlite3.IntegrityError:
+                if not await self._already_stored(request, session.space_id):
+                    raise
                 log.info("message %s already handled; skipping", request.discord_message_id)
                 return None
             self.pending.add(session.space_id, session.id, user_message.id)
-        except _ForeignSession as exc:
-            log.warning("refused a turn: session %s is not in space %s", *exc.args)
-            emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))
+        except Exception as exc:
+            await self._refuse(exc, session if created else None, emit)
             return None
-        except Exception:
-            log.exception("could not store the user's message")
-            emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))
-            return None
+        if request.on_stored is not None:
+            request.on_stored()
+        if created or request.new_session:
+            emit(SessionEvent(session.id, created=True))
         return _TurnState(session, user_message, speaker, paced_reads=request.read_pace)
+
+    async def _already_stored(self, request: TurnRequest, space_id: str) -> bool:
+        """Whether the Discord message of `request` is stored already (a redelivered event)."""
+        if request.discord_message_id is None:
+            return False
+        try:
+            found = await self._messages.by_discord_id(space_id, request.discord_message_id)
+        except Exception:
+            log.exception("could not look up message %s", request.discord_message_id)
+            return False
+        return found is not None
+
+    async def _refuse(self, exc: Exception, made: Session | None, emit: Emit) -> None:
+        """Tell the person their message was not stored (and why); undo a session made for it."""
+        prompts = prompts_for(self._settings().language)
+        if isinstance(exc, _ForeignSession):
+            log.warning("refused a turn: session %s is not in space %s", *exc.args)
+            reason = prompts["store_foreign_session"]
+        else:
+            log.error("could not store the user's message; the turn is refused", exc_info=exc)
+            reason = store_failure_reason(exc, prompts)
+        if made is not None:
+            try:
+                await self._sessions.delete(made.space_id, made.id)
+            except Exception:
+                log.exception("could not remove the empty session %s", made.id)
+        emit(ErrorEvent(prompts.format("error_not_stored", reason=reason), not_stored=True))
 
     async def _space_settings(self, space_id: str) -> tuple[Settings, SpaceRecord | None]:
         """The settings in effect for a turn in this space: its language and persona, if set."""

@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import random
-import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSche
 from bot.llm.usage_estimate import PromptShape, counted_usage
 from bot.store.repos.api_logs import ApiLogRepository
 from bot.store.repos.token_factors import TokenFactorRepository
+from bot.utils.durations import elapsed_ms, loop_now
 from bot.utils.log_setup import adopt_litellm_logging, wants_library_debug
 from bot.utils.redact import Redactor
 
@@ -284,7 +284,7 @@ class LLMGateway:
                 request_json=request_json,
                 response_text=None if response is None else redact(response),
                 error=None if error is None else redact(error),
-                latency_ms=int((time.perf_counter() - call.started) * 1000),
+                latency_ms=elapsed_ms(call.started),
                 prompt_tokens=counts.prompt_tokens,
                 completion_tokens=counts.completion_tokens,
                 cost=counts.cost,
@@ -372,7 +372,7 @@ class LLMGateway:
         request: dict[str, Any] = {"model": name, "messages": messages, "max_tokens": limit}
         request["tools"] = _tool_names(tools)
         shape = PromptShape(messages, tools)
-        call = _CallLog(session_id, name, purpose, request, time.perf_counter(), shape)
+        call = _CallLog(session_id, name, purpose, request, loop_now(), shape)
         attempt = 1
         while True:
             progress = _Progress()
@@ -446,7 +446,7 @@ class LLMGateway:
             name,
             purpose,
             {"model": name, "messages": messages, "max_tokens": limit},
-            time.perf_counter(),
+            loop_now(),
             PromptShape(messages),
         )
         attempt = 1
@@ -493,7 +493,7 @@ class LLMGateway:
                 "texts": len(texts),
                 "chars": sum(len(text) for text in texts),
             },
-            time.perf_counter(),
+            loop_now(),
             PromptShape(texts=texts),
             embedding=True,
         )

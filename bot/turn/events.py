@@ -63,10 +63,13 @@ class ErrorEvent:
     """The turn failed; `message` is safe to show to the user.
 
     `model_down`: the model could not be reached; Discord shows members its own short notice.
+    `not_stored`: the user's message could not be stored, so the turn never started (the
+    message says so and why; nothing was sent to the model).
     """
 
     message: str
     model_down: bool = False
+    not_stored: bool = False
 
 
 Event = (
