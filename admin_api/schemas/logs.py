@@ -47,3 +47,7 @@ class LogSummaryOut(BaseModel):
     completion_tokens: int | None
     cost: float | None
     created_at: str
+    member_id: str | None = Field(
+        default=None, description="The Discord user whose message the call answered, if any."
+    )
+    member_name: str | None = Field(default=None, description="That member's display name.")
