@@ -143,7 +143,9 @@ class Ui:
         toggle = self.page.locator("#menu-toggle")
         if await toggle.is_visible() and await toggle.get_attribute("aria-expanded") != "true":
             await toggle.click()  # the phone menu
-        await self.page.locator(f'#nav a[data-section="{section}"]').click()
+        link = self.page.locator(f'#nav a[data-section="{section}"]')
+        await link.click()
+        await expect(link).to_have_attribute("aria-current", "page")
         tab = self.page.locator(f'#tabs a[data-screen="{screen}"]')
         if await tab.count():
             await tab.click()

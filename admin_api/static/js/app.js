@@ -65,6 +65,16 @@ class App {
       this.logIn(event.target);
     });
     this.doc.getElementById('logout').addEventListener('click', () => this.logOut());
+    // A link to the screen already on view changes no hash: still take the reader to its heading.
+    for (const bar of [this.doc.getElementById('nav'), this.doc.getElementById('tabs')]) {
+      bar.addEventListener('click', (event) => {
+        const link = event.target.closest('a[href^="#"]');
+        if (link && link.hash === location.hash && this.current === link.hash.slice(1)) {
+          event.preventDefault();
+          this.focusTitle();
+        }
+      });
+    }
     window.addEventListener('hashchange', () => {
       // Other fragments (the skip link's #main) are in-page jumps, not screens.
       if (this.screens.has(location.hash.slice(1))) this.route(true);
@@ -129,6 +139,13 @@ class App {
     this.route(moveFocus);
   }
 
+  /** Put the focus on the heading of the screen on view (where a screen reader starts). */
+  focusTitle() {
+    const title = this.screens.get(this.current).root.querySelector('h2');
+    title.tabIndex = -1;
+    title.focus();
+  }
+
   route(moveFocus) {
     if (!this.loggedIn) return;
     const wanted = location.hash.slice(1);
@@ -148,10 +165,7 @@ class App {
     document.title = title.textContent === section.label
       ? `${section.label} · PlayChat admin`
       : `${title.textContent} · ${section.label} · PlayChat admin`;
-    if (moveFocus) {
-      title.tabIndex = -1;
-      title.focus();
-    }
+    if (moveFocus) this.focusTitle();
     this.doc.body.dataset.screen = name;
     root.dataset.loading = 'true';
     screen.show().finally(() => {

@@ -70,8 +70,10 @@ export class Navigation {
     }
     this.tabs.hidden = section.tabs.length < 2;
     this.tabs.setAttribute('aria-label', `${section.label} tabs`);
-    fill(this.tabs, section.tabs.map(([name, label]) => h('a', {href: `#${name}`,
-      dataset: {screen: name}, 'aria-current': name === screen ? 'page' : null}, label)));
+    // A section of one screen has no tab strip.
+    fill(this.tabs, section.tabs.length < 2 ? [] : section.tabs.map(([name, label]) => h('a',
+      {href: `#${name}`, dataset: {screen: name}, 'aria-current': name === screen ? 'page' : null},
+      label)));
     return section;
   }
 }
