@@ -3,7 +3,7 @@
 import {busy, fill, h, labelCells, when} from './dom.js';
 
 /** How many characters of a server's name a label keeps (the id after it is never cut). */
-export const NAME_CHARS = 24;
+export const NAME_CHARS = 16;
 
 /** A space as people know it: the server's name (a long one shortened with "…") with its whole
  * id, or the id alone. */
