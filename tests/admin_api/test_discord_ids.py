@@ -6,8 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import fields
 
-from bot.store.repos.directory import ChannelSeen
+from admin_api.schemas import rows
+from bot.store.repos.directory import ChannelSeen, DirectoryChannel, DirectoryServer
+from bot.store.repos.messages import StoredMessage
+from bot.store.repos.sessions import Session
+from bot.store.repos.topics import TopicPost
+from bot.topics.service import PostResult
 from tests.admin_api.conftest import Admin
 
 GUILD_ID = 1300000000000000849  # above 2^53 = 9007199254740992: a float would end in …800
@@ -121,3 +127,17 @@ async def test_logs_name_the_space_and_the_member_of_each_call(admin: Admin) -> 
         "Mika",
     ), "the member whose message the call answered, not a later one"
     assert (items[outside]["member_id"], items[outside]["member_name"]) == (None, None)
+
+
+def test_the_row_models_show_every_field_of_the_store_rows() -> None:
+    """A field added to a store row must appear in the API too (the row models mirror them)."""
+    pairs = (
+        (rows.SessionOut, Session),
+        (rows.StoredMessageOut, StoredMessage),
+        (rows.TopicPostOut, TopicPost),
+        (rows.DirectoryServerOut, DirectoryServer),
+        (rows.DirectoryChannelOut, DirectoryChannel),
+        (rows.PostResultOut, PostResult),
+    )
+    for model, row in pairs:
+        assert set(model.model_fields) == {f.name for f in fields(row)}, model.__name__
