@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Generic, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from bot.store.spaces import ALL_SPACES, SpaceIdText, SpaceScope
 from bot.store.transfer import SQLITE_INT_MAX, TEXT_ID_PATTERN
@@ -15,6 +15,16 @@ SessionId = Annotated[str, Field(pattern=TEXT_ID_PATTERN)]
 Limit = Annotated[int, Field(ge=1, le=200)]
 # A space id in its one spelling (`bot.store.spaces`): guild:<id>, dm:<id> or local:<name>.
 SpaceId = SpaceIdText
+_DIGITS = {"type": "string", "pattern": "^[0-9]{1,20}$", "examples": ["1300000000000000848"]}
+# A Discord id (snowflake): answered as a decimal string (JSON numbers past 2^53 lose digits in
+# JavaScript and jq, and Discord's own API uses strings); a request may send a string or a number.
+DiscordId = Annotated[
+    int,
+    Field(ge=0, le=SQLITE_INT_MAX),
+    PlainSerializer(str, return_type=str, when_used="json"),
+    WithJsonSchema(_DIGITS, mode="serialization"),
+    WithJsonSchema({"anyOf": [_DIGITS, {"type": "integer", "minimum": 0}]}, mode="validation"),
+]
 
 Item = TypeVar("Item")
 Cursor = TypeVar("Cursor")

@@ -11,7 +11,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, model_validator
 
 from admin_api.schemas.common import Limit, Page, RowId, SpaceId
-from bot.store.repos.sessions import Session
+from admin_api.schemas.rows import SessionOut
 
 ChannelParam = Annotated[str, Field(pattern=r"^[0-9]{1,20}$", examples=["123456789012345678"])]
 Before = Annotated[str, Field(max_length=64)]
@@ -153,7 +153,7 @@ class TranscriptOut(Page[TranscriptMessageOut, int]):
     """A page of a session's transcript in conversation order (every answer after its
     question), the session, and the summaries covering any message of the page."""
 
-    session: Session
+    session: SessionOut
     summaries: list[SummaryOut]
     earlier_cursor: int | None = Field(
         default=None,

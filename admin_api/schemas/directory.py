@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from bot.store.repos.directory import DirectoryServer
+from admin_api.schemas.rows import DirectoryServerOut
 
 
 class DirectoryOut(BaseModel):
@@ -13,4 +13,4 @@ class DirectoryOut(BaseModel):
     A server with `left_at` set is one the bot was removed from (its channels are gone).
     """
 
-    servers: list[DirectoryServer]
+    servers: list[DirectoryServerOut]

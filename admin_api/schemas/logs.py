@@ -49,3 +49,7 @@ class LogSummaryOut(BaseModel):
     created_at: str
     # The token counts are (partly) PlayChat's estimate: the server sent none for them.
     tokens_estimated: bool = False
+    member_id: str | None = Field(
+        default=None, description="The Discord user whose message the call answered, if any."
+    )
+    member_name: str | None = Field(default=None, description="That member's display name.")

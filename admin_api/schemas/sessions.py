@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from bot.store.repos.messages import StoredMessage
+from admin_api.schemas.rows import StoredMessageOut
 
 
 class MessageListOut(BaseModel):
     """Every message of a session, archived ones included, in conversation order."""
 
     session_id: str
-    messages: list[StoredMessage]
+    messages: list[StoredMessageOut]
 
 
 class ImportOut(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from admin_api.schemas.common import Body, SpaceId
+from admin_api.schemas.common import Body, DiscordId, SpaceId
 from admin_api.schemas.models import ModelName
 
 
@@ -14,7 +14,7 @@ class SpaceOut(BaseModel):
     id: str
     kind: str
     name: str
-    discord_id: int | None
+    discord_id: DiscordId | None
     sessions: int
     notes: int
     knowledge: int

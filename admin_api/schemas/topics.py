@@ -8,12 +8,11 @@ from typing import Annotated, Literal
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
-from admin_api.schemas.common import Body
-from bot.store.repos.topics import TopicPost
-from bot.store.transfer import SQLITE_INT_MAX
+from admin_api.schemas.common import Body, DiscordId
+from admin_api.schemas.rows import TopicPostOut
 from bot.topics.policy import parse_hhmm, zone
 
-ChannelId = Annotated[int, Field(ge=1, le=SQLITE_INT_MAX)]
+ChannelId = Annotated[DiscordId, Field(ge=1)]
 
 
 def _hhmm(value: str) -> str:
@@ -61,9 +60,9 @@ class TopicChannelOut(BaseModel):
     job, the channel is disabled, or the scheduler is not running).
     """
 
-    channel_id: int
+    channel_id: DiscordId
     space_id: str
-    guild_id: int | None
+    guild_id: DiscordId | None
     enabled: bool
     idle_minutes: int
     check_interval_minutes: int
@@ -84,7 +83,7 @@ class TopicChannelOut(BaseModel):
 class TopicItemOut(TopicChannelOut):
     """A configured channel in the list, with its last openers (newest first)."""
 
-    last_openers: list[TopicPost]
+    last_openers: list[TopicPostOut]
 
 
 class TopicListOut(BaseModel):
@@ -99,14 +98,14 @@ class TopicStatusOut(BaseModel):
     channel: TopicChannelOut
     would_post: bool
     reason: str
-    recent_posts: list[TopicPost]
+    recent_posts: list[TopicPostOut]
 
 
 class TopicUpdateIn(Body):
     """Changes to a channel's schedule; omitted fields stay as they are (null clears cron,
     language and guild_id)."""
 
-    guild_id: Annotated[int, Field(ge=0, le=SQLITE_INT_MAX)] | None = None
+    guild_id: DiscordId | None = None
     enabled: bool | None = None
     idle_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] | None = None
     check_interval_minutes: Annotated[int, Field(ge=1, le=24 * 60)] | None = None

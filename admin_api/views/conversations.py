@@ -20,6 +20,7 @@ from admin_api.schemas.conversations import (
     TranscriptOut,
     TranscriptQuery,
 )
+from admin_api.schemas.rows import SessionOut
 from bot.services import Services
 from bot.store.reads.conversations import SummaryRange, ThreadSummary, TranscriptMessage
 from bot.store.spaces import ALL_SPACES
@@ -154,7 +155,7 @@ async def get_transcript(
     return TranscriptOut(
         items=[_message(item) for item in page.items],
         next_cursor=page.last_id if later else None,
-        session=session,
+        session=SessionOut.model_validate(session),
         summaries=[_summary(item) for item in page.summaries],
         earlier_cursor=page.earlier_id,
     )

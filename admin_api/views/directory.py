@@ -5,6 +5,7 @@ from __future__ import annotations
 from admin_api.routing import Route
 from admin_api.schemas.common import SpaceId, scope_of
 from admin_api.schemas.directory import DirectoryOut
+from admin_api.schemas.rows import DirectoryServerOut
 from bot.services import Services
 
 
@@ -14,7 +15,8 @@ async def list_directory(services: Services, space: SpaceId | None = None) -> Di
     Recorded by the bot when it connects, joins a server and as channels are created,
     renamed or deleted.
     """
-    return DirectoryOut(servers=await services.repos.directory.servers(scope_of(space)))
+    servers = await services.repos.directory.servers(scope_of(space))
+    return DirectoryOut(servers=[DirectoryServerOut.model_validate(s) for s in servers])
 
 
 def routes() -> list[Route]:

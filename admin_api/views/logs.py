@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from admin_api.errors import ApiError, not_found
 from admin_api.routing import Route
 from admin_api.schemas.common import DeletedOut, Page, RowId, stored_time
@@ -26,7 +28,13 @@ async def list_logs(services: Services, query: LogListQuery) -> Page[LogSummaryO
     rows = await services.repos.api_logs.list(
         _filter(query), limit=query.limit, before_id=query.cursor
     )
-    items = [LogSummaryOut.model_validate(row, from_attributes=True) for row in rows]
+    speakers = await services.repos.api_logs.speakers([row.id for row in rows])
+    items = [
+        LogSummaryOut.model_validate(row, from_attributes=True).model_copy(
+            update=asdict(speakers[row.id]) if row.id in speakers else {}
+        )
+        for row in rows
+    ]
     return Page.of(items, query.limit, items[-1].id if items else None)
 
 

@@ -10,9 +10,9 @@ from pydantic import Field
 from admin_api.errors import not_found
 from admin_api.routing import Route, render
 from admin_api.schemas.common import DeletedOut, Limit, Page, SessionId, SpaceId, scope_of
+from admin_api.schemas.rows import SessionOut, StoredMessageOut
 from admin_api.schemas.sessions import ImportOut, MessageListOut
 from bot.services import Services
-from bot.store.repos.sessions import Session
 from bot.store.spaces import ALL_SPACES
 from bot.store.transfer import SessionExport
 
@@ -24,21 +24,22 @@ async def list_sessions(
     limit: Limit = 50,
     before: Before | None = None,
     space: SpaceId | None = None,
-) -> Page[Session, str]:
+) -> Page[SessionOut, str]:
     """List sessions, most recently active first (one space's with `space`).
 
     Pass `next_cursor` back as `before`.
     """
     rows = await services.repos.sessions.list(scope_of(space), limit=limit, before=before)
-    return Page.of(rows, limit, rows[-1].updated_at if rows else None)
+    items = [SessionOut.model_validate(row) for row in rows]
+    return Page[SessionOut, str].of(items, limit, rows[-1].updated_at if rows else None)
 
 
-async def get_session(services: Services, session_id: SessionId) -> Session:
+async def get_session(services: Services, session_id: SessionId) -> SessionOut:
     """One session."""
     session = await services.repos.sessions.get(ALL_SPACES, session_id)
     if session is None:
         raise not_found(f"Session {session_id!r}")
-    return session
+    return SessionOut.model_validate(session)
 
 
 async def delete_session(services: Services, session_id: SessionId) -> DeletedOut:
@@ -56,7 +57,9 @@ async def session_messages(services: Services, session_id: SessionId) -> Message
     """
     session = await get_session(services, session_id)
     messages = await services.repos.messages.all_for_session(session.space_id, session_id)
-    return MessageListOut(session_id=session_id, messages=messages)
+    return MessageListOut(
+        session_id=session_id, messages=[StoredMessageOut.model_validate(m) for m in messages]
+    )
 
 
 async def export_session(

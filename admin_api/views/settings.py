@@ -12,6 +12,7 @@ from admin_api.schemas.settings import (
     Source,
     runtime_settings_schema,
 )
+from admin_api.schemas.startup import StartupSettingsOut, startup_groups
 from bot.config import RUNTIME_KEYS, SECRET_KEYS, InvalidSettings, RuntimeSettings
 from bot.services import Services
 
@@ -79,10 +80,20 @@ async def put_settings(services: Services, body: SettingsUpdateIn) -> SettingsOu
     return _view(services.settings)
 
 
+async def get_startup_settings(services: Services) -> StartupSettingsOut:
+    """The settings read at start-up (access lists, admin binding, limits…), by topic.
+
+    Read-only: change them in `.env` or the environment and restart. Secrets appear as
+    {set, last4}; lists of Discord ids as strings.
+    """
+    return startup_groups(services.settings.base)
+
+
 def routes() -> list[Route]:
     """Settings routes."""
     return [
         Route("GET", "/api/settings", get_settings),
         Route("GET", "/api/settings/schema", get_settings_schema),
+        Route("GET", "/api/settings/startup", get_startup_settings),
         Route("PUT", "/api/settings", put_settings),
     ]

@@ -9,6 +9,7 @@ from typing import Any
 from admin_api.errors import ApiError, not_found
 from admin_api.routing import Route
 from admin_api.schemas.common import SpaceId, scope_of
+from admin_api.schemas.rows import PostResultOut, TopicPostOut
 from admin_api.schemas.topics import (
     ChannelId,
     TopicChannelOut,
@@ -18,12 +19,15 @@ from admin_api.schemas.topics import (
     TopicUpdateIn,
 )
 from bot.services import Services
-from bot.store.repos.topics import TopicChannel
+from bot.store.repos.topics import TopicChannel, TopicPost
 from bot.store.spaces import ALL_SPACES, parse_space
-from bot.topics.service import PostResult
 
 RECENT_POSTS = 10
 LAST_OPENERS = 3
+
+
+def _posts(posts: list[TopicPost]) -> list[TopicPostOut]:
+    return [TopicPostOut.model_validate(post) for post in posts]
 
 
 def _timing(services: Services, channel: TopicChannel, name: str | None) -> dict[str, Any]:
@@ -46,7 +50,9 @@ async def _status(services: Services, channel_id: int) -> TopicStatusOut:
         channel=TopicChannelOut(**_timing(services, channel, names.get(channel_id))),
         would_post=decision.post,
         reason=decision.reason,
-        recent_posts=await topics.repo.recent_posts(channel.space_id, channel_id, RECENT_POSTS),
+        recent_posts=_posts(
+            await topics.repo.recent_posts(channel.space_id, channel_id, RECENT_POSTS)
+        ),
     )
 
 
@@ -62,7 +68,9 @@ async def list_topic_channels(services: Services, space: SpaceId | None = None) 
         channels=[
             TopicItemOut(
                 **_timing(services, channel, names.get(channel.channel_id)),
-                last_openers=await recent(channel.space_id, channel.channel_id, LAST_OPENERS),
+                last_openers=_posts(
+                    await recent(channel.space_id, channel.channel_id, LAST_OPENERS)
+                ),
             )
             for channel in channels
         ]
@@ -103,9 +111,9 @@ async def update_topic_channel(
     return await _status(services, channel_id)
 
 
-async def run_topic_now(services: Services, channel_id: ChannelId) -> PostResult:
+async def run_topic_now(services: Services, channel_id: ChannelId) -> PostResultOut:
     """Post a conversation opener now, whatever the schedule says."""
-    return await services.topics.run_now(channel_id)
+    return PostResultOut.model_validate(await services.topics.run_now(channel_id))
 
 
 def routes() -> list[Route]:

@@ -13,7 +13,7 @@ import math
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
@@ -93,6 +93,10 @@ def connection_target(settings: Settings, preset: ModelPreset) -> ModelTarget:
     return ModelTarget(
         kind, base, name, preset.value, key, "the connection's model", where, which_key
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _provider_name(model: str) -> str:
@@ -371,7 +375,8 @@ def scheduler_probe(scheduler: TopicScheduler) -> Probe:
         times: list[datetime] = [j.next_run_time for j in jobs if j.next_run_time is not None]
         upcoming = min(times) if times else None
         detail = (
-            f"The topic scheduler runs {len(jobs)} jobs; the next at {upcoming.isoformat()}."
+            f"The topic scheduler runs {_count(len(jobs), 'job')}; the next at "
+            f"{upcoming.astimezone(UTC):%Y-%m-%d %H:%M} UTC."
             if upcoming is not None
             else "The topic scheduler runs; no topic job is due (no channel has topics on)."
         )

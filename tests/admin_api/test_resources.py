@@ -198,7 +198,7 @@ async def test_topic_schedules_and_run_now(start_admin: StartAdmin) -> None:
     ):
         reply = await admin.put("/api/topics/42", bad)
         assert reply.status == 422, bad
-    assert [c["channel_id"] for c in (await admin.get("/api/topics")).json["channels"]] == [42]
+    assert [c["channel_id"] for c in (await admin.get("/api/topics")).json["channels"]] == ["42"]
     assert len(rebuilt) == 2, "the scheduler re-reads after each accepted change"
 
     run = await admin.post("/api/topics/42/run")

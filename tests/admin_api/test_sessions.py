@@ -170,7 +170,7 @@ async def test_session_list_messages_and_delete(admin: Admin) -> None:
     assert [m["content"] for m in messages[:2]] == [messages[0]["content"], "a0"]
 
     one = await admin.get(f"/api/sessions/{session_id}")
-    assert one.json["discord_channel_id"] == 111
+    assert one.json["discord_channel_id"] == "111"
     assert (await admin.get("/api/sessions/missing")).status == 404
     assert (await admin.get("/api/sessions/missing/messages")).status == 404
     assert (await admin.get("/api/sessions/missing/export")).status == 404

@@ -84,7 +84,7 @@ async def test_space_list_names_kinds_and_counts(admin: Admin) -> None:
     assert reply.status == 200, reply.text
     spaces = {space["id"]: space for space in reply.json["spaces"]}
     a = spaces[A]
-    assert (a["kind"], a["name"], a["discord_id"]) == ("guild", "ramen server", 100)
+    assert (a["kind"], a["name"], a["discord_id"]) == ("guild", "ramen server", "100")
     assert (a["sessions"], a["notes"], a["knowledge"]) == (1, 2, 1)
     assert a["left_at"] is not None
 

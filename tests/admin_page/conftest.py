@@ -62,6 +62,17 @@ SCREENS = (
     "words",
     "connections",
 )
+# The seven sections of the bar (navigation.js) and the screens inside each, as tabs.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "status": ("status", "activity", "logs", "live-log"),
+    "conversations": ("conversations", "memory"),
+    "chat": ("chat",),
+    "memory": ("notes", "words"),
+    "topics": ("topics",),
+    "models": ("connections", "tools"),
+    "settings": ("settings", "spaces"),
+}
+SECTION_OF = {screen: section for section, screens in SECTIONS.items() for screen in screens}
 # Accessibility problems that fail a test (axe's "moderate" and "minor" are reported only).
 AXE_FAILING_IMPACTS = frozenset({"serious", "critical"})
 # Finds the controls that are cut off (tests/admin_page/cut_controls.js).
@@ -127,8 +138,18 @@ class Ui:
         await self.page.wait_for_load_state("networkidle")
 
     async def go(self, screen: str) -> None:
-        """Open a screen from the navigation bar and wait until its data arrived."""
-        await self.page.locator(f'#nav a[data-screen="{screen}"]').click()
+        """Open a screen: its section in the bar, then its tab; wait until its data arrived."""
+        section = SECTION_OF[screen]
+        toggle = self.page.locator("#menu-toggle")
+        if await toggle.is_visible() and await toggle.get_attribute("aria-expanded") != "true":
+            await toggle.click()  # the phone menu
+        link = self.page.locator(f'#nav a[data-section="{section}"]')
+        await link.click()
+        await expect(link).to_have_attribute("aria-current", "page")
+        tab = self.page.locator(f'#tabs a[data-screen="{screen}"]')
+        if await tab.count():
+            await tab.click()
+            await expect(tab).to_have_attribute("aria-current", "page")
         root = self.page.locator(f"#screen-{screen}")
         await expect(root).to_be_visible()
         await expect(root).not_to_have_attribute("data-loading", "true")

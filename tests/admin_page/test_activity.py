@@ -68,7 +68,10 @@ async def test_charts_draw_every_bucket_and_the_tables_show_models_and_tools(ui:
         rows = ui.page.locator(f"#{chart} .chart-table tbody tr")
         await expect(rows).to_have_count(buckets)
     await expect(ui.page.locator("#activity-turns")).to_contain_text("3 LLM calls")
-    await expect(ui.page.locator("#activity-errors")).to_contain_text("1 LLM errors")
+    await expect(ui.page.locator("#activity-errors")).to_contain_text(
+        "1 LLM error"
+    )  # one: singular
+    await expect(ui.page.locator("#activity-errors")).not_to_contain_text("1 LLM errors")
     await expect(ui.page.locator("#activity-tokens")).to_contain_text("120 prompt")
 
     model = ui.page.locator('#activity-models tr[data-model="ollama/test-model"]')

@@ -47,7 +47,7 @@ async def test_the_logs_chart_draws_every_call_of_the_page(ui: Ui) -> None:
     chart = ui.page.locator("#log-chart")
     await expect(chart).to_have_attribute("data-points", str(len(latencies)))
     await expect(chart.locator("figcaption")).to_contain_text(
-        "7 call(s) on this page from", use_inner_text=True
+        "7 calls on this page from", use_inner_text=True
     )
     await expect(chart.locator("figcaption")).to_contain_text(
         "median latency 110 ms, slowest 400 ms; 1 failed."

@@ -120,7 +120,8 @@ async def test_a_refused_field_is_marked_next_to_the_field(ui: Ui) -> None:
         "Please check: Cron (periodic posts) — must be a 5-field crontab expression."
     )
     message = editor.locator(".field-error")
-    await expect(message).to_have_text("must be a 5-field crontab expression")
+    # Under its field the reason is a sentence of its own.
+    await expect(message).to_have_text("Must be a 5-field crontab expression")
     await expect(cron).to_have_attribute("aria-invalid", "true")
     await expect(cron).to_be_focused()
     described_by = await cron.get_attribute("aria-describedby") or ""

@@ -10,7 +10,7 @@ from playwright.async_api import Locator, expect
 
 from bot.store.repos.directory import ChannelSeen
 from tests.admin_api.conftest import PASSWORD
-from tests.admin_page.conftest import SCREENS, Ui
+from tests.admin_page.conftest import SCREENS, SECTION_OF, Ui
 from tests.admin_page.test_screens import seed_everything
 from tests.fakes.llm_server import Text
 
@@ -31,10 +31,17 @@ async def tab_to(ui: Ui, target: Locator, *, back: bool = False) -> None:
 
 
 async def open_screen(ui: Ui, name: str) -> None:
-    """Reach the screen's navigation link from the content (backwards) and press Enter."""
-    link = ui.page.locator(f'#nav a[data-screen="{name}"]')
+    """Reach the screen's section in the bar from the content (backwards), press Enter, then
+    Shift+Tab from its heading to the screen's tab and press Enter."""
+    link = ui.page.locator(f'#nav a[data-section="{SECTION_OF[name]}"]')
     await tab_to(ui, link, back=True)
     await ui.page.keyboard.press("Enter")
+    await expect(link).to_have_attribute("aria-current", "page")
+    tab = ui.page.locator(f'#tabs a[data-screen="{name}"]')
+    if await tab.count():
+        await tab_to(ui, tab, back=True)  # the tabs sit just before the screen's heading
+        await ui.page.keyboard.press("Enter")
+        await expect(tab).to_have_attribute("aria-current", "page")
     root = ui.screen(name)
     await expect(root).to_be_visible()
     await expect(root).not_to_have_attribute("data-loading", "true")

@@ -48,16 +48,36 @@ async def test_keyboard_only_login_and_navigation(ui: Ui) -> None:
     await ui.page.keyboard.press("Enter")
     await expect(ui.page.locator("#screen-status")).to_be_visible()
 
-    logs_link = ui.page.locator('#nav a[data-screen="logs"]')
+    models_link = ui.page.locator('#nav a[data-section="models"]')
     for _ in range(20):
         await ui.page.keyboard.press("Tab")
+        if await models_link.evaluate("link => link === document.activeElement"):
+            break
+    await expect(models_link).to_be_focused()
+    await ui.page.keyboard.press("Enter")
+    await expect(ui.page.locator("#screen-connections")).to_be_visible()
+    await expect(models_link).to_have_attribute("aria-current", "page")
+    await expect(ui.page.locator("#connections-title")).to_be_focused()
+    logs_link = ui.page.locator('#tabs a[data-screen="logs"]')
+    await ui.page.locator('#nav a[data-section="status"]').focus()
+    await ui.page.keyboard.press("Enter")
+    for _ in range(20):
+        await ui.page.keyboard.press("Shift+Tab")  # the tabs sit just before the heading
         if await logs_link.evaluate("link => link === document.activeElement"):
             break
     await expect(logs_link).to_be_focused()
     await ui.page.keyboard.press("Enter")
     await expect(ui.page.locator("#screen-logs")).to_be_visible()
     await expect(logs_link).to_have_attribute("aria-current", "page")
+    await expect(ui.page.locator('#nav a[data-section="status"]')).to_have_attribute(
+        "aria-current", "page"
+    )
     await expect(ui.page.locator("#logs-title")).to_be_focused()
+    # The focus is on the heading for screen readers, without a box around it.
+    outline = await ui.page.locator("#logs-title").evaluate(
+        "el => getComputedStyle(el).outlineStyle"
+    )
+    assert outline == "none"
 
     # The skip link jumps into the content without leaving the screen.
     await ui.page.locator("a.skip").focus()
@@ -69,8 +89,12 @@ async def test_keyboard_only_login_and_navigation(ui: Ui) -> None:
 
 async def test_an_expired_login_returns_to_the_login_form(ui: Ui) -> None:
     await ui.login()
+    # Logs is a tab of Status: open a sibling tab without a live stream first (the Overview's
+    # stream would notice the expiry by itself and race the click).
+    await ui.go("activity")
+    await ui.page.wait_for_load_state("networkidle")
     ui.admin.clock.advance(ui.admin.config.session_max_age + 60)
-    await ui.page.locator('#nav a[data-screen="logs"]').click()
+    await ui.page.locator('#tabs a[data-screen="logs"]').click()
     await expect(ui.page.locator("#screen-login")).to_be_visible()
     await expect(ui.status).to_contain_text("Your session ended; log in again.")
     await ui.page.get_by_label("Admin password").fill(PASSWORD)

@@ -128,3 +128,31 @@ async def test_delete_one_log_and_everything_needs_confirmation(ui: Ui) -> None:
     await expect(ui.status).to_contain_text(f"Deleted {OK_CALLS + 1} log(s).")
     assert (await ui.api("GET", "/api/logs"))["items"] == []
     ui.assert_clean()
+
+
+async def test_logs_show_the_space_and_the_member_of_each_call(ui: Ui) -> None:
+    services = ui.admin.services
+    space = "guild:1300000000000000849"
+    await services.spaces.ensure(space, "Tabletop Club")
+    session = await services.repos.sessions.create(space, title="Dice")
+    await services.repos.messages.add(
+        space, session.id, "user", "roll", author_id="1300000000000000777", author_name="Mika"
+    )
+    call = await services.repos.api_logs.add(
+        session_id=session.id,
+        model="ollama/test-model",
+        purpose="chat",
+        request_json="{}",
+        response_text="ok",
+        error=None,
+        latency_ms=9,
+    )
+    await ui.login()
+    await ui.go("logs")
+    headers = await ui.page.locator("#log-table thead th").all_inner_texts()
+    assert headers[:3] == ["When", "Space", "Member"]
+    row = ui.page.locator(f'#log-table tbody tr[data-id="{call}"]')
+    await expect(row.locator("td.space")).to_have_text("Tabletop Club (guild:1300000000000000849)")
+    await expect(row.locator("td.member")).to_have_text("Mika")
+    await expect(row.locator("td.member span")).to_have_attribute("title", "1300000000000000777")
+    ui.assert_clean()

@@ -137,7 +137,9 @@ async def test_every_screen_in_dark_mode(ui: Ui) -> None:
 async def test_the_phone_navigation_fits(ui: Ui) -> None:
     await ui.login()
     await ui.page.set_viewport_size(PHONE)
-    links = ui.page.locator("#nav a")
+    await ui.page.locator("#menu-toggle").click()
+    links = ui.page.locator("#nav a, #tabs a")
+    assert await links.count() == 7 + 4, "the seven sections and the Status tabs"
     for index in range(await links.count()):
         box = await links.nth(index).bounding_box()
         assert box is not None and box["x"] + box["width"] <= PHONE["width"]

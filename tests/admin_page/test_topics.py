@@ -31,7 +31,8 @@ async def test_create_a_schedule_see_status_and_run_now(ui: Ui) -> None:
     await expect(ui.status).to_contain_text(f"Schedule of channel {CHANNEL} saved.")
 
     stored = (await ui.api("GET", f"/api/topics/{CHANNEL}"))["channel"]
-    assert (stored["channel_id"], stored["guild_id"]) == (CHANNEL, GUILD), "ids stay exact"
+    # Exact, and as strings (Discord ids pass 2^53).
+    assert (stored["channel_id"], stored["guild_id"]) == (str(CHANNEL), str(GUILD))
     assert (stored["idle_minutes"], stored["timezone"], stored["cron"]) == (
         30,
         "Asia/Tokyo",
@@ -61,7 +62,7 @@ async def test_create_a_schedule_see_status_and_run_now(ui: Ui) -> None:
     await expect(ui.status).to_contain_text("saved.")
     stored = (await ui.api("GET", f"/api/topics/{CHANNEL}"))["channel"]
     assert (stored["cron"], stored["enabled"], stored["idle_minutes"]) == (None, False, 30)
-    assert stored["guild_id"] == GUILD
+    assert stored["guild_id"] == str(GUILD)
 
     await ui.page.reload()
     await expect(screen).to_be_visible()
@@ -92,7 +93,11 @@ async def test_a_channel_is_picked_by_name_and_shows_its_openers(ui: Ui) -> None
     await editor.get_by_role("button", name="Create schedule").click()
     await expect(ui.status).to_contain_text(f"Schedule of channel {CHANNEL} saved.")
     stored = (await ui.api("GET", f"/api/topics/{CHANNEL}"))["channel"]
-    assert (stored["space_id"], stored["guild_id"], stored["idle_minutes"]) == (space, GUILD, 20)
+    assert (stored["space_id"], stored["guild_id"], stored["idle_minutes"]) == (
+        space,
+        str(GUILD),
+        20,
+    )
 
     await services.repos.topics.add_post(
         space,
@@ -108,6 +113,9 @@ async def test_a_channel_is_picked_by_name_and_shows_its_openers(ui: Ui) -> None
     await expect(screen).to_be_visible()
     row = screen.locator(f'#topic-table tr[data-id="{CHANNEL}"]')
     await expect(row).to_contain_text("#ramen-talk")
+    # The server is named beside the channel (#general exists in every server).
+    await expect(row.locator("td.server")).to_have_text(f"Ramen Club (guild:{GUILD})")
+    await expect(row.locator("td.server")).to_have_attribute("data-label", "Server")
     await expect(row).to_contain_text("豚骨と醤油、どっちが好き？")
-    await expect(row.locator("td").nth(6)).not_to_be_empty()
+    await expect(row.locator("td").nth(7)).not_to_be_empty()
     ui.assert_clean()

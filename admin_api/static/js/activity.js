@@ -13,8 +13,11 @@ function sum(values) {
   return values.reduce((total, value) => total + (value ?? 0), 0);
 }
 
-function count(values, noun) {
-  return `${sum(values)} ${noun}`;
+/** A total with its noun, singular for one ("1 LLM call", "2 LLM calls"); `noun` is plural. */
+export function count(values, noun) {
+  const total = sum(values);
+  if (total !== 1) return `${total} ${noun}`;
+  return `${total} ${noun.replace(/(call|turn|error)s\b/, '$1')}`;
 }
 
 /** A table kept across loads (fitTable watches it), whose rows `fillTable` replaces. */

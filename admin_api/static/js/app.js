@@ -1,4 +1,4 @@
-// The page: login, navigation between screens, the space selector, logout.
+// The page: login, navigation between sections and their screens, the space selector, logout.
 
 import {ActivityScreen} from './activity.js';
 import {Api} from './api.js';
@@ -8,6 +8,8 @@ import {ConnectionsScreen} from './connections.js';
 import {ConversationsScreen} from './conversations.js';
 import {LogsScreen} from './logs.js';
 import {MemoryScreen} from './memory.js';
+import {withModelChoice} from './model_choice.js';
+import {Navigation} from './navigation.js';
 import {NotesScreen} from './notes.js';
 import {SettingsScreen} from './settings.js';
 import {SpaceChoice, SpacesScreen} from './spaces.js';
@@ -31,7 +33,7 @@ const SCREENS = {
   conversations: ConversationsScreen,
   chat: ChatScreen,
   words: WordsScreen,
-  connections: ConnectionsScreen,
+  connections: withModelChoice(ConnectionsScreen),
 };
 const DEFAULT_SCREEN = 'status';
 
@@ -41,7 +43,7 @@ class App {
     this.doc = doc;
     this.status = new Status(doc.getElementById('status'));
     this.api = new Api({onUnauthorized: () => this.showLogin('Your session ended; log in again.')});
-    this.nav = doc.getElementById('nav');
+    this.navigation = new Navigation(doc);
     this.login = doc.getElementById('screen-login');
     this.spaces = new SpaceChoice({api: this.api, status: this.status,
       select: doc.getElementById('space-select')});
@@ -63,6 +65,16 @@ class App {
       this.logIn(event.target);
     });
     this.doc.getElementById('logout').addEventListener('click', () => this.logOut());
+    // A link to the screen already on view changes no hash: still take the reader to its heading.
+    for (const bar of [this.doc.getElementById('nav'), this.doc.getElementById('tabs')]) {
+      bar.addEventListener('click', (event) => {
+        const link = event.target.closest('a[href^="#"]');
+        if (link && link.hash === location.hash && this.current === link.hash.slice(1)) {
+          event.preventDefault();
+          this.focusTitle();
+        }
+      });
+    }
     window.addEventListener('hashchange', () => {
       // Other fragments (the skip link's #main) are in-page jumps, not screens.
       if (this.screens.has(location.hash.slice(1))) this.route(true);
@@ -91,7 +103,7 @@ class App {
     this.loggedIn = false;
     this.current = null;
     this.hideAll();
-    this.nav.hidden = true;
+    this.navigation.setShown(false);
     this.login.hidden = false;
     document.title = 'Log in · PlayChat admin';
     if (message) this.status.note(message);
@@ -122,9 +134,16 @@ class App {
 
   async enter(moveFocus) {
     this.loggedIn = true;
-    this.nav.hidden = false;
+    this.navigation.setShown(true);
     await this.spaces.load();
     this.route(moveFocus);
+  }
+
+  /** Put the focus on the heading of the screen on view (where a screen reader starts). */
+  focusTitle() {
+    const title = this.screens.get(this.current).root.querySelector('h2');
+    title.tabIndex = -1;
+    title.focus();
   }
 
   route(moveFocus) {
@@ -141,16 +160,12 @@ class App {
     this.hideAll();
     const {root, screen} = this.screens.get(name);
     root.hidden = false;
-    for (const link of this.nav.querySelectorAll('a[data-screen]')) {
-      if (link.dataset.screen === name) link.setAttribute('aria-current', 'page');
-      else link.removeAttribute('aria-current');
-    }
+    const section = this.navigation.mark(name);
     const title = root.querySelector('h2');
-    document.title = `${title.textContent} · PlayChat admin`;
-    if (moveFocus) {
-      title.tabIndex = -1;
-      title.focus();
-    }
+    document.title = title.textContent === section.label
+      ? `${section.label} · PlayChat admin`
+      : `${title.textContent} · ${section.label} · PlayChat admin`;
+    if (moveFocus) this.focusTitle();
     this.doc.body.dataset.screen = name;
     root.dataset.loading = 'true';
     screen.show().finally(() => {

@@ -15,6 +15,22 @@ function cssVar(element, name) {
   return getComputedStyle(element).getPropertyValue(name).trim() || 'currentColor';
 }
 
+/**
+ * A y axis as wide as its longest number (uPlot's fixed 50 px let the unit's label run into
+ * numbers such as 12000): tick length, gap and the text measured in the axis font.
+ */
+function axisSize(self, values, index, cycle) {
+  const axis = self.axes[index];
+  if (cycle > 1) return axis._size;
+  const longest = (values ?? []).reduce((a, b) => (String(b).length > a.length ? String(b) : a), '');
+  let size = axis.ticks.size + axis.gap + 6;
+  if (longest) {
+    self.ctx.font = axis.font[0];
+    size += self.ctx.measureText(longest).width / devicePixelRatio;
+  }
+  return Math.ceil(size);
+}
+
 function formatValue(value, unit) {
   if (value === null || value === undefined) return '—';
   const text = Number.isInteger(value) ? String(value) : value.toFixed(1);
@@ -123,6 +139,7 @@ export class TimeChart {
         {...axis},
         ...this.units.map((unit, index) => ({
           ...axis, scale: `y${index}`, side: AXIS_SIDES[index], label: unit || undefined,
+          size: axisSize, labelSize: 18, labelGap: 4,
           grid: {...axis.grid, show: index === 0},
         })),
       ],

@@ -89,7 +89,21 @@ export class ChatScreen {
     const item = h('li', {class: `msg msg-${role}`}, h('div', {class: 'meta'},
       h('strong', {}, role === 'user' ? 'You' : 'Bot')), body);
     this.log.append(item);
+    this.toEnd();
     return {item, body};
+  }
+
+  /** True while the newest line is in view (the reader has not scrolled back to read). */
+  atEnd() {
+    const log = this.log;
+    return log.scrollHeight - log.scrollTop - log.clientHeight < 48;
+  }
+
+  /** Show the newest line: the log scrolls to its end and the page to the log's end. */
+  toEnd() {
+    this.log.scrollTop = this.log.scrollHeight;
+    const last = this.log.lastElementChild;
+    if (last) last.scrollIntoView({block: 'nearest'});
   }
 
   async ask() {
@@ -150,7 +164,11 @@ export class ChatScreen {
       buffer += value;
       const frames = buffer.split('\n\n');
       buffer = frames.pop();
-      for (const event of ssePayloads(frames)) this.handle(event, answer, tools);
+      for (const event of ssePayloads(frames)) {
+        const following = this.atEnd();
+        this.handle(event, answer, tools);
+        if (following) this.toEnd();
+      }
     }
   }
 

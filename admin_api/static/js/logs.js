@@ -26,6 +26,16 @@ function tokens(row) {
   return row.tokens_estimated ? `≈ ${counts}` : counts;
 }
 
+function plural(count, noun) {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+/** Who the call answered: the member's name, with their Discord id as a tooltip. */
+function member(row) {
+  if (!row.member_name && !row.member_id) return '—';
+  return h('span', {title: row.member_id ?? ''}, row.member_name ?? row.member_id);
+}
+
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
@@ -39,7 +49,7 @@ function latencySummary(times, [ok, failed]) {
   const span = times.length > 1
     ? `from ${when(new Date(times[0] * 1000).toISOString())} to ${when(new Date(times[times.length - 1] * 1000).toISOString())}`
     : `at ${when(new Date(times[0] * 1000).toISOString())}`;
-  return `${times.length} call(s) on this page ${span}; median latency ${median(latencies)} ms, ` +
+  return `${plural(times.length, 'call')} on this page ${span}; median latency ${median(latencies)} ms, ` +
     `slowest ${Math.max(...latencies)} ms; ${failures} failed.`;
 }
 
@@ -106,7 +116,8 @@ export class LogsScreen {
         this.table = h('table', {class: 'logs stack', id: 'log-table'},
           h('caption', {class: 'sr-only'}, 'LLM calls, newest first'),
           h('thead', {}, h('tr', {},
-            ['When', 'Model', 'Purpose', 'Session', 'Latency', 'Tokens in / out', 'Cost', 'Result']
+            ['When', 'Space', 'Member', 'Model', 'Purpose', 'Session', 'Latency', 'Tokens in / out',
+              'Cost', 'Result']
               .map((name) => h('th', {scope: 'col'}, name)))),
           this.rows)),
       h('div', {class: 'pager'}, this.newer, this.pageLabel, this.older),
@@ -180,7 +191,7 @@ export class LogsScreen {
     this.nextCursor = result.next_cursor;
     fill(this.rows, result.items.length
       ? result.items.map((row) => this.row(row))
-      : h('tr', {}, h('td', {colspan: '8', class: 'empty'},
+      : h('tr', {}, h('td', {colspan: '10', class: 'empty'},
         Object.entries(this.filter).some(([key, value]) => key !== 'space' && value !== undefined)
         ? 'No logs match. Clear the filter to see every call.'
         : 'No logs yet. Every call to a model (chat, summaries, tags, connection tests) is logged here.')));
@@ -202,6 +213,8 @@ export class LogsScreen {
       when(row.created_at), h('span', {class: 'sr-only'}, ` — details of call ${row.id}`));
     return h('tr', {class: row.error ? 'is-error' : null, dataset: {id: String(row.id)}},
       h('td', {}, open),
+      h('td', {class: 'space'}, row.space_id ? this.spaces.label(row.space_id) : '—'),
+      h('td', {class: 'member'}, member(row)),
       h('td', {}, row.model),
       h('td', {}, row.purpose),
       h('td', {class: 'mono'}, clip(row.session_id ?? '—', 16)),

@@ -1,4 +1,4 @@
-// Memory: summaries and saved knowledge, for every session or one, with delete;
+// Sessions & memory: summaries and saved knowledge, for every session or one, with delete;
 // the sessions panel sits on the same screen and picks the session.
 
 import {confirmButton, fill, h, when} from './dom.js';

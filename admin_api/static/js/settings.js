@@ -1,7 +1,8 @@
-// Runtime settings (secrets masked, set/replace only), model presets, connection test.
-// Help text, ranges and choices come from GET /api/settings/schema (generated from Settings).
+// Runtime settings grouped by topic (secrets masked, set/replace only) and the read-only
+// start-up settings. Help text, ranges and choices come from GET /api/settings/schema.
 
 import {busy, confirmButton, field, fill, h} from './dom.js';
+import {StartupSettings} from './startup_settings.js';
 
 const LABELS = {
   llm_model: 'Chat model',
@@ -24,7 +25,16 @@ const LABELS = {
   local_kb_min_score: 'Local knowledge minimum score',
 };
 const LONG_TEXT = new Set(['system_prompt_extra']);
-const FIRST = ['llm_model', 'llm_api_base', 'llm_api_key', 'embed_model', 'language'];
+/** The topics the form is grouped by, each in the order an owner reads it. */
+const GROUPS = [
+  ['model', 'Model', ['llm_model', 'llm_api_base', 'embed_model', 'llm_context_tokens', 'language',
+    'system_prompt_extra']],
+  ['memory', 'Memory', ['memory_summarize_threshold', 'knowledge_context_limit', 'tagging_mode',
+    'local_kb_top_k', 'local_kb_min_score']],
+  ['tools', 'Tools', ['web_search_max_results', 'scrape_max_chars', 'fetch_max_chars',
+    'fetch_max_results']],
+  ['discord', 'Discord', ['user_cooldown_seconds', 'stream_edit_interval']],
+];
 const SOURCES = {
   env: 'From .env',
   default: 'Default',
@@ -109,20 +119,14 @@ export class SettingsScreen {
       event.preventDefault();
       busy(event.submitter ?? this.form, () => this.save());
     });
-    this.presets = h('ul', {class: 'presets', id: 'preset-list'});
-    this.available = h('p', {class: 'hint'});
-    this.testResult = h('output', {id: 'connection-result', class: 'result', 'aria-live': 'polite'});
-    const testButton = h('button', {type: 'button', id: 'test-connection'}, 'Test connection');
-    testButton.addEventListener('click', () => busy(testButton, () => this.testConnection()));
+    this.startup = new StartupSettings({api, status});
     root.append(
-      h('div', {class: 'card'}, h('h3', {}, 'Connection'),
-        h('p', {class: 'hint'}, 'The test calls the saved chat model once with a tiny prompt.'),
-        h('div', {class: 'actions'}, testButton), this.testResult),
+      h('p', {class: 'hint'}, 'Changes here apply at once, without a restart. Model connections ',
+        'and the connection test are under Models.'),
+      h('div', {class: 'card'}, h('h3', {}, 'Settings'), this.form),
       h('div', {class: 'card'}, h('h3', {}, 'Secrets'),
         h('p', {class: 'hint'}, 'Secrets are never shown: set or replace them here.'), this.secrets),
-      h('div', {class: 'card'}, h('h3', {}, 'Settings'), this.form),
-      h('div', {class: 'card'}, h('h3', {}, 'Model presets'), this.available, this.presets,
-        this.presetForm()),
+      this.startup.element,
       this.modelOptions,
     );
   }
@@ -134,7 +138,7 @@ export class SettingsScreen {
       return this.api.get('/api/settings');
     });
     if (result) this.render(result);
-    await Promise.all([this.loadPresets(), this.loadAvailable()]);
+    await Promise.all([this.loadModelOptions(), this.startup.show()]);
   }
 
   render({values, secret_keys: secretKeys, sources = {}}) {
@@ -143,13 +147,17 @@ export class SettingsScreen {
     this.sources = sources;
     const props = this.schema?.properties ?? {};
     const keys = Object.keys(values).filter((key) => !secretKeys.includes(key));
-    keys.sort((a, b) => {
-      const rank = (key) => (FIRST.includes(key) ? FIRST.indexOf(key) : FIRST.length);
-      return rank(a) - rank(b) || a.localeCompare(b);
-    });
+    const placed = new Set(GROUPS.flatMap(([, , members]) => members));
+    const groups = [...GROUPS, ['other', 'Other', keys.filter((key) => !placed.has(key)).sort()]];
     this.inputs.clear();
     fill(this.form,
-      h('div', {class: 'grid'}, keys.map((key) => this.row(key, values[key], props[key] ?? {}))),
+      groups.map(([id, title, members]) => {
+        const shown = members.filter((key) => keys.includes(key));
+        return shown.length ? h('fieldset', {class: 'group', dataset: {group: id}},
+          h('legend', {}, title),
+          h('div', {class: 'grid'}, shown.map((key) => this.row(key, values[key], props[key] ?? {}))))
+          : null;
+      }),
       h('div', {class: 'actions'}, h('button', {type: 'submit', class: 'primary'}, 'Save settings')));
     fill(this.secrets, secretKeys.map((key) => this.secretRow(key, values[key])));
   }
@@ -223,82 +231,13 @@ export class SettingsScreen {
     await this.put(changes, `Saved: ${Object.keys(changes).map(label).join(', ')}.`);
   }
 
-  async testConnection() {
-    this.testResult.textContent = 'Testing…';
-    delete this.testResult.dataset.ok;
-    const result = await this.status.guard(() => this.api.post('/api/models/test'));
-    if (!result) {
-      this.testResult.textContent = '';
-      return;
-    }
-    this.testResult.dataset.ok = String(result.ok);
-    this.testResult.textContent = result.ok
-      ? `Connected: ${result.model} answered in ${result.latency_ms} ms: “${result.reply}”`
-      : `Failed: ${result.model} did not answer (${result.latency_ms} ms): ${result.error}`;
-  }
-
-  // ---------------------------------------------------------------- presets
-
-  async loadPresets() {
-    const result = await this.status.guard(() => this.api.get('/api/models/presets'));
-    if (!result) return;
-    this.presetValues = result.presets.map((preset) => preset.value);
-    fill(this.presets, result.presets.length
-      ? result.presets.map((preset) => h('li', {dataset: {id: String(preset.id)}},
-        h('span', {class: 'preset-label'}, preset.label), ' ',
-        h('code', {}, preset.value),
-        h('span', {class: 'actions'},
-          h('button', {type: 'button', onclick: () => this.put({llm_model: preset.value},
-            `Chat model is now ${preset.value}.`)}, 'Use'),
-          confirmButton('Delete', 'Really delete?', () => this.deletePreset(preset.id)))))
-      : h('li', {class: 'empty'}, 'No presets yet. Add one below, or on the Connections screen ',
-        'with its own address and key.'));
-    this.fillModelOptions();
-  }
-
-  async loadAvailable() {
-    try {
-      const result = await this.api.get('/api/models/available');
-      this.availableModels = result.models;
-      this.available.textContent = result.models.length
-        ? `The backend offers: ${result.models.join(', ')}`
-        : 'The backend cannot list its models; type the model name.';
-    } catch (error) {
-      this.availableModels = [];
-      this.available.textContent = `Could not list the backend's models: ${error.message}`;
-    }
-    this.fillModelOptions();
-  }
-
-  fillModelOptions() {
-    const names = new Set([...(this.presetValues ?? []), ...(this.availableModels ?? [])]);
+  /** Model names to suggest in the chat model field: the connections' and the backend's. */
+  async loadModelOptions() {
+    const [presets, available] = await Promise.all([
+      this.api.get('/api/models/presets').catch(() => ({presets: []})),
+      this.api.get('/api/models/available').catch(() => ({models: []})),
+    ]);
+    const names = new Set([...presets.presets.map((preset) => preset.value), ...available.models]);
     fill(this.modelOptions, [...names].map((name) => h('option', {value: name})));
-  }
-
-  presetForm() {
-    const name = h('input', {type: 'text', required: true, maxlength: '200', name: 'label'});
-    const value = h('input', {type: 'text', required: true, maxlength: '200', name: 'value',
-      list: 'model-options', placeholder: 'ollama/qwen3:8b'});
-    const submit = h('button', {type: 'submit'}, 'Add preset');
-    const form = h('form', {class: 'inline-fields', 'aria-label': 'New model preset'},
-      field('Preset name', name).row, field('Model', value).row, submit);
-    form.addEventListener('submit', async (event) => {
-      event.preventDefault();
-      const created = await busy(submit, () => this.status.guard(() =>
-        this.api.post('/api/models/presets', {label: name.value, value: value.value})));
-      if (!created) return;
-      name.value = '';
-      value.value = '';
-      this.status.info(`Preset "${created.label}" added.`);
-      await this.loadPresets();
-    });
-    return form;
-  }
-
-  async deletePreset(id) {
-    if (await this.status.guard(() => this.api.del(`/api/models/presets/${id}`))) {
-      this.status.info('Preset deleted.');
-      await this.loadPresets();
-    }
   }
 }

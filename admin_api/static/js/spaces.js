@@ -2,8 +2,19 @@
 
 import {busy, fill, h, labelCells, when} from './dom.js';
 
-/** A space as people know it: the server's name with its id, or the id alone. */
+/** How many characters of a server's name a label keeps (the id after it is never cut). */
+export const NAME_CHARS = 16;
+
+/** A space as people know it: the server's name (a long one shortened with "…") with its whole
+ * id, or the id alone. */
 export function spaceLabel(space) {
+  if (!space.name) return space.id;
+  const name = space.name.length > NAME_CHARS ? `${space.name.slice(0, NAME_CHARS - 1).trimEnd()}…` : space.name;
+  return `${name} (${space.id})`;
+}
+
+/** The full label, for a tooltip. */
+export function spaceTitle(space) {
   return space.name ? `${space.name} (${space.id})` : space.id;
 }
 
@@ -16,6 +27,7 @@ export class SpaceChoice {
     this.spaces = [];
     this.listeners = [];
     select.addEventListener('change', () => {
+      select.title = select.selectedOptions[0]?.title ?? '';
       for (const listener of this.listeners) listener(this.current);
     });
   }
@@ -53,9 +65,11 @@ export class SpaceChoice {
     this.spaces = result.spaces;
     const chosen = this.current;
     fill(this.select, h('option', {value: ''}, 'All spaces'),
-      this.spaces.map((space) => h('option', {value: space.id}, spaceLabel(space))));
+      this.spaces.map((space) => h('option', {value: space.id, title: spaceTitle(space)},
+        spaceLabel(space))));
     const kept = this.spaces.some((space) => space.id === chosen) ? chosen : '';
     this.select.value = kept;
+    this.select.title = this.select.selectedOptions[0]?.title ?? '';
     if (kept !== chosen) for (const listener of this.listeners) listener(kept);
   }
 

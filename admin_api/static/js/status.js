@@ -28,7 +28,7 @@ const SETTING = /^Invalid value for ([a-z0-9_]+): (.+)$/;
 export function fieldProblems(detail, fields = null) {
   // The structured form ({name: why}) when the API gives one.
   const listed = Object.entries(fields && typeof fields === 'object' ? fields : {});
-  if (listed.length) return listed.map(([field, message]) => ({field, message: String(message)}));
+  if (listed.length) return listed.map(([field, message]) => ({field, message: withoutName(field, message)}));
   const setting = SETTING.exec(String(detail ?? ''));
   if (setting) return [{field: setting[1], message: setting[2].replace(VALUE_ERROR, '')}];
   const problems = [];
@@ -40,6 +40,18 @@ export function fieldProblems(detail, fields = null) {
     if (names.length) problems.push({field: names[names.length - 1], message: match[2].replace(VALUE_ERROR, '')});
   }
   return problems;
+}
+
+/** A reason without the internal name it starts with ("llm_x must be…" → "must be…"): the
+ * field's own label goes in front of it where it is shown. */
+function withoutName(field, message) {
+  const text = String(message);
+  return text.startsWith(`${field} `) ? text.slice(field.length + 1) : text;
+}
+
+/** A reason as a sentence of its own (shown under its field). */
+function sentence(message) {
+  return message.charAt(0).toUpperCase() + message.slice(1);
 }
 
 function humanField(name) {
@@ -174,7 +186,7 @@ export class Status {
       const named = problems.map((problem) => {
         const input = root ? control(root, problem.field) : null;
         if (!input) return `${humanField(problem.field)} — ${problem.message}`;
-        showFieldError(input, problem.message);
+        showFieldError(input, sentence(problem.message));
         marked.push(input);
         return `${labelOf(input) ?? humanField(problem.field)} — ${problem.message}`;
       });

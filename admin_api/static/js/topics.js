@@ -63,7 +63,7 @@ export class TopicsScreen {
       h('div', {class: 'card'},
         h('div', {class: 'table-wrap'},
           this.table = h('table', {id: 'topic-table', class: 'stack'},
-            h('thead', {}, h('tr', {}, ['Channel', 'Enabled', 'Idle', 'Active hours', 'Cron', 'Per day',
+            h('thead', {}, h('tr', {}, ['Channel', 'Server', 'Enabled', 'Idle', 'Active hours', 'Cron', 'Per day',
               'Next runs', 'Last openers', ''].map((name) => h('th', {scope: 'col'}, name)))),
             this.rows)),
         pickForm, addForm),
@@ -102,6 +102,7 @@ export class TopicsScreen {
       ? this.channels.map((channel) => h('tr', {dataset: {id: String(channel.channel_id)}},
         h('td', {}, channel.channel_name ? `#${channel.channel_name}` : '',
           h('div', {class: 'meta mono'}, String(channel.channel_id))),
+        h('td', {class: 'server'}, this.spaces.label(channel.space_id)),
         h('td', {}, channel.enabled ? 'yes' : 'no'),
         h('td', {}, `${channel.idle_minutes} min`),
         h('td', {}, `${channel.active_start}–${channel.active_end} ${channel.timezone}`),
@@ -114,7 +115,7 @@ export class TopicsScreen {
           : h('span', {class: 'meta'}, 'none yet')),
         h('td', {}, h('button', {type: 'button', onclick: () => this.open(channel.channel_id),
           'aria-label': `Edit channel ${channel.channel_id}`}, 'Edit'))))
-      : h('tr', {}, h('td', {colspan: '9', class: 'empty'}, 'No channel has a topic schedule ',
+      : h('tr', {}, h('td', {colspan: '10', class: 'empty'}, 'No channel has a topic schedule ',
         'yet. In Discord, run /topic enable in the channel where the bot should start ',
         'conversations when it is quiet, or pick the channel below.')));
     labelCells(this.table);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,14 @@ class ApiLog:
     created_at: str
     # The token counts are (partly) the project's estimate: the server sent none for them.
     tokens_estimated: bool = False
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """The member a call answered (Discord user id as text; the name they had)."""
+
+    member_id: str | None
+    member_name: str | None
 
 
 @dataclass(frozen=True)
@@ -136,6 +145,29 @@ class ApiLogRepository:
             (*params, limit),
         )
         return [_log(row) for row in rows]
+
+    async def speakers(self, log_ids: Sequence[int]) -> dict[int, Speaker]:
+        """The member each call answered: the author of the last user message of the call's
+        session (in its space) at or before the call; calls outside a conversation have none."""
+        if not log_ids:
+            return {}
+        marks = ", ".join("?" for _ in log_ids)
+        latest = (
+            "SELECT m.{col} FROM messages m WHERE m.space_id = l.space_id "
+            "AND m.session_id = l.session_id AND m.role = 'user' AND m.created_at <= l.created_at "
+            "ORDER BY m.id DESC LIMIT 1"
+        )
+        rows = await self._db.fetchall(
+            f"SELECT l.id, ({latest.format(col='author_id')}) AS member_id, "
+            f"({latest.format(col='author_name')}) AS member_name "
+            f"FROM api_logs l WHERE l.id IN ({marks}) AND l.session_id IS NOT NULL",
+            tuple(log_ids),
+        )
+        return {
+            row["id"]: Speaker(row["member_id"], row["member_name"])
+            for row in rows
+            if row["member_id"] is not None or row["member_name"] is not None
+        }
 
     async def get(self, log_id: int) -> ApiLog | None:
         """One row by id."""
