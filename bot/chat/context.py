@@ -21,7 +21,7 @@ from bot.config import Settings
 from bot.llm.types import Message, ToolSchema
 from bot.prompts import Prompts, prompts_for
 from bot.store.repos.memories import MemoryRepository
-from bot.store.repos.messages import MessageRepository, StoredMessage
+from bot.store.repos.messages import FAILED_TURN_ROLE, MessageRepository, StoredMessage
 
 log = logging.getLogger(__name__)
 
@@ -284,8 +284,11 @@ def _conversation(recent: Sequence[StoredMessage], user_message_id: int) -> list
     return [
         {"role": message.role, "content": _speaker_content(message)}
         for message in recent
-        if message.id <= user_message_id
-        or (message.reply_to is not None and message.reply_to <= user_message_id)
+        if message.role != FAILED_TURN_ROLE
+        and (
+            message.id <= user_message_id
+            or (message.reply_to is not None and message.reply_to <= user_message_id)
+        )
     ]
 
 

@@ -37,6 +37,7 @@ from bot.turn.events import (
     SessionEvent,
     SourcesEvent,
     ToolEvent,
+    operator_message,
 )
 
 EXIT_COMMANDS = frozenset({"/exit", "/quit"})
@@ -195,11 +196,13 @@ class TerminalChat:
                 self._out.write("\n")
                 self._out.flush()
                 return False
-            case ErrorEvent(message=message):
+            case ErrorEvent():
                 self.failed_turns += 1
                 if wrote_text:
                     self._out.write("\n")
-                self._err.write(self._ui.terminal_error.format(message=message) + "\n")
+                # The terminal's reader is the operator: the detail, not the member's sentence.
+                shown = operator_message(event)
+                self._err.write(self._ui.terminal_error.format(message=shown) + "\n")
                 self._err.flush()
                 return False
         return wrote_text

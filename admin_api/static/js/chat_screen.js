@@ -16,6 +16,13 @@ export function* ssePayloads(buffer) {
   }
 }
 
+/** A failed turn as the operator reads it: what failed, where and the fix (the event's
+ * `detail`, when the model call failed), with a link to the Status screen. */
+export function operatorError(event) {
+  return h('p', {class: 'bad turn-error'}, event.detail || event.value, ' ',
+    h('a', {href: '#status'}, 'See Status.'));
+}
+
 /** The chat screen. */
 export class ChatScreen {
   constructor({api, status, root, spaces}) {
@@ -193,7 +200,7 @@ export class ChatScreen {
         answer.item.dataset.messageId = String(event.message_id);
         break;
       case 'error':
-        answer.item.append(h('p', {class: 'bad'}, event.value));
+        answer.item.append(operatorError(event));
         break;
       default:
         break;
