@@ -83,6 +83,7 @@ async def run_chat(settings: Settings, space: str | None = None) -> int:
             model=model,
             address=lambda name: backend_address(services.settings(), name),
             log_note=log_note,
+            page_settings=len(services.settings.page_overrides()),
         )
         code = await chat.run()
         await services.tasks.drain()

@@ -132,6 +132,7 @@ class TerminalChat:
         model: str = "",
         address: Callable[[str], str | None] | None = None,
         log_note: str = "",
+        page_settings: int = 0,
     ) -> None:
         self._engine = engine
         self._ui = ui
@@ -145,6 +146,7 @@ class TerminalChat:
         self._model: str | None = None
         self._address = address
         self._log_note = log_note
+        self._page_settings = page_settings
         self._quit = asyncio.Event()
         self._interrupted = False
         self._turn_stop: asyncio.Event | None = None
@@ -278,6 +280,8 @@ class TerminalChat:
             ),
             self._ui.terminal_commands,
         ]
+        if self._page_settings:
+            lines.append(self._ui.terminal_page_settings.format(count=self._page_settings))
         if self._log_note:
             lines.append(self._log_note)
         return "\n".join(lines)
