@@ -140,8 +140,7 @@ async def serve_all(
                     server = await serve(services, config=config)
                 except OSError as exc:
                     raise bind_failure(config.host, config.port, exc) from exc
-                stack.push_async_callback(server.close)
-                log.info("admin API on %s", server.url)
+                stack.push_async_callback(server.close)  # it logs its own address
             return await run_discord(services, stop=stop)
     finally:
         readiness.stop()

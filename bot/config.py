@@ -355,6 +355,10 @@ class Settings(BaseSettings):
         default=True,
         description="Run the admin API in this process (python -m admin_api runs it alone).",
     )
+    admin_access_log: bool = Field(
+        default=False,
+        description="Log one line per admin API request (aiohttp.access); off keeps the log quiet.",
+    )
     admin_allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra Host names the admin API answers to, e.g. behind a reverse proxy.",
