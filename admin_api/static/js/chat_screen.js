@@ -86,7 +86,9 @@ export class ChatScreen {
     const presets = result?.presets ?? [];
     const model = this.modelPick.value;
     fill(this.modelPick, h('option', {value: ''}, 'The space\'s default'),
-      presets.map((preset) => h('option', {value: preset.value}, `${preset.label} (${preset.value})`)));
+      // The API lists the configured model first, then working connections, then the rest.
+      presets.map((preset) => h('option', {value: preset.value}, `${preset.label} (${preset.value})`
+        + (preset.configured ? ' — configured' : preset.state === 'down' ? ' — not answering' : ''))));
     this.modelPick.value = presets.some((preset) => preset.value === model) ? model : '';
   }
 
