@@ -4,8 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
-# Progress bars make CI logs unreadable; pip's one line per package says what it is doing.
 PIP_INSTALL := $(BIN)/python -m pip install --progress-bar off --disable-pip-version-check
+# pip's output (hundreds of lines, setuptools' editable-install banner) goes to a log that is
+# shown only when the install fails.
+PIP_LOG := $(VENV)/pip-install.log
+QUIET_PIP = > $(PIP_LOG) 2>&1 || { cat $(PIP_LOG); echo "== pip install failed (log: $(PIP_LOG))"; exit 1; }
 
 .PHONY: install run chat test test-postgresql lint typecheck unit bench clean
 
@@ -16,13 +19,13 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "== installing dependencies (first run takes about a minute)…"
-	$(PIP_INSTALL) -e .
+	@$(PIP_INSTALL) -e . $(QUIET_PIP)
 	@echo "== dependencies installed"
 	@touch $@
 
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	@echo "== installing dependencies and development tools (first run takes a minute or two)…"
-	$(PIP_INSTALL) -e '.[dev]'
+	@$(PIP_INSTALL) -e '.[dev]' $(QUIET_PIP)
 	@echo "== dependencies installed"
 	@touch $(STAMP) $@
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bot.errors import ConflictError, LLMError, NotFoundError, UserFacingError, ValidationError
+from bot.errors import (
+    ConflictError,
+    LLMError,
+    NotFoundError,
+    NotStoredError,
+    UserFacingError,
+    ValidationError,
+)
 
 
 class ApiError(Exception):
@@ -37,6 +44,8 @@ def from_user_error(exc: UserFacingError) -> ApiError:
         return ApiError(409, "conflict", str(exc))
     if isinstance(exc, ValidationError):
         return ApiError(422, "validation_error", str(exc))
+    if isinstance(exc, NotStoredError):
+        return ApiError(503, "not_stored", str(exc))
     if isinstance(exc, LLMError):
         return ApiError(502, "llm_error", str(exc))
     return ApiError(400, "bad_request", str(exc))

@@ -7,18 +7,44 @@ space, and naming another space for it is refused.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from bot.chat.engine import ChatEngine, TurnRequest
-from bot.errors import ValidationError
+from bot.errors import NotStoredError, ValidationError
 from bot.memory.notes import NotesService
 from bot.store.repos.sessions import SessionRepository
 from bot.store.spaces import ALL_SPACES
-from bot.turn.events import Event
+from bot.turn.events import ErrorEvent, Event
 
 log = logging.getLogger(__name__)
+
+
+async def _first_or_stored(
+    events: AsyncIterator[Event], stored: asyncio.Event
+) -> asyncio.Future[Event]:
+    """The turn's first event, once its message is stored or it ended first.
+
+    A message that could not be stored raises NotStoredError here, before anything is
+    streamed, so the API answers with an error status instead of an accepted stream.
+    """
+    first: asyncio.Future[Event] = asyncio.ensure_future(anext(events))
+    waiting = asyncio.ensure_future(stored.wait())
+    try:
+        await asyncio.wait((first, waiting), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+    if first.done() and not first.cancelled() and first.exception() is None:
+        event = first.result()
+        if isinstance(event, ErrorEvent) and event.not_stored:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
+            raise NotStoredError(event.message)
+    return first
+
 
 SOURCE = "admin"
 
@@ -78,7 +104,8 @@ class ChatTurns:
                 session_id, created = session.id, True
             assert session_id is not None
             await self._notes.set_links(space, session_id, list(chat.note_page_ids))
-        return self._events(
+        stored = asyncio.Event()
+        events = self._engine.run_turn(
             TurnRequest(
                 chat.message,
                 session_id,
@@ -86,12 +113,20 @@ class ChatTurns:
                 model=chat.model,
                 new_session=created,
                 space_id=space,
+                on_stored=stored.set,
             )
         )
+        first = await _first_or_stored(events, stored)
+        return self._events(events, first)
 
-    async def _events(self, request: TurnRequest) -> AsyncGenerator[Event, None]:
-        events = self._engine.run_turn(request)
+    async def _events(
+        self, events: AsyncIterator[Event], first: asyncio.Future[Event]
+    ) -> AsyncGenerator[Event, None]:
         try:
+            try:
+                yield await first
+            except StopAsyncIteration:
+                return
             async for event in events:
                 yield event
         finally:

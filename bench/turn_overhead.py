@@ -49,17 +49,27 @@ class TimedBackend:
         self.llm_seconds = 0.0
 
     async def stream(
-        self, model: str, messages: list[Message], tools: list[ToolSchema] | None, ctx: int
+        self,
+        model: str,
+        messages: list[Message],
+        tools: list[ToolSchema] | None,
+        ctx: int,
+        *,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamDelta]:
         start = time.perf_counter()
         try:
-            async for delta in self.inner.stream(model, messages, tools, ctx):
+            async for delta in self.inner.stream(
+                model, messages, tools, ctx, max_tokens=max_tokens
+            ):
                 yield delta
         finally:
             self.llm_seconds += time.perf_counter() - start
 
-    async def complete(self, model: str, messages: list[Message], ctx: int) -> Completion:
-        return await self.inner.complete(model, messages, ctx)
+    async def complete(
+        self, model: str, messages: list[Message], ctx: int, *, max_tokens: int | None = None
+    ) -> Completion:
+        return await self.inner.complete(model, messages, ctx, max_tokens=max_tokens)
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         start = time.perf_counter()

@@ -52,9 +52,17 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--space",
         metavar="NAME",
-        help="chat: the local space to talk in (local:NAME; default: the LOCAL_SPACE setting)",
+        help="chat: the local space to talk in, NAME or local:NAME (default: the LOCAL_SPACE "
+        "setting)",
     )
     args = parser.parse_args(argv)
+    if args.space is not None:
+        if args.command != "chat":
+            parser.error("--space applies to `python -m bot chat` only.")
+        try:
+            args.space = terminal_space(args.space)
+        except ValidationError as exc:
+            parser.error(f"--space: {exc}")
     if args.command == "backup" and args.path is None:
         parser.error("backup needs a PATH, e.g.: python -m bot backup backups/")
     if args.command == "migrate-db" and not (args.to or "").startswith("postgres"):
@@ -64,12 +72,23 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def terminal_space(value: str) -> str:
+    """The local space id `--space` names (NAME or local:NAME); ValidationError for others."""
+    kind, sep, name = value.partition(":")
+    if sep and kind in ("guild", "dm"):
+        raise ValidationError(
+            "The terminal chat talks in a local space: give a NAME or local:NAME, not a "
+            "Discord server's or user's space."
+        )
+    return local_space(name if sep and kind == "local" else value)
+
+
 async def run_chat(settings: Settings, space: str | None = None) -> int:
-    """The terminal chat on the real engine, in the local space `space` (or LOCAL_SPACE)."""
+    """The terminal chat on the real engine, in the local space id `space` (or LOCAL_SPACE)."""
     from bot.chat.terminal import TerminalChat, backend_address
     from bot.services import open_services
 
-    space_id = local_space(space) if space else settings.local_space_id
+    space_id = space or settings.local_space_id
     # At a terminal the screen is the conversation's: the log goes to a file, named in the banner.
     log_note = _log_chat_to_file(settings) if sys.stdin.isatty() else ""
     async with open_services(settings) as services:
@@ -235,15 +254,6 @@ def main(argv: list[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         return exc.exit_code
     configure_logging(settings.log_level, debug=settings.debug, secrets=settings.secret_values())
-    if args.space is not None:
-        if args.command != "chat":
-            print("--space applies to `python -m bot chat` only.", file=sys.stderr)
-            return 2
-        try:
-            local_space(args.space)
-        except ValidationError as exc:
-            print(str(exc), file=sys.stderr)
-            return 2
     try:
         return _dispatch(args, settings)
     except StartupError as exc:

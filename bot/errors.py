@@ -41,6 +41,10 @@ class ConflictError(UserFacingError):
     """The request clashes with existing data (e.g. importing over an existing session)."""
 
 
+class NotStoredError(UserFacingError):
+    """A message could not be stored, so it was not answered; the text says why."""
+
+
 class StartupError(PlayChatError):
     """PlayChat cannot start; the message names the cause and the fix in one sentence."""
 

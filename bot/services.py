@@ -13,6 +13,7 @@ from bot.chat.attachments import AttachmentIntake
 from bot.chat.context import ContextBuilder
 from bot.chat.engine import ChatEngine
 from bot.chat.layers import MemberFactsLayer, RelatedMemoriesLayer, default_layers
+from bot.chat.pending import PendingTurns
 from bot.chat.sessions import ConversationSessions
 from bot.chat.summarize import Summarizer
 from bot.chat.tool_log import RecordToolCallHook
@@ -273,8 +274,15 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
             summary.space_id, summary.id, summary.summary, session_id=summary.session_id
         )
 
+    # The turns waiting for their answer, which the summariser must leave live.
+    pending = PendingTurns()
     summarizer = Summarizer(
-        core.runtime, core.gateway, repos.messages, repos.memories, on_memory=tag_summary
+        core.runtime,
+        core.gateway,
+        repos.messages,
+        repos.memories,
+        on_memory=tag_summary,
+        pending=pending,
     )
 
     async def summarize_after_erase(space: str, sessions: Sequence[str]) -> None:
@@ -303,6 +311,7 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
         context=context,
         tasks=core.tasks,
         members=memory.members,
+        pending=pending,
     )
     return context, summarizer, engine
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.__main__ import _parse_args
 from bot.store.engine.database import Database
 from tests.bot_process import bot_env, run_python, run_python_m_bot
 from tests.fakes.llm_server import FakeLLMServer, Raw, Text, ToolCalls
@@ -298,3 +299,63 @@ async def test_the_terminal_chat_imports_neither_discord_nor_the_admin_api(
     assert "bot.chat.terminal" in modules, "the chat ran"
     for unwanted in ("discord", "admin_api", "aiohttp.web", "bot.bot"):
         assert unwanted not in modules, unwanted
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "home\n",
+        "a b",
+        "ｈｏｍｅ",
+        "no/good",
+        "local:",
+        "local:a b",
+        "a" * 65,
+        "guild:1",
+        "dm:01",
+        "server:home",
+    ],
+)
+def test_a_bad_terminal_space_is_a_clear_usage_error(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        _parse_args(["chat", "--space", value])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "--space:" in err and ("local space" in err or "local name" in err), err
+
+
+def test_the_terminal_space_takes_a_name_or_a_local_id() -> None:
+    assert _parse_args(["chat", "--space", "home"]).space == "local:home"
+    assert _parse_args(["chat", "--space", "local:den-1"]).space == "local:den-1"
+    assert _parse_args(["chat"]).space is None
+
+
+# A store that refuses the user's message as SQLite does when the disk is full.
+REFUSE_MESSAGES = (
+    "CREATE TRIGGER refuse_messages BEFORE INSERT ON messages "
+    "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+)
+
+
+@pytest.mark.sqlite_only(reason="a SQLite trigger makes the store refuse the message")
+async def test_the_terminal_chat_never_says_saved_when_the_message_was_not(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    llm.default_reply = Text("ok")
+    env = _env(tmp_path, LLM_API_BASE=llm.url, LLM_MODEL="ollama/test-model")
+    assert (await _run(["chat"], env, tmp_path, b"hi\n"))[0] == 0
+    asked = len(llm.chat_requests)
+    with closing(sqlite3.connect(tmp_path / "chat.db")) as conn:
+        conn.execute(REFUSE_MESSAGES)
+        conn.commit()
+    code, out, err = await _run(["chat"], env, tmp_path, b"are you there?\n")
+    assert code != 0 and "ok" not in out
+    assert "could not be saved (the disk is full)" in err and "is saved" not in err, err
+    assert len(llm.chat_requests) == asked, "the model is never asked"
+    with closing(sqlite3.connect(tmp_path / "chat.db")) as conn:
+        texts = [row[0] for row in conn.execute("SELECT content FROM messages ORDER BY id")]
+        sessions = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+    assert texts == ["hi", "ok"] and sessions == 1, "no empty session is left behind"

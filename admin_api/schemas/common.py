@@ -7,20 +7,14 @@ from typing import Annotated, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from bot.store.spaces import ALL_SPACES, SpaceScope
+from bot.store.spaces import ALL_SPACES, SpaceIdText, SpaceScope
 from bot.store.transfer import SQLITE_INT_MAX, TEXT_ID_PATTERN
 
 RowId = Annotated[int, Field(ge=1, le=SQLITE_INT_MAX)]
 SessionId = Annotated[str, Field(pattern=TEXT_ID_PATTERN)]
 Limit = Annotated[int, Field(ge=1, le=200)]
-# A space id as `bot.store.spaces` writes them: guild:<id>, dm:<id> or local:<name>.
-SpaceId = Annotated[
-    str,
-    Field(
-        pattern=r"^(guild:[0-9]{1,20}|dm:[0-9]{1,20}|local:[A-Za-z0-9_-]{1,64})$",
-        examples=["guild:123456789012345678", "local:local"],
-    ),
-]
+# A space id in its one spelling (`bot.store.spaces`): guild:<id>, dm:<id> or local:<name>.
+SpaceId = SpaceIdText
 
 Item = TypeVar("Item")
 Cursor = TypeVar("Cursor")

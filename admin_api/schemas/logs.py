@@ -47,3 +47,5 @@ class LogSummaryOut(BaseModel):
     completion_tokens: int | None
     cost: float | None
     created_at: str
+    # The token counts are (partly) PlayChat's estimate: the server sent none for them.
+    tokens_estimated: bool = False

@@ -9,7 +9,6 @@ It is bounded by TEST_TIMEOUT and logged in api_logs like any call (purpose conn
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 from admin_api.errors import not_found
@@ -34,6 +33,7 @@ from bot.ops.probes import ModelProbe, connection_target, failure_kind
 from bot.ops.readiness import PROBE_TIMEOUT
 from bot.services import Services
 from bot.store.repos.model_presets import ModelPreset
+from bot.utils.durations import elapsed_ms, loop_now
 
 PING = "Reply with the single word OK."
 MAX_REPLY_CHARS = 500
@@ -133,7 +133,7 @@ async def test_connection(services: Services) -> ConnectionTestOut:
     A failure is a result, not an error.
     """
     model = services.settings().llm_model
-    started = time.perf_counter()
+    started = loop_now()
     error: str | None = None
     try:
         completion = await services.gateway.complete(
@@ -146,7 +146,7 @@ async def test_connection(services: Services) -> ConnectionTestOut:
     return ConnectionTestOut(
         ok=error is None,
         model=model,
-        latency_ms=int((time.perf_counter() - started) * 1000),
+        latency_ms=elapsed_ms(started),
         reply=reply,
         error=error,
     )
@@ -190,7 +190,7 @@ async def test_preset(services: Services, id: RowId) -> PresetTestOut:
     if preset is None:
         raise not_found(f"Model preset {id}")
     target = connection_target(services.settings(), preset)
-    started = time.perf_counter()
+    started = loop_now()
     # The server's own model list tells a missing model or a refused key apart from other
     # failures, which a completion's error does not always do (a proxy answers 500 for both).
     checked = await ModelProbe(PROBE_TIMEOUT).check(target)
@@ -205,7 +205,7 @@ async def test_preset(services: Services, id: RowId) -> PresetTestOut:
         message=message,
         model=preset.value,
         address=target.base or None,
-        latency_ms=int((time.perf_counter() - started) * 1000),
+        latency_ms=elapsed_ms(started),
     )
 
 

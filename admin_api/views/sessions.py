@@ -13,7 +13,7 @@ from admin_api.schemas.common import DeletedOut, Limit, Page, SessionId, SpaceId
 from admin_api.schemas.sessions import ImportOut, MessageListOut
 from bot.services import Services
 from bot.store.repos.sessions import Session
-from bot.store.spaces import ALL_SPACES, is_space_id
+from bot.store.spaces import ALL_SPACES
 from bot.store.transfer import SessionExport
 
 Before = Annotated[str, Field(max_length=64)]
@@ -81,8 +81,7 @@ async def import_session(
     It goes into `space` when given, else back into the space it was exported from, else the
     local space.
     """
-    named = space or body.session.space_id
-    space = named if named and is_space_id(named) else services.settings().local_space_id
+    space = space or body.session.space_id or services.settings().local_space_id
     return ImportOut(session_id=await services.transfer.import_session(space, body, as_new=as_new))
 
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-# The answer needs room too: this share of the window (at least MIN_ANSWER_RESERVE tokens) is
-# kept free for it; the prompt gets the rest.
-ANSWER_RESERVE_SHARE = 0.2
-MIN_ANSWER_RESERVE = 512
+# The answer's reserve is also sent to the server as the model's own limit (bot.llm.answer_limits).
+from bot.llm.answer_limits import ANSWER_RESERVE_SHARE, MIN_ANSWER_RESERVE, answer_reserve
+
 MIN_PROMPT_BUDGET = 256
 # The last exchanges the model always sees whole: the current message and the two before it is
 # enough to resolve "that", "the second one", "try again"; older talk comes after the layers.
@@ -31,10 +30,14 @@ MIN_RECENT_EXCHANGES = 3
 # …but never more than half of the room, so a long paste cannot crowd out every layer.
 RECENT_MAX_SHARE = 0.5
 
-
-def answer_reserve(window: int) -> int:
-    """Real tokens of the window kept free for the model's answer."""
-    return max(MIN_ANSWER_RESERVE, int(window * ANSWER_RESERVE_SHARE))
+__all__ = [
+    "ANSWER_RESERVE_SHARE",
+    "MIN_ANSWER_RESERVE",
+    "Allocation",
+    "allocate",
+    "answer_reserve",
+    "prompt_budget",
+]
 
 
 def prompt_budget(window: int, tool_tokens: int, token_factor: float = 1.0) -> int:

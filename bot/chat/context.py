@@ -49,6 +49,8 @@ class ContextRequest:
     member_id: str | None = None
     # The session's Discord channel (its thread), when it is on Discord.
     channel_id: int | None = None
+    # The speaking member's display name, as this turn's message was stored with it.
+    author_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -214,9 +216,14 @@ class ContextBuilder:
         }
         drafts, recent = await asyncio.gather(
             self._draft_layers(request),
-            self._messages.recent_live(request.space_id, request.session_id, RECENT_MESSAGE_LIMIT),
+            self._messages.recent_live(
+                request.space_id,
+                request.session_id,
+                RECENT_MESSAGE_LIMIT,
+                up_to=request.user_message_id,
+            ),
         )
-        conversation = _conversation(recent, request.user_message_id)
+        conversation = _conversation(recent, request)
         present = [(layer.name, draft) for layer, draft in drafts if draft is not None]
         plan = allocate(
             budget,
@@ -279,17 +286,25 @@ class ContextBuilder:
         return "\n\n".join(parts)
 
 
-def _conversation(recent: Sequence[StoredMessage], user_message_id: int) -> list[Message]:
-    """The live messages up to this turn's (and answers to them), oldest first."""
-    return [
+def _conversation(recent: Sequence[StoredMessage], request: ContextRequest) -> list[Message]:
+    """The live messages up to this turn's (and answers to them), oldest first, ending with
+    this turn's message: the model always reads what it answers, even if that message is no
+    longer live (another process archived it, an erase replaced it)."""
+    own = request.user_message_id
+    conversation: list[Message] = [
         {"role": message.role, "content": _speaker_content(message)}
         for message in recent
-        if message.role != FAILED_TURN_ROLE
-        and (
-            message.id <= user_message_id
-            or (message.reply_to is not None and message.reply_to <= user_message_id)
-        )
+        if message.order_key[0] <= own and message.id != own and message.role != FAILED_TURN_ROLE
     ]
+    mine = next((message for message in recent if message.id == own), None)
+    if mine is None:
+        log.warning("message %d of session %s is not live; sent as asked", own, request.session_id)
+        text = request.user_text
+        name = request.author_name
+        conversation.append({"role": "user", "content": f"[{name}] {text}" if name else text})
+    else:
+        conversation.append({"role": mine.role, "content": _speaker_content(mine)})
+    return conversation
 
 
 def _exchange_costs(conversation: Sequence[Message]) -> list[int]:

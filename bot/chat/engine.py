@@ -12,8 +12,12 @@ from contextlib import aclosing, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bot.chat.allocation import answer_reserve
+from bot.chat.answer_bounds import AnswerBounds, server_limit_notice
 from bot.chat.context import ContextBuilder, ContextRequest
 from bot.chat.member_turn import SpeakingMember, save_requested_fact, speaking_member
+from bot.chat.not_stored import store_failure_reason
+from bot.chat.pending import PendingTurns
 from bot.chat.stopping import StopScope
 from bot.chat.tokens import message_tokens
 from bot.chat.tool_budget import ToolBudget, resume_footer, split_footer, trim_tool_result
@@ -89,6 +93,9 @@ class TurnRequest:
     # The session `session_id` names, as the front end found or made it a moment before: the
     # turn takes it instead of reading it again (one that does not match is ignored).
     session: Session | None = field(default=None, compare=False, kw_only=True)
+    # Called once the user's message is stored (before the model is asked), so a front end
+    # can promise the message is kept only when it is.
+    on_stored: Callable[[], None] | None = field(default=None, compare=False, kw_only=True)
 
 
 @dataclass
@@ -100,7 +107,7 @@ class _TurnState:
     answer: list[str] = field(default_factory=list)
     sources: list[dict[str, str]] = field(default_factory=list)
     tool_names: list[str] = field(default_factory=list)
-    answer_chars: int = 0
+    bounds: AnswerBounds = field(default_factory=AnswerBounds)
     # The notice that ends a turn stopped at one of its bounds (time, length).
     stopped: str | None = None
     # The settings of this turn's space (its language and persona) and its default model.
@@ -138,6 +145,7 @@ class ChatEngine:
         tool_hooks: Sequence[ToolHook] = (),
         turn_hooks: Sequence[TurnHook] = (),
         members: MemberMemory | None = None,
+        pending: PendingTurns | None = None,
     ) -> None:
         self._settings = settings
         self._gateway = gateway
@@ -150,6 +158,9 @@ class ChatEngine:
         self._tool_hooks = list(tool_hooks)
         self._turn_hooks = list(turn_hooks)
         self._members = members
+        # Stored messages whose turn has not ended: the summariser leaves them (and what
+        # follows them) live until they are answered.
+        self.pending = pending if pending is not None else PendingTurns()
         self._locks = KeyedLocks()
         self._arrivals = KeyedLocks()
 
@@ -221,16 +232,25 @@ class ChatEngine:
         )
         async with arrival:
             stored = await self._store_question(request, emit)
-        if stored is not None:
-            async with self._locks.hold(stored.session.id):
+        if stored is None:
+            return
+        session, question = stored.session, stored.user_message
+        try:
+            async with self._locks.hold(session.id):
                 await self._answer(stored, request, emit)
+        finally:
+            self.pending.done(session.space_id, session.id, question.id)
 
     async def _store_question(self, request: TurnRequest, emit: Emit) -> _TurnState | None:
-        """The turn's session (made if new) and its stored user message; None if refused."""
+        """The turn's session (made if new) and its stored user message; None if refused.
+
+        A message that cannot be stored is refused before anything else happens: the person
+        is told it was not saved and why, and the model is never called.
+        """
+        session: Session | None = None
+        created = False
         try:
             session, created = await self._session_for(request)
-            if created or request.new_session:
-                emit(SessionEvent(session.id, created=True))
             speaker = await speaking_member(
                 self._members, session.space_id, request.author_id, request.author_name
             )
@@ -246,17 +266,46 @@ class ChatEngine:
                     recall_hidden=speaker.keeps_out_of_recall(request.text),
                 )
             except sqlite3.IntegrityError:
+                if not await self._already_stored(request, session.space_id):
+                    raise
                 log.info("message %s already handled; skipping", request.discord_message_id)
                 return None
-        except _ForeignSession as exc:
-            log.warning("refused a turn: session %s is not in space %s", *exc.args)
-            emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))
+            self.pending.add(session.space_id, session.id, user_message.id)
+        except Exception as exc:
+            await self._refuse(exc, session if created else None, emit)
             return None
-        except Exception:
-            log.exception("could not store the user's message")
-            emit(ErrorEvent(prompts_for(self._settings().language)["error_generic"]))
-            return None
+        if request.on_stored is not None:
+            request.on_stored()
+        if created or request.new_session:
+            emit(SessionEvent(session.id, created=True))
         return _TurnState(session, user_message, speaker, paced_reads=request.read_pace)
+
+    async def _already_stored(self, request: TurnRequest, space_id: str) -> bool:
+        """Whether the Discord message of `request` is stored already (a redelivered event)."""
+        if request.discord_message_id is None:
+            return False
+        try:
+            found = await self._messages.by_discord_id(space_id, request.discord_message_id)
+        except Exception:
+            log.exception("could not look up message %s", request.discord_message_id)
+            return False
+        return found is not None
+
+    async def _refuse(self, exc: Exception, made: Session | None, emit: Emit) -> None:
+        """Tell the person their message was not stored (and why); undo a session made for it."""
+        prompts = prompts_for(self._settings().language)
+        if isinstance(exc, _ForeignSession):
+            log.warning("refused a turn: session %s is not in space %s", *exc.args)
+            reason = prompts["store_foreign_session"]
+        else:
+            log.error("could not store the user's message; the turn is refused", exc_info=exc)
+            reason = store_failure_reason(exc, prompts)
+        if made is not None:
+            try:
+                await self._sessions.delete(made.space_id, made.id)
+            except Exception:
+                log.exception("could not remove the empty session %s", made.id)
+        emit(ErrorEvent(prompts.format("error_not_stored", reason=reason), not_stored=True))
 
     async def _space_settings(self, space_id: str) -> tuple[Settings, SpaceRecord | None]:
         """The settings in effect for a turn in this space: its language and persona, if set."""
@@ -372,6 +421,7 @@ class ChatEngine:
                 token_factor=self._gateway.token_factor(model),
                 member_id=state.speaker.id,
                 channel_id=state.session.discord_channel_id,
+                author_name=state.user_message.author_name,
             ),
             tools=self.registry.schemas(),
             images=request.images,
@@ -411,11 +461,12 @@ class ChatEngine:
     ) -> tuple[list[ToolCall], str]:
         """One model call: its text is streamed out; returns its tool calls and its text.
 
-        At the turn's length bound the answer is cut there and the call is closed (the
-        backend's connection with it); `state.stopped` then says why.
+        At the turn's length bound, or once the answer repeats itself, the answer ends there
+        and the call is closed (the backend's connection with it); at the server's own limit it
+        ended there; `state.stopped` then says why.
         """
         settings = self._settings()
-        limit = settings.max_answer_chars
+        prompts = prompts_for((state.settings or settings).language)
         calls: list[ToolCall] = []
         round_text: list[str] = []
         stream = self._gateway.stream(
@@ -428,25 +479,24 @@ class ChatEngine:
             async with aclosing(stream) as deltas:
                 async for delta in deltas:
                     if delta.text:
-                        piece = delta.text[: limit - state.answer_chars]
+                        piece, notice = state.bounds.take(
+                            delta.text, settings.max_answer_chars, prompts
+                        )
                         if piece:
                             round_text.append(piece)
                             state.answer.append(piece)
-                            state.answer_chars += len(piece)
                             emit(ChunkEvent(piece))
                             state.read_pace.seconds = state.paced_reads
-                        if len(piece) < len(delta.text):
-                            log.warning(
-                                "turn in session %s stopped at %d characters",
-                                state.session.id,
-                                limit,
-                            )
-                            prompts = prompts_for(settings.language)
-                            state.stopped = prompts.format("answer_length_limit", limit=limit)
+                        if notice is not None:
+                            log.warning("turn in session %s stopped: %s", state.session.id, notice)
+                            state.stopped = notice
                             return [], "".join(round_text)
                     if delta.done:
                         calls = delta.tool_calls
                         state.read_pace.seconds = 0.0  # the rest is the body's end: read it now
+                        reserve = answer_reserve(settings.llm_context_tokens)
+                        if not calls:
+                            state.stopped = server_limit_notice(delta.finish, reserve, prompts)
         return calls, "".join(round_text)
 
     async def _run_tools(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from bot.chat.pending import PendingTurns
 from bot.chat.tokens import estimate_tokens
 from bot.config import Settings
 from bot.errors import LLMError
@@ -39,7 +40,13 @@ def transcript(messages: list[StoredMessage]) -> str:
 
 
 class Summarizer:
-    """Keeps a session's live history short: at N live messages, the oldest N/2 are summarised."""
+    """Keeps a session's live history short: at N live messages, the oldest N/2 are summarised.
+
+    Only messages before the oldest pending turn's message count for that half (`pending`:
+    this process's turns; and the first unanswered message after the newest answered one, for
+    turns another process runs): a message waiting for its answer, and everything after it,
+    stays live until it is answered.
+    """
 
     def __init__(
         self,
@@ -47,9 +54,12 @@ class Summarizer:
         gateway: LLMGateway,
         messages: MessageRepository,
         memories: MemoryRepository,
+        *,
         on_memory: MemoryListener | None = None,
+        pending: PendingTurns | None = None,
     ) -> None:
         self._settings = settings
+        self._pending = pending if pending is not None else PendingTurns()
         self._gateway = gateway
         self._messages = messages
         self._memories = memories
@@ -89,8 +99,15 @@ class Summarizer:
     async def _summarize_oldest(
         self, space: str, session_id: str, count: int, settings: Settings
     ) -> Memory | None:
-        batch = await self._messages.oldest_live(space, session_id, count)
-        if not batch:
+        bounds = (
+            self._pending.oldest(space, session_id),
+            await self._messages.first_unanswered(space, session_id),
+        )
+        before = min((bound for bound in bounds if bound is not None), default=None)
+        batch = await self._messages.oldest_live(space, session_id, count, before=before)
+        if len(batch) < count:
+            # The oldest half reaches a turn still waiting for its answer: the summary waits
+            # for that answer (the turn's end runs this again).
             return None
         prompts = prompts_for(settings.language)
         try:

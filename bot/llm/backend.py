@@ -418,14 +418,22 @@ class ChatBackend(Protocol):
         messages: list[Message],
         tools: list[ToolSchema] | None,
         context_tokens: int,
+        *,
+        max_tokens: int | None = None,
     ) -> AsyncGenerator[StreamDelta, None]:
-        """Stream the answer; the last delta has done=True, tool calls and usage."""
+        """Stream the answer (at most `max_tokens`); the last delta has done=True, tool calls
+        and usage."""
         ...
 
     async def complete(
-        self, model: str, messages: list[Message], context_tokens: int
+        self,
+        model: str,
+        messages: list[Message],
+        context_tokens: int,
+        *,
+        max_tokens: int | None = None,
     ) -> Completion:
-        """The whole answer at once, without tools."""
+        """The whole answer at once (at most `max_tokens`), without tools."""
         ...
 
     async def embed(self, model: str, texts: list[str]) -> Embeddings:

@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import random
-import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -14,13 +13,16 @@ from typing import Any
 
 from bot.config import Settings, is_ollama_model
 from bot.errors import LLMError, LLMUnavailableError
+from bot.llm.answer_limits import answer_limit
 from bot.llm.backend import BackendError, ChatBackend, ModelErrorKind, internal
 from bot.llm.token_factors import Calibration, TokenCalibrator
 from bot.llm.tokens import prompt_tokens, tool_tokens
 from bot.llm.tool_sets import PerToolSet
 from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSchema, Usage
+from bot.llm.usage_estimate import PromptShape, counted_usage
 from bot.store.repos.api_logs import ApiLogRepository
 from bot.store.repos.token_factors import TokenFactorRepository
+from bot.utils.durations import elapsed_ms, loop_now
 from bot.utils.log_setup import adopt_litellm_logging, wants_library_debug
 from bot.utils.redact import Redactor
 
@@ -31,7 +33,9 @@ DEFAULT_OLLAMA_EMBED_MODEL = "ollama/nomic-embed-text"
 # How much of each embedded text an api_logs row keeps (the vectors are not logged at all).
 EMBED_LOG_CHARS = 200
 # The api_logs error of a streamed call its caller stopped (a turn's bound) or that was cancelled.
-STOPPED_BY_CALLER = "Stopped by the caller before the model finished (a turn's length bound)."
+STOPPED_BY_CALLER = (
+    "Stopped by the caller before the model finished (a turn's length or repetition bound)."
+)
 CANCELLED = "Cancelled before the model finished (a turn's time bound, or shutdown)."
 
 
@@ -120,6 +124,9 @@ class _CallLog:
     purpose: str
     request: dict[str, Any]
     started: float
+    # What was sent, for the estimate of its tokens when the server does not count them.
+    shape: PromptShape = field(default_factory=PromptShape)
+    embedding: bool = False
 
 
 @dataclass
@@ -258,6 +265,13 @@ class LLMGateway:
         if self._logs is None:
             return
         redact = self._redactor()
+        counts = counted_usage(
+            usage,
+            call.shape,
+            response,
+            factor=self._calibrator.factor(call.model),
+            embedding=call.embedding,
+        )
         try:
             if _rough_chars(call.request) > LOG_ON_THREAD_CHARS:
                 request_json = await asyncio.to_thread(_redacted_json, redact, call.request)
@@ -270,10 +284,11 @@ class LLMGateway:
                 request_json=request_json,
                 response_text=None if response is None else redact(response),
                 error=None if error is None else redact(error),
-                latency_ms=int((time.perf_counter() - call.started) * 1000),
-                prompt_tokens=usage.prompt_tokens if usage else None,
-                completion_tokens=usage.completion_tokens if usage else None,
-                cost=usage.cost if usage else None,
+                latency_ms=elapsed_ms(call.started),
+                prompt_tokens=counts.prompt_tokens,
+                completion_tokens=counts.completion_tokens,
+                cost=counts.cost,
+                tokens_estimated=counts.estimated,
             )
         except Exception:
             log.exception("could not write api log")
@@ -341,28 +356,29 @@ class LLMGateway:
         model: str | None = None,
         session_id: str | None = None,
         purpose: str = "chat",
+        max_tokens: int | None = None,
     ) -> AsyncGenerator[StreamDelta, None]:
         """Stream an answer; raises LLMError (user-facing text) when the model fails.
 
+        The server stops the answer at `max_tokens` (default: the purpose's answer limit).
         Transient failures before the first delta are retried; closing the generator early
         closes the backend's stream (and its connection). One api_logs row per call.
         """
         settings = self._settings()
         name = model or settings.llm_model
+        window = settings.llm_context_tokens
+        limit = answer_limit(purpose, window) if max_tokens is None else max_tokens
         backend = await self._resolved_backend(name)
-        call = _CallLog(
-            session_id,
-            name,
-            purpose,
-            {"model": name, "messages": messages, "tools": _tool_names(tools)},
-            time.perf_counter(),
-        )
+        request: dict[str, Any] = {"model": name, "messages": messages, "max_tokens": limit}
+        request["tools"] = _tool_names(tools)
+        shape = PromptShape(messages, tools)
+        call = _CallLog(session_id, name, purpose, request, loop_now(), shape)
         attempt = 1
         while True:
             progress = _Progress()
             try:
                 async with aclosing(
-                    backend.stream(name, messages, tools, settings.llm_context_tokens)
+                    backend.stream(name, messages, tools, window, max_tokens=limit)
                 ) as deltas:
                     async for delta in deltas:
                         if delta.done:
@@ -416,18 +432,27 @@ class LLMGateway:
         model: str | None = None,
         session_id: str | None = None,
         purpose: str = "complete",
+        max_tokens: int | None = None,
     ) -> Completion:
-        """A whole answer without tools (summaries, tags, topic openers)."""
+        """A whole answer without tools (summaries, tags, topic openers), at most `max_tokens`
+        long (default: the purpose's answer limit)."""
         settings = self._settings()
         name = model or settings.llm_model
+        window = settings.llm_context_tokens
+        limit = answer_limit(purpose, window) if max_tokens is None else max_tokens
         backend = await self._resolved_backend(name)
         call = _CallLog(
-            session_id, name, purpose, {"model": name, "messages": messages}, time.perf_counter()
+            session_id,
+            name,
+            purpose,
+            {"model": name, "messages": messages, "max_tokens": limit},
+            loop_now(),
+            PromptShape(messages),
         )
         attempt = 1
         while True:
             try:
-                result = await backend.complete(name, messages, settings.llm_context_tokens)
+                result = await backend.complete(name, messages, window, max_tokens=limit)
             except Exception as failure:
                 await self._retry_or_fail(call, self._as_backend_error(failure, name), attempt)
                 attempt += 1
@@ -468,7 +493,9 @@ class LLMGateway:
                 "texts": len(texts),
                 "chars": sum(len(text) for text in texts),
             },
-            time.perf_counter(),
+            loop_now(),
+            PromptShape(texts=texts),
+            embedding=True,
         )
         try:
             backend = await self._resolved_backend(name, for_embedding=True)

@@ -102,8 +102,8 @@ class LiteLLMBackend:
         self._timeout = timeout
         self._litellm = import_litellm()
 
-    def _kwargs(self, model: str) -> dict[str, Any]:
-        return {
+    def _kwargs(self, model: str, max_tokens: int | None = None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
             "model": model,
             "api_base": self.api_base,
             "api_key": self._api_key,
@@ -111,6 +111,9 @@ class LiteLLMBackend:
             "num_retries": 0,
             "max_retries": 0,
         }
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        return kwargs
 
     def _target(self, model: str, *, embedding: bool = False, context: int | None = None) -> Target:
         return Target(
@@ -190,12 +193,15 @@ class LiteLLMBackend:
         messages: list[Message],
         tools: list[ToolSchema] | None,
         context_tokens: int,
+        *,
+        max_tokens: int | None = None,
     ) -> AsyncGenerator[StreamDelta, None]:
         """Stream a chat answer; tool-call deltas are reassembled by index."""
         pending: dict[int, dict[str, str]] = {}
         usage = Usage()
         said = False
-        kwargs = self._kwargs(model)
+        finish: str | None = None
+        kwargs = self._kwargs(model, max_tokens)
         if tools:
             kwargs["tools"] = tools
         try:
@@ -222,6 +228,7 @@ class LiteLLMBackend:
                         usage = Usage(chunk_usage.prompt_tokens, chunk_usage.completion_tokens)
                     if not chunk.choices:
                         continue
+                    finish = getattr(chunk.choices[0], "finish_reason", None) or finish
                     delta = chunk.choices[0].delta
                     _collect_tool_calls(pending, getattr(delta, "tool_calls", None) or ())
                     if delta.content:
@@ -236,15 +243,22 @@ class LiteLLMBackend:
             detail = f"a body of type {content_type} instead of a stream of events"
             raise protocol_error(where, PROTOCOL, detail, status=200)
         usage.cost = self._cost(model, usage)
-        yield StreamDelta(tool_calls=_assembled_calls(pending), usage=usage, done=True)
+        yield StreamDelta(
+            tool_calls=_assembled_calls(pending), usage=usage, done=True, finish=finish
+        )
 
     async def complete(
-        self, model: str, messages: list[Message], context_tokens: int
+        self,
+        model: str,
+        messages: list[Message],
+        context_tokens: int,
+        *,
+        max_tokens: int | None = None,
     ) -> Completion:
         """A whole answer without tools."""
         try:
             response = await self._litellm.acompletion(
-                messages=to_openai_messages(messages), **self._kwargs(model)
+                messages=to_openai_messages(messages), **self._kwargs(model, max_tokens)
             )
         except Exception as exc:
             raise self._error(exc, self._target(model, context=context_tokens)) from exc

@@ -138,6 +138,14 @@ def _arguments_dict(arguments: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
+def _options(context_tokens: int, max_tokens: int | None) -> dict[str, int]:
+    """A chat call's model options: its window and, when given, the answer's limit."""
+    options = {"num_ctx": context_tokens}
+    if max_tokens is not None:
+        options["num_predict"] = max_tokens
+    return options
+
+
 @dataclass
 class _ChatReading:
     """What a chat stream has brought so far: its parts, its tool calls, its final line."""
@@ -165,7 +173,9 @@ class _ChatReading:
             # body's last bytes, just behind this line) is read at once.
             self.finished = True
             usage = Usage(part.prompt_eval_count, part.eval_count)
-            yield StreamDelta(tool_calls=self.calls, usage=usage, done=True)
+            yield StreamDelta(
+                tool_calls=self.calls, usage=usage, done=True, finish=part.done_reason
+            )
 
 
 class OllamaBackend:
@@ -252,11 +262,15 @@ class OllamaBackend:
         messages: list[Message],
         tools: list[ToolSchema] | None,
         context_tokens: int,
+        *,
+        max_tokens: int | None = None,
     ) -> AsyncGenerator[StreamDelta, None]:
         """Stream a chat answer; tool calls and usage come with the final delta."""
         reading = _ChatReading()
         try:
-            response = await self._open_chat(model, messages, tools, context_tokens)
+            response = await self._open_chat(
+                model, messages, tools, _options(context_tokens, max_tokens)
+            )
             # Closing this stream early (a caller's bound) closes the HTTP response at once.
             async with aclosing(response) as reply:  # type: ignore[type-var]
                 async for part in reply:
@@ -277,7 +291,7 @@ class OllamaBackend:
         model: str,
         messages: list[Message],
         tools: list[ToolSchema] | None,
-        context_tokens: int,
+        options: dict[str, int],
     ) -> AsyncIterator[ollama.ChatResponse]:
         """Send a streaming chat request; its parts, as the client parses them."""
         return await self._client.chat(
@@ -285,7 +299,7 @@ class OllamaBackend:
             messages=to_ollama_messages(messages),
             tools=self._tools(tools) if tools else None,
             stream=True,
-            options={"num_ctx": context_tokens},
+            options=options,
         )
 
     def _stream_failure(self, exc: Exception, target: Target, parts: int) -> BackendError:
@@ -308,7 +322,12 @@ class OllamaBackend:
         return protocol_error(self.host, "Ollama", detail)
 
     async def complete(
-        self, model: str, messages: list[Message], context_tokens: int
+        self,
+        model: str,
+        messages: list[Message],
+        context_tokens: int,
+        *,
+        max_tokens: int | None = None,
     ) -> Completion:
         """A whole answer without tools."""
         try:
@@ -316,7 +335,7 @@ class OllamaBackend:
                 model=strip_ollama_prefix(model),
                 messages=to_ollama_messages(messages),
                 stream=False,
-                options={"num_ctx": context_tokens},
+                options=_options(context_tokens, max_tokens),
             )
         except Exception as exc:
             raise self._failure(exc, self._target(model, context=context_tokens)) from exc

@@ -27,6 +27,8 @@ class Usage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cost: float | None = None
+    # A count is the project's estimate, not the server's (bot/llm/usage_estimate.py).
+    estimated: bool = False
 
 
 @dataclass
@@ -37,6 +39,8 @@ class StreamDelta:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     done: bool = False
+    # Why the server ended the answer, on the final delta when it says ("stop", "length"…).
+    finish: str | None = None
 
 
 @dataclass

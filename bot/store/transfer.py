@@ -53,6 +53,7 @@ from bot.store.repos.memories import MemoryRepository
 from bot.store.repos.messages import MessageRepository
 from bot.store.repos.sessions import SessionRepository
 from bot.store.repos.space_records import ensure_space_row
+from bot.store.spaces import SpaceIdText
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class ExportedSession(_Strict):
     """The session row."""
 
     id: TextId
-    space_id: Annotated[str, Field(max_length=100)] | None = None
+    space_id: SpaceIdText | None = None
     title: str = ""
     model: str | None = None
     source: str = "import"

@@ -65,11 +65,14 @@ class ErrorEvent:
     `model_down`: the model could not be reached; Discord shows members its own short notice.
     `detail`: the operator's sentence (address, what failed, the fix), for operator contexts
     only (the terminal chat, the admin page); None when `message` says it all.
+    `not_stored`: the user's message could not be stored, so the turn never started (the
+    message says so and why; nothing was sent to the model).
     """
 
     message: str
     model_down: bool = False
     detail: str | None = None
+    not_stored: bool = False
 
 
 def operator_message(event: ErrorEvent) -> str:

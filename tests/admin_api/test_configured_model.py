@@ -58,12 +58,16 @@ async def test_the_seeded_connection_follows_llm_model_and_status_turns_green(
     )
 
 
-@pytest.mark.sqlite_only(reason="builds a schema-7 SQLite file by hand")
+# The schema before `model_presets.seeded` (migration 9).
+BEFORE_SEEDED = 8
+
+
+@pytest.mark.sqlite_only(reason="builds an older SQLite file by hand")
 async def test_an_upgraded_database_marks_the_first_seeded_connection(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     conn = await aiosqlite.connect(path, isolation_level=None)
     try:
-        assert await migrate(conn, target=7) == 7
+        assert await migrate(conn, target=BEFORE_SEEDED) == BEFORE_SEEDED
         await conn.executescript(
             "INSERT INTO model_presets (label, value, created_at) VALUES "
             f"('qwen3:8b', '{DEFAULT}', '{T}'), ('llama3', 'ollama/llama3', '{T}');"

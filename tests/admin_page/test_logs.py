@@ -35,6 +35,9 @@ async def seed_logs(ui: Ui) -> None:
             response_text=None,
             error=f"The model broke ({n})",
             latency_ms=7,
+            prompt_tokens=12,
+            completion_tokens=0,
+            tokens_estimated=True,
         )
 
 
@@ -60,6 +63,7 @@ async def test_filter_errors_detail_paging_and_delete(ui: Ui) -> None:
     await expect(rows).to_have_count(2)
     await expect(rows.first).to_contain_text("Error: The model broke (1)")
     await expect(rows.nth(1)).to_contain_text("Error: The model broke (0)")
+    await expect(rows.first).to_contain_text("≈ 12 / 0")  # PlayChat's estimate, marked
     await expect(ui.page.locator("#log-delete-matching")).to_have_text("Delete matching logs")
     await ui.shoot("logs")
 

@@ -154,6 +154,40 @@ async def test_an_answer_stored_after_this_turn_still_joins_its_question(store: 
     assert contents == ["first question", "first answer", "second question"]
 
 
+async def test_a_turn_queued_behind_a_long_burst_ends_with_its_own_message(store: Store) -> None:
+    questions = [await add(store, "user", f"q{n:03d}") for n in range(120)]
+    for question in questions[:110]:
+        await add(store, "assistant", f"a{question.content}", reply_to=question.id)
+    mine = questions[110]  # 110 answers, all stored after it, are newer by id
+
+    built = await build(store, mine, 32768)
+
+    conversation = built.messages[1:]
+    assert conversation[-1] == {"role": "user", "content": "q110"}
+    assert conversation[-3:-1] == [
+        {"role": "user", "content": "q109"},
+        {"role": "assistant", "content": "aq109"},
+    ]
+    assert not any(m["content"] in ("q111", "q119") for m in conversation), "later turns"
+
+
+async def test_a_turns_message_no_longer_live_is_still_what_the_model_answers(
+    store: Store,
+) -> None:
+    await add(store, "user", "earlier")
+    mine = await add(store, "user", "my question", author_name="Ann")
+    assert await store.memories.summarize_messages(LOCAL, store.session_id, [mine.id], "gone")
+    builder = ContextBuilder(store.messages, store.memories)
+    request = ContextRequest(
+        LOCAL, store.session_id, mine.content, mine.id, settings(4096), author_name="Ann"
+    )
+
+    built = await builder.build(request)
+
+    assert built.messages[-1] == {"role": "user", "content": "[Ann] my question"}
+    assert [m["content"] for m in built.messages[1:-1] if m["role"] == "user"] == ["earlier"]
+
+
 async def test_an_oversized_newest_message_is_cut_not_dropped(store: Store) -> None:
     await add(store, "assistant", "earlier")
     user = await add(store, "user", "long " * 5000)

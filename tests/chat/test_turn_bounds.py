@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.chat.engine import TurnRequest
 from bot.llm.gateway import CANCELLED, STOPPED_BY_CALLER
+from bot.llm.tokens import estimate_tokens
 from bot.services import ServiceOptions, Services, open_services
 from bot.store.repos.api_logs import ApiLog, ApiLogFilter
 from bot.turn.events import ChunkEvent, DoneEvent, ErrorEvent, Event, SessionEvent
@@ -44,6 +45,13 @@ async def chat_logs(services: Services) -> list[ApiLog]:
     return [row for row in rows if row.purpose == "chat"]
 
 
+def assert_estimated(row: ApiLog) -> None:
+    """A stream stopped by a bound has no counts from the server: the row has estimates."""
+    assert row.tokens_estimated
+    assert row.prompt_tokens is not None and row.prompt_tokens > 0
+    assert row.completion_tokens == estimate_tokens(row.response_text or "") > 0
+
+
 def opener(make_settings: SettingsFactory, backend: str, options: ServiceOptions) -> Opener:
     @asynccontextmanager
     async def open_with(**overrides: Any) -> AsyncIterator[Services]:
@@ -62,7 +70,7 @@ async def test_an_endless_answer_ends_at_the_time_bound_and_the_next_message_run
     open_with = opener(make_settings, backend, service_options)
     async with open_with(turn_timeout=1.0) as services:
         # Warm up: LiteLLM's first import (seconds, blocking) must not eat the bound.
-        llm.script(Text("Ready."), Endless(interval=0.005), Text("Second answer."))
+        llm.script(Text("Ready."), Endless(interval=0.005, numbered=True), Text("Second answer."))
         await services.gateway.complete([{"role": "user", "content": "warm up"}])
         session_id = "endless-session"
         first = asyncio.create_task(run(services, "tell me everything", session_id))
@@ -75,7 +83,7 @@ async def test_an_endless_answer_ends_at_the_time_bound_and_the_next_message_run
         assert isinstance(done, DoneEvent), events[-3:]
         notice = "(Stopped here: the answer took longer than 1 seconds.)"
         said, _, tail = done.text.rpartition("\n\n")
-        assert tail == notice and said.startswith("and then some more and"), done.text[-200:]
+        assert tail == notice and said.startswith("and then some more 1 and"), done.text[-200:]
         streamed, _, shown_notice = answer(events).rpartition("\n\n")
         assert (streamed.strip(), shown_notice) == (said, notice), "what was shown is stored"
         stored = await services.repos.messages.all_for_session(LOCAL, session_id)
@@ -90,6 +98,7 @@ async def test_an_endless_answer_ends_at_the_time_bound_and_the_next_message_run
         assert first_log.response_text is not None and first_log.response_text.startswith(
             "and then"
         )
+        assert_estimated(first_log)
 
 
 async def test_an_endless_answer_ends_at_the_length_bound(
@@ -100,7 +109,7 @@ async def test_an_endless_answer_ends_at_the_length_bound(
 ) -> None:
     open_with = opener(make_settings, backend, service_options)
     async with open_with(max_answer_chars=303) as services:
-        llm.script(Endless(interval=0.001))
+        llm.script(Endless(interval=0.001, numbered=True))
         events = await run(services, "say words forever")
 
         done = events[-1]
@@ -116,4 +125,5 @@ async def test_an_endless_answer_ends_at_the_length_bound(
         (row,) = await chat_logs(services)
         assert row.error == STOPPED_BY_CALLER
         assert row.response_text is not None and len(row.response_text) >= 303
+        assert_estimated(row)
         assert len(llm.chat_requests) == 1, "one call, not retried"

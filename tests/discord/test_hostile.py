@@ -27,7 +27,7 @@ async def test_an_endless_stream_into_a_thread_ends_at_the_bound_and_the_next_me
     world: WorldFactory,
 ) -> None:
     async with world(turn_timeout=1.5, stream_edit_interval=0.2) as w:
-        w.llm.script(Endless(interval=0.01), Text("Here is a short one."))
+        w.llm.script(Endless(interval=0.01, numbered=True), Text("Here is a short one."))
         sent = await w.server.inject_message("Talk forever")
         thread_id = await w.wait_thread(sent)
         await w.server.wait_for(lambda: w.bot_messages(thread_id) or None)

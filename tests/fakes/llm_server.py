@@ -30,8 +30,8 @@ import ssl
 import struct
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -110,6 +110,18 @@ class RecordedRequest:
             for tool in self.tools
             if isinstance(tool, dict) and isinstance(tool.get("function"), dict)
         ]
+
+    @property
+    def answer_limit(self) -> int | None:
+        """The answer's token limit sent (Ollama `options.num_predict`, OpenAI `max_tokens`)."""
+        if self.protocol == "ollama":
+            options = self._field("options")
+            value = options.get("num_predict") if isinstance(options, dict) else None
+        else:
+            value = self._field("max_tokens")
+            if value is None:
+                value = self._field("max_completion_tokens")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     @property
     def stream(self) -> bool:
@@ -277,13 +289,17 @@ class Hang:
 class Endless:
     """A model that never stops: the words of `text`, over and over, one every `interval` s.
 
-    The stream goes on until the client goes away (recorded in `client_closed`) or the server
-    closes. Successive pieces differ, as a real model's do. Non-streaming requests get nothing
-    (as with Hang).
+    The stream goes on until the client goes away (recorded in `client_closed`), the server
+    closes, or it reaches the answer limit the request carries (then it ends as a server does,
+    with finish reason "length" and the counts). Successive pieces differ, as a real model's
+    do. With `numbered` each cycle ends with its number, so the answer never repeats a passage
+    (a model that goes on, not one that loops). Non-streaming requests get nothing (as with
+    Hang).
     """
 
     text: str = "and then some more "
     interval: float = 0.005
+    numbered: bool = False
 
     def __post_init__(self) -> None:
         if not self.text.strip():
@@ -295,6 +311,13 @@ class Endless:
     def pieces(self) -> list[str]:
         """The pieces of one cycle."""
         return _word_pieces(self.text)
+
+    def stream(self) -> Iterator[str]:
+        """Every piece of the endless answer, in order."""
+        for cycle in itertools.count(1):
+            yield from self.pieces
+            if self.numbered:
+                yield f"{cycle} "
 
 
 HTML_PAGE = (
@@ -401,6 +424,8 @@ class _Plan:
     delay: float
     prompt_tokens: int
     completion_tokens: int
+    # Set when the answer was cut at the request's limit ("length").
+    finish: str | None = None
 
     @property
     def text(self) -> str:
@@ -408,6 +433,8 @@ class _Plan:
 
     @property
     def finish_reason(self) -> str:
+        if self.finish is not None:
+            return self.finish
         return "tool_calls" if self.calls else "stop"
 
 
@@ -437,7 +464,7 @@ class _OllamaWire:
 
     def _done_fields(self, plan: _Plan) -> dict[str, Any]:
         return {
-            "done_reason": "stop",
+            "done_reason": plan.finish or "stop",
             "total_duration": 1_000_000,
             "load_duration": 1_000,
             "prompt_eval_count": plan.prompt_tokens,
@@ -909,7 +936,12 @@ class FakeLLMServer:
                 self._abort(request)
                 return response
             await response.prepare(request)
-            for i, piece in enumerate(itertools.cycle(reply.pieces)):
+            limit = recorded.answer_limit
+            said = 0
+            for i, piece in enumerate(reply.stream()):
+                if limit is not None and said + _count_tokens(piece) > limit:
+                    return await self._end_at_limit(request, response, wire, plan, said)
+                said += _count_tokens(piece)
                 await response.write(wire.content_frame(plan, piece, first=i == 0))
                 if not await self._pause(reply.interval):
                     self._abort(request)
@@ -919,6 +951,26 @@ class FakeLLMServer:
         except (ConnectionError, asyncio.CancelledError):
             log.debug("FakeLLMServer: client closed the endless stream")
             await self._client_went_away(recorded)
+        return response
+
+    async def _end_at_limit(
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        wire: _Wire,
+        plan: _Plan,
+        said: int,
+    ) -> web.StreamResponse:
+        """End an endless answer at the request's token limit, as a server does."""
+        body = await request.json()
+        prompt = _count_tokens(json.dumps(body.get("messages"), ensure_ascii=False))
+        ended = replace(plan, prompt_tokens=prompt, completion_tokens=said, finish="length")
+        options = body.get("stream_options")
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        for frame in wire.tail_frames(ended, include_usage):
+            await response.write(frame)
+        self.streams_ended.append(time.monotonic())
+        await response.write_eof()
         return response
 
     async def _invalid_json(

@@ -43,9 +43,12 @@ class PaceWitness:
         messages: list[Message],
         tools: list[ToolSchema] | None,
         context_tokens: int,
+        *,
+        max_tokens: int | None = None,
     ) -> AsyncGenerator[StreamDelta, None]:
         """The inner backend's stream, noted."""
-        async for delta in self._inner.stream(model, messages, tools, context_tokens):
+        inner = self._inner.stream(model, messages, tools, context_tokens, max_tokens=max_tokens)
+        async for delta in inner:
             self.seen.append((delta.text, delta.done, pace_now()))
             yield delta
         self.at_end.append(pace_now())

@@ -22,6 +22,7 @@ from bot.store.repos.topics import TopicRepository
 from bot.store.repos.word_pool import WordPoolRepository
 from bot.store.spaces import (
     ALL_SPACES,
+    MAX_DISCORD_ID,
     conversation_space,
     dm_space,
     guild_space,
@@ -29,10 +30,57 @@ from bot.store.spaces import (
     local_space,
     parse_space,
     space_dirname,
+    space_id_problem,
 )
 
 A = "guild:100"
 B = "guild:200"
+
+
+# Refused by parse_space: each would be a second spelling of a space or not fit the store.
+ODD_SPACE_IDS = (
+    "guild:01",
+    "dm:007",
+    "guild:0",
+    "guild:9223372036854775808",  # 2^63
+    "guild:18446744073709551615",  # 2^64 - 1
+    "dm:18446744073709551616",  # 2^64
+    "guild:-1",
+    "guild:+5",
+    "",
+    "guild:",
+    "guild:１２",
+    "guild:١٢",
+    " guild:12",
+    "guild:12 ",
+    "guild:12\n",
+    "GUILD:12",
+    "local:",
+    "local:home\n",
+    "local:ｈｏｍｅ",
+    "local:" + "a" * 65,
+)
+
+
+@pytest.mark.parametrize("bad", ODD_SPACE_IDS)
+def test_only_the_one_spelling_of_a_space_id_parses(bad: str) -> None:
+    with pytest.raises(ValidationError):
+        parse_space(bad)
+    assert space_id_problem(bad) is not None
+
+
+def test_the_largest_discord_id_the_store_holds_is_a_space() -> None:
+    top = 2**63 - 1
+    assert parse_space(f"guild:{top}").discord_id == top == MAX_DISCORD_ID
+    assert guild_space(top) == f"guild:{top}" and dm_space(str(top)) == f"dm:{top}"
+    assert parse_space("local:" + "a" * 64).name == "a" * 64
+    for bad_id in (0, -1, 2**63, True, "01", "１２", "12\n", " 12"):
+        with pytest.raises(ValidationError):
+            guild_space(bad_id)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError):
+            dm_space(bad_id)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        local_space("home\n")
 
 
 def test_space_ids_parse_and_format() -> None:

@@ -22,7 +22,8 @@ function localToIso(value) {
 
 function tokens(row) {
   const show = (n) => (n === null || n === undefined ? '–' : String(n));
-  return `${show(row.prompt_tokens)} / ${show(row.completion_tokens)}`;
+  const counts = `${show(row.prompt_tokens)} / ${show(row.completion_tokens)}`;
+  return row.tokens_estimated ? `≈ ${counts}` : counts;
 }
 
 function median(values) {

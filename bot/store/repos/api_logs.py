@@ -27,6 +27,8 @@ class ApiLog:
     completion_tokens: int | None
     cost: float | None
     created_at: str
+    # The token counts are (partly) the project's estimate: the server sent none for them.
+    tokens_estimated: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,12 +68,14 @@ class ApiLogFilter:
 
 _COLUMNS = (
     "id, session_id, space_id, model, purpose, request_json, response_text, error, latency_ms, "
-    "prompt_tokens, completion_tokens, cost, created_at"
+    "prompt_tokens, completion_tokens, cost, created_at, tokens_estimated"
 )
 
 
 def _log(row: Row) -> ApiLog:
-    return ApiLog(**{key: row[key] for key in row.keys()})  # noqa: SIM118
+    values = {key: row[key] for key in row.keys()}  # noqa: SIM118
+    values["tokens_estimated"] = bool(values["tokens_estimated"])
+    return ApiLog(**values)
 
 
 class ApiLogRepository:
@@ -93,6 +97,7 @@ class ApiLogRepository:
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
         cost: float | None = None,
+        tokens_estimated: bool = False,
     ) -> int:
         """Insert one log row (callers pass already-redacted text).
 
@@ -100,7 +105,7 @@ class ApiLogRepository:
         """
         return await self._db.insert(
             f"INSERT INTO api_logs ({_COLUMNS.removeprefix('id, ')}) VALUES (?, "
-            "(SELECT space_id FROM sessions WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "(SELECT space_id FROM sessions WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 session_id,
                 session_id,
@@ -114,6 +119,7 @@ class ApiLogRepository:
                 completion_tokens,
                 cost,
                 utcnow(),
+                int(tokens_estimated),
             ),
         )
 

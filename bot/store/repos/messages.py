@@ -38,6 +38,10 @@ _COLUMNS = (
     "reply_to, archived_at, memory_id, created_at"
 )
 
+# A message's place in the conversation in SQL (StoredMessage.order_key's first part): an
+# answer sits with the message it answers.
+_ORDER_KEY = "COALESCE(reply_to, id)"
+
 
 def _message(row: Row) -> StoredMessage:
     return StoredMessage(
@@ -171,14 +175,22 @@ class MessageRepository:
         )
         return None if row is None else _message(row)
 
-    async def recent_live(self, space: str, session_id: str, limit: int) -> list[StoredMessage]:
-        """The newest `limit` unarchived messages, in conversation order."""
+    async def recent_live(
+        self, space: str, session_id: str, limit: int, *, up_to: int | None = None
+    ) -> list[StoredMessage]:
+        """The newest `limit` unarchived messages, in conversation order; with `up_to`, only
+        the message of that id, those before it and the answers to them (a turn's view).
+
+        Read newest id first (the index walk stops early, however long the archive), twice
+        the limit: answers stored after later questions still find their place.
+        """
+        until = "" if up_to is None else f"AND {_ORDER_KEY} <= ? "
         rows = await self._db.fetchall(
             f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND session_id = ? "
-            "AND archived_at IS NULL ORDER BY id DESC LIMIT ?",
-            (space, session_id, limit),
+            f"AND archived_at IS NULL {until}ORDER BY id DESC LIMIT ?",
+            (space, session_id, *(() if up_to is None else (up_to,)), limit * 2),
         )
-        return conversation_order([_message(row) for row in rows])
+        return conversation_order([_message(row) for row in rows])[-limit:]
 
     async def count_live(self, space: str, session_id: str) -> int:
         """How many unarchived messages the session has."""
@@ -189,14 +201,34 @@ class MessageRepository:
         )
         return int(value or 0)
 
-    async def oldest_live(self, space: str, session_id: str, limit: int) -> list[StoredMessage]:
-        """The oldest `limit` unarchived messages, in conversation order."""
+    async def oldest_live(
+        self, space: str, session_id: str, limit: int, *, before: int | None = None
+    ) -> list[StoredMessage]:
+        """The oldest `limit` unarchived messages, in conversation order; with `before`, only
+        messages older than that id and the answers to them."""
+        until = "" if before is None else f"AND {_ORDER_KEY} < ? "
         rows = await self._db.fetchall(
             f"SELECT {_COLUMNS} FROM messages WHERE space_id = ? AND session_id = ? "
-            "AND archived_at IS NULL ORDER BY id LIMIT ?",
-            (space, session_id, limit * 2),
+            f"AND archived_at IS NULL {until}ORDER BY {_ORDER_KEY}, id LIMIT ?",
+            (space, session_id, *(() if before is None else (before,)), limit),
         )
-        return conversation_order([_message(row) for row in rows])[:limit]
+        return [_message(row) for row in rows]
+
+    async def first_unanswered(self, space: str, session_id: str) -> int | None:
+        """The oldest live user message after the newest answered one: its turn may still be
+        waiting (in this process or another), so nothing from it on is summarised.
+
+        Only live answers are looked at (the live-message index, however long the archive):
+        archiving takes the oldest first, so a live question's answer is live too.
+        """
+        value = await self._db.scalar(
+            "SELECT MIN(id) FROM messages WHERE space_id = ? AND session_id = ? "
+            "AND role = 'user' AND archived_at IS NULL AND id > COALESCE(("
+            "SELECT MAX(reply_to) FROM messages WHERE space_id = ? AND session_id = ? "
+            "AND archived_at IS NULL), 0)",
+            (space, session_id, space, session_id),
+        )
+        return None if value is None else int(value)
 
     async def unanswered_all_spaces(self, since: str, until: str) -> list[UnansweredMessage]:
         """Last messages of open Discord conversations, from a user, stored within

@@ -125,10 +125,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     # index (`recall_terms`: Janome words, English stems, speaker, date) with its full-text
     # index; `messages.recall_indexed_at` marks what the indexer handled.
     added_in(7),
-    # 8: the connection seeded from LLM_MODEL follows it (`model_presets.seeded`). Of existing
+    # 8: api_logs.tokens_estimated — a call's token counts are the project's estimate (a
+    # stream stopped early, a server that sends none).
+    added_in(8),
+    # 9: the connection seeded from LLM_MODEL follows it (`model_presets.seeded`). Of existing
     # rows, the first one looks seeded when it is what the seed wrote: no address, no key,
     # its label the model string's name.
-    _with_steps(added_in(8), _MARK_SEEDED),
+    _with_steps(added_in(9), _MARK_SEEDED),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

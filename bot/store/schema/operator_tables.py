@@ -38,7 +38,7 @@ OPERATOR_TABLES: Final[tuple[Table, ...]] = (
             Column("api_base", TEXT, null=True, since=5),
             Column("api_key", TEXT, null=True, since=5),
             # 1: added at start for LLM_MODEL and never edited; it follows LLM_MODEL.
-            Column("seeded", INTEGER, default=0, since=8),
+            Column("seeded", INTEGER, default=0, since=9),
         ),
     ),
     Table(
@@ -67,6 +67,8 @@ OPERATOR_TABLES: Final[tuple[Table, ...]] = (
             Column("cost", REAL, null=True),
             CREATED,
             Column("space_id", TEXT, null=True),
+            # 1: a token count is the project's estimate (the server sent none for it).
+            Column("tokens_estimated", INTEGER, default=0, since=8),
         ),
         indexes=(
             Index("ix_api_logs_session", ("session_id", "id")),

@@ -8,7 +8,6 @@ import hashlib
 import json
 import logging
 import re
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +47,7 @@ from bot.tools.mcp.metadata import (
     vet_tool,
 )
 from bot.tools.mcp.status import KnownTool, ReloadReport, ServerStatus
+from bot.utils.durations import elapsed_ms, loop_now
 from bot.utils.redact import Redactor
 
 log = logging.getLogger(__name__)
@@ -387,7 +387,7 @@ class McpManager:
     ) -> str:
         connection = self._connections[server]
         timeout = connection.config.timeout or self._settings().mcp_call_timeout
-        started = time.perf_counter()
+        started = loop_now()
         text: str | None = None
         error: str | None = None
         # What went wrong, without server-supplied text (that may quote the conversation).
@@ -411,7 +411,7 @@ class McpManager:
             if result.is_error:
                 error = text.strip() or f"MCP tool {name} reported an error"
                 outcome = "tool reported an error"
-        latency_ms = int((time.perf_counter() - started) * 1000)
+        latency_ms = elapsed_ms(started)
         level = logging.INFO if error is None else logging.WARNING
         log.log(level, "MCP %s.%s %s in %d ms", server, tool, outcome, latency_ms)
         await self._log_call(
