@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiohttp import log as web_log
 from aiohttp import web
 
 from admin_api.config import AdminConfig, check_bind
@@ -186,8 +187,12 @@ async def serve(services: Services, *, config: AdminConfig | None = None) -> Adm
     config = config or AdminConfig.from_settings(services.settings())
     check_bind(config.host, password_set=config.password is not None)
     app = create_app(services, config=config)
+    # The page's own requests (a poll every few seconds) would fill the log and the live log.
     runner = web.AppRunner(
-        app, shutdown_timeout=config.shutdown_timeout, keepalive_timeout=config.keepalive_timeout
+        app,
+        shutdown_timeout=config.shutdown_timeout,
+        keepalive_timeout=config.keepalive_timeout,
+        access_log=web_log.access_logger if config.access_log else None,
     )
     await runner.setup()
     try:

@@ -136,6 +136,7 @@ class AdminConfig:
     keepalive_timeout: float = 15.0
     max_connections: int = 100
     trusted_proxies: tuple[Network, ...] = ()
+    access_log: bool = False  # one aiohttp.access line per request (ADMIN_ACCESS_LOG)
     clock: Clock = time.time
 
     @classmethod
@@ -160,6 +161,7 @@ class AdminConfig:
             trusted_proxies=tuple(
                 ipaddress.ip_network(net) for net in settings.admin_trusted_proxies
             ),
+            access_log=settings.admin_access_log,
             clock=clock,
         )
 

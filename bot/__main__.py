@@ -102,6 +102,7 @@ async def run_chat(settings: Settings, space: str | None = None) -> int:
             model=model,
             address=lambda name: backend_address(services.settings(), name),
             log_note=log_note,
+            page_settings=len(services.settings.page_overrides()),
         )
         code = await chat.run()
         await services.tasks.drain()
@@ -158,8 +159,7 @@ async def serve_all(
                     server = await serve(services, config=config)
                 except OSError as exc:
                     raise bind_failure(config.host, config.port, exc) from exc
-                stack.push_async_callback(server.close)
-                log.info("admin API on %s", server.url)
+                stack.push_async_callback(server.close)  # it logs its own address
             return await run_discord(services, stop=stop)
     finally:
         readiness.stop()

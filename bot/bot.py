@@ -158,6 +158,10 @@ class PlayChatBot(commands.Bot):
     """
 
     def __init__(self, deps: BotDeps, *, extensions: Sequence[str] = DEFAULT_EXTENSIONS) -> None:
+        # PlayChat uses no voice: the client's "PyNaCl/davey is not installed" warnings would
+        # only alarm owners. discord.py warns once per process, guarded by these flags.
+        discord.VoiceClient.warn_nacl = False
+        discord.VoiceClient.warn_dave = False
         settings = deps.services.settings()
         super().__init__(
             command_prefix="!playchat ",

@@ -355,6 +355,10 @@ class Settings(BaseSettings):
         default=True,
         description="Run the admin API in this process (python -m admin_api runs it alone).",
     )
+    admin_access_log: bool = Field(
+        default=False,
+        description="Log one line per admin API request (aiohttp.access); off keeps the log quiet.",
+    )
     admin_allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra Host names the admin API answers to, e.g. behind a reverse proxy.",
@@ -718,6 +722,15 @@ def check_runtime_values(values: dict[str, Any]) -> dict[str, Any]:
     return {key: parsed.get(key) for key in values}
 
 
+def _log_value(key: str, value: Any) -> str:
+    """A setting's value for a log line: a secret as its last 4 characters only."""
+    if key in SECRET_KEYS:
+        text = str(value or "")
+        masked = mask_secret(text)
+        return f"…{masked['last4']}" if masked["set"] else "(not set)"
+    return repr(value)
+
+
 class RuntimeSettings:
     """Holds the current Settings; overrides are validated, stored and applied at once."""
 
@@ -759,6 +772,31 @@ class RuntimeSettings:
             return
         self._overrides = await self._stored()
         self._rebuild()
+        for line in self.page_override_lines():
+            log.info("%s", line)
+
+    def page_overrides(self) -> list[str]:
+        """The settings whose admin-page value differs from `.env`/the environment/default."""
+        return sorted(
+            key
+            for key, value in self._overrides.items()
+            if self._plain(getattr(self._base, key)) != value
+        )
+
+    def page_override_lines(self) -> list[str]:
+        """One sentence per page override: the value in effect and the one it hides (secrets
+        masked), so an owner reading the log knows why `.env` seems ignored."""
+        lines = []
+        for key in self.page_overrides():
+            name = key.upper()
+            source = ".env or the environment" if key in self._base.model_fields_set else "default"
+            now = _log_value(key, self._overrides[key])
+            hidden = _log_value(key, self._plain(getattr(self._base, key)))
+            lines.append(
+                f"{name}={now} comes from the admin page and overrides the {source} value "
+                f"{hidden}; reset it on the Settings page to use .env"
+            )
+        return lines
 
     async def reload(self) -> frozenset[str]:
         """Apply what another process stored meanwhile; listeners hear of the changed keys

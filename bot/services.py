@@ -356,15 +356,25 @@ def _add_engine_hooks(
 
 def _open_readiness(core: _Core, mcp: McpTools) -> Readiness:
     """Readiness of the model, embeddings, database and MCP; re-checked when the model changes."""
+
+    async def used() -> set[str]:
+        """The models in use: LLM_MODEL and every server's default."""
+        spaces = await core.repos.spaces.list()
+        defaults = {space.default_model for space in spaces if space.default_model}
+        return {core.runtime().llm_model, *defaults}
+
     readiness = build_readiness(
-        core.runtime, core.db, core.gateway, mcp, presets=core.repos.presets.list
+        core.runtime, core.db, core.gateway, mcp, presets=core.repos.presets.list, used=used
     )
+
+    async def recheck(follow: bool) -> None:
+        if follow:  # the configured model stays listed (the seeded connection follows it)
+            await core.repos.presets.seed(core.runtime().llm_model)
+        await readiness.check(["model", "connections", "embeddings"])
 
     def model_changed(_settings: Settings, keys: frozenset[str]) -> None:
         if keys & MODEL_KEYS:
-            core.tasks.spawn(
-                readiness.check(["model", "connections", "embeddings"]), name="readiness-model"
-            )
+            core.tasks.spawn(recheck("llm_model" in keys), name="readiness-model")
 
     core.runtime.subscribe(model_changed)
     return readiness

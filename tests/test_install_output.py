@@ -19,7 +19,7 @@ def _fake_venv(tmp_path: Path, exit_code: int) -> Path:
     python = venv / "bin" / "python"
     python.write_text(
         "#!/bin/sh\n"
-        f"i=0; while [ $i -lt {PIP_LINES} ]; do echo \"pip line $i\"; i=$((i+1)); done\n"
+        f'i=0; while [ $i -lt {PIP_LINES} ]; do echo "pip line $i"; i=$((i+1)); done\n'
         "echo 'editable install banner' >&2\n"
         f"exit {exit_code}\n",
         "utf-8",

@@ -14,6 +14,7 @@ from bot.__main__ import _parse_args
 from bot.store.engine.database import Database
 from tests.bot_process import bot_env, run_python, run_python_m_bot
 from tests.fakes.llm_server import FakeLLMServer, Raw, Text, ToolCalls
+from tests.ops.conftest import closed_port
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -57,6 +58,20 @@ async def test_piped_chat_reports_llm_failure_with_exit_code(
     code, out, err = await _run(["chat"], env, tmp_path, b"hello\n")
     assert code == 1
     assert "error:" in err and out == ""
+
+
+async def test_the_terminal_chat_tells_the_operator_the_address_and_the_fix(
+    tmp_path: Path,
+) -> None:
+    port = closed_port()
+    env = _env(tmp_path, LLM_API_BASE=f"http://127.0.0.1:{port}", LLM_MODEL="ollama/test-model")
+    code, out, err = await _run(["chat"], env, tmp_path, b"hello\n")
+    assert code == 1 and out == ""
+    shown = err.splitlines()[-1]
+    # The operator's sentence (the address, the setting), not the member's.
+    assert shown.startswith(f"error: The model server at http://127.0.0.1:{port} is not reachable")
+    assert "LLM_API_BASE" in shown
+    assert "not reachable right now" not in shown
 
 
 async def test_the_terminal_chat_speaks_the_configured_language(
@@ -259,10 +274,11 @@ async def test_piped_chat_fails_when_the_openai_server_answers_an_html_page(
     code, out, err = await _run(["chat"], _litellm_env(tmp_path, llm), tmp_path, b"hello\n")
     assert code == 1
     assert out == ""
-    assert err.splitlines()[-1] == (
-        "error: The language model server answered with something that is not the "
-        "OpenAI-compatible protocol; check LLM_API_BASE."
-    )
+    # The operator's sentence: the address, what came back and the setting.
+    shown = err.splitlines()[-1]
+    assert shown.startswith("error: The server at http://127.0.0.1:") and "/v1 answered" in shown
+    assert "(an HTML page (text/html" in shown
+    assert shown.endswith("LLM_API_BASE probably points at the wrong thing.")
     assert "empty answer" not in err
 
 

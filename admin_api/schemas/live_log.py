@@ -11,10 +11,14 @@ Backlog = Annotated[int, Field(ge=0, le=1000)]
 
 
 class LiveLogQuery(BaseModel):
-    """Which records: at or above `level`; `backlog` kept records first (0: only new ones)."""
+    """Which records: at or above `level`; `backlog` kept records first (0: only new ones);
+    `text` in the message (any case); `logger`: comma-separated logger names, each with its
+    children, to keep, or to leave out when it starts with "-" (`bot.llm,-bot.llm.pacing`)."""
 
     level: LevelName = "INFO"
     backlog: Backlog = 100
+    text: Annotated[str, Field(max_length=200)] = ""
+    logger: Annotated[str, Field(max_length=500)] = ""
 
 
 class LogEntryOut(BaseModel):

@@ -57,11 +57,34 @@ class PresetOut(BaseModel):
     api_base: str | None
     api_key: SecretOut
     created_at: str
+    configured: bool = Field(
+        default=False, description="The configured model (LLM_MODEL): what a turn uses by default."
+    )
+    seeded: bool = Field(
+        default=False,
+        description="Added for LLM_MODEL and never edited: it follows LLM_MODEL when it changes.",
+    )
+    state: Literal["ok", "down", "unknown"] = Field(
+        default="unknown", description="Whether it answered at the last connections check."
+    )
+    warning: str | None = Field(
+        default=None, description="Why it did not answer (the address and the fix), if not."
+    )
 
     @classmethod
-    def of(cls, preset: ModelPreset) -> PresetOut:
-        """The preset as the API shows it (the key masked)."""
-        return cls(
+    def of(cls, preset: ModelPreset, **shown: object) -> PresetOut:
+        """The preset as the API shows it (the key masked); `shown` adds configured, state…"""
+        return cls.model_validate(
+            {
+                **cls._fields_of(preset),
+                "seeded": preset.seeded,
+                **shown,
+            }
+        )
+
+    @staticmethod
+    def _fields_of(preset: ModelPreset) -> dict[str, object]:
+        return dict(
             id=preset.id,
             label=preset.label,
             value=preset.value,
@@ -74,7 +97,7 @@ class PresetOut(BaseModel):
 
 
 class PresetListOut(BaseModel):
-    """Every preset."""
+    """Every preset: the configured model first, then those that answered, then the rest."""
 
     presets: list[PresetOut]
 

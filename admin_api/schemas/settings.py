@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from admin_api.schemas.common import Body
 from bot.config import RUNTIME_KEYS, SECRET_KEYS, Settings
@@ -26,9 +26,21 @@ class SettingsOut(BaseModel):
 
 
 class SettingsUpdateIn(Body):
-    """New values by key; null resets a key; a secret sent back masked keeps the stored one."""
+    """New values by key; null resets a key; a secret sent back masked keeps the stored one.
 
-    values: dict[str, Any]
+    Keys are the runtime settings' names in lower case (`GET /api/settings/schema` lists them),
+    e.g. `{"values": {"llm_api_base": "http://127.0.0.1:11434", "llm_api_key": null}}`. A value
+    set here is stored in the database and wins over `.env` and the environment (each start
+    logs one line per such setting) until reset with null.
+    """
+
+    values: Annotated[
+        dict[str, Any],
+        Field(
+            description="Setting name (lower case) → new value; null resets it to .env.",
+            examples=[{"llm_api_base": "http://127.0.0.1:11434", "llm_api_key": None}],
+        ),
+    ]
 
 
 def runtime_settings_schema(base: Settings) -> dict[str, Any]:

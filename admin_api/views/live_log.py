@@ -26,7 +26,7 @@ from admin_api.schemas.live_log import (
 )
 from admin_api.views.chat import SSE_HEADERS
 from bot.services import Services
-from bot.utils.live_log import LogEntry, level_number
+from bot.utils.live_log import EntryFilter, LogEntry, level_number
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +61,12 @@ def _last_event_id(request: web.Request) -> int:
 
 
 async def recent_log(services: Services, query: LiveLogQuery) -> RecentLogOut:
-    """The newest kept application log records at or above `level`, oldest first."""
-    entries = services.live_log.recent(level_number(query.level), limit=query.backlog)
+    """The newest kept application log records at or above `level` (and matching `text` and
+    `logger`), oldest first."""
+    accepts = EntryFilter.parse(query.text, query.logger)
+    entries = services.live_log.recent(
+        level_number(query.level), limit=query.backlog, accepts=accepts
+    )
     return RecentLogOut(entries=[_entry(entry) for entry in entries])
 
 
@@ -72,17 +76,18 @@ async def live_log(
     """Stream the application log as server-sent events (entry, dropped).
 
     First up to `backlog` kept records (after Last-Event-ID when the client sends one), then
-    every new record at or above `level` until the client goes away. A comment line every
-    15 s keeps proxies from closing an idle stream.
+    every new record at or above `level` until the client goes away; `text` and `logger`
+    narrow both. A comment line every 15 s keeps proxies from closing an idle stream.
     """
     feed = services.live_log
     level = level_number(query.level)
-    subscription = feed.subscribe(level)
+    accepts = EntryFilter.parse(query.text, query.logger)
+    subscription = feed.subscribe(level, accepts)
     response = web.StreamResponse(headers=SSE_HEADERS)
     try:
         await response.prepare(request)
         after = _last_event_id(request)
-        for entry in feed.recent(level, after=after, limit=query.backlog):
+        for entry in feed.recent(level, after=after, limit=query.backlog, accepts=accepts):
             await response.write(_frame(_entry(entry)))
             after = entry.id
         reported = 0

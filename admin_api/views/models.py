@@ -54,9 +54,36 @@ def _key_change(value: str | MaskedSecretIn | None) -> dict[str, str | None]:
     return {} if is_masked(shown) or not isinstance(value, str) else {"api_key": value}
 
 
+# Order in the list (and the Chat screen's picker): working connections before the rest.
+_STATE_RANK = {"ok": 0, "unknown": 1, "down": 2}
+
+
+def _last_check(services: Services, preset: ModelPreset) -> dict[str, object]:
+    """The connection's state at the last connections check, and its warning when down."""
+    try:
+        parts = services.readiness.status("connections").parts
+    except KeyError:
+        return {}
+    prefix = f"{preset.value}: "
+    for part in parts:
+        if part.name == preset.label and part.detail.startswith(prefix):
+            if part.state == "ok":
+                return {"state": "ok"}
+            if part.state == "down":
+                return {"state": "down", "warning": part.detail[len(prefix) :]}
+    return {}
+
+
 async def list_presets(services: Services) -> PresetListOut:
-    """List model connections (keys masked)."""
-    return PresetListOut(presets=[PresetOut.of(p) for p in await services.repos.presets.list()])
+    """List model connections (keys masked): the configured model (LLM_MODEL) first and
+    marked, then those that answered at the last check, then the rest, each with its state."""
+    configured = services.settings().llm_model
+    shown = [
+        PresetOut.of(p, configured=p.value == configured, **_last_check(services, p))
+        for p in await services.repos.presets.list()
+    ]
+    shown.sort(key=lambda p: (not p.configured, _STATE_RANK[p.state]))
+    return PresetListOut(presets=shown)
 
 
 async def create_preset(services: Services, body: PresetIn) -> PresetOut:

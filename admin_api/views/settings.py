@@ -68,8 +68,11 @@ async def get_settings_schema(services: Services) -> dict[str, Any]:
 async def put_settings(services: Services, body: SettingsUpdateIn) -> SettingsOut:
     """Change runtime settings; null resets a key to its `.env` value.
 
-    All changes are validated first and applied together, or none is (422 naming each refused
-    key in `fields`). The running bot reads settings per call.
+    Body: `{"values": {"llm_api_base": "http://127.0.0.1:11434", "llm_api_key": null}}` —
+    lower-case setting names (see `/api/settings/schema`). A stored value wins over `.env` and
+    the environment until reset; every start logs one INFO line per such setting. All changes
+    are validated first and applied together, or none is (422 naming each refused key in
+    `fields`). The running bot reads settings per call.
     """
     changes = secret_changes(body.values)
     if changes:

@@ -21,7 +21,7 @@ from bot.config import Settings
 from bot.llm.types import Message, ToolSchema
 from bot.prompts import Prompts, prompts_for
 from bot.store.repos.memories import MemoryRepository
-from bot.store.repos.messages import MessageRepository, StoredMessage
+from bot.store.repos.messages import FAILED_TURN_ROLE, MessageRepository, StoredMessage
 
 log = logging.getLogger(__name__)
 
@@ -294,7 +294,7 @@ def _conversation(recent: Sequence[StoredMessage], request: ContextRequest) -> l
     conversation: list[Message] = [
         {"role": message.role, "content": _speaker_content(message)}
         for message in recent
-        if message.order_key[0] <= own and message.id != own
+        if message.order_key[0] <= own and message.id != own and message.role != FAILED_TURN_ROLE
     ]
     mine = next((message for message in recent if message.id == own), None)
     if mine is None:

@@ -23,14 +23,14 @@ from bot.chat.tokens import message_tokens
 from bot.chat.tool_budget import ToolBudget, resume_footer, split_footer, trim_tool_result
 from bot.chat.turn_fit import ToolText, fit_tool_texts
 from bot.config import Settings
-from bot.errors import LLMUnavailableError, UserFacingError
+from bot.errors import LLMError, LLMUnavailableError, UserFacingError
 from bot.llm.gateway import LLMGateway
 from bot.llm.litellm_backend import arguments_text
 from bot.llm.pacing import ReadPace, reading_at
 from bot.llm.types import Message, ToolCall
 from bot.memory.member_memory import MemberMemory
 from bot.prompts import Prompts, prompts_for
-from bot.store.repos.messages import MessageRepository, StoredMessage
+from bot.store.repos.messages import FAILED_TURN_ROLE, MessageRepository, StoredMessage
 from bot.store.repos.sessions import Session, SessionRepository
 from bot.store.repos.space_records import SpaceRecord, SpaceRepository
 from bot.tools.core import ToolRegistry
@@ -340,12 +340,12 @@ class ChatEngine:
             async with bound, stop:
                 await self._rounds(state, request, emit)
         except UserFacingError as exc:
-            emit(ErrorEvent(str(exc), model_down=isinstance(exc, LLMUnavailableError)))
+            await self._fail(state, emit, _error_event(exc))
             return
         except TimeoutError:
             if not bound.expired():
                 log.exception("turn failed in session %s", state.session.id)
-                emit(ErrorEvent(prompts["error_generic"]))
+                await self._fail(state, emit, ErrorEvent(prompts["error_generic"]))
                 return
             log.warning(
                 "turn in session %s stopped after %ss", state.session.id, settings.turn_timeout
@@ -354,7 +354,7 @@ class ChatEngine:
             state.stopped = prompts.format("answer_time_limit", seconds=seconds)
         except Exception:
             log.exception("turn failed in session %s", state.session.id)
-            emit(ErrorEvent(prompts["error_generic"]))
+            await self._fail(state, emit, ErrorEvent(prompts["error_generic"]))
             return
         text = "".join(state.answer).strip()
         if stop.stopped:
@@ -387,6 +387,21 @@ class ChatEngine:
         )
         for hook in self._turn_hooks:
             self._tasks.spawn(hook(result), name=f"turn-hook-{getattr(hook, '__name__', 'hook')}")
+
+    async def _fail(self, state: _TurnState, emit: Emit, event: ErrorEvent) -> None:
+        """Record the failed turn (its notice, as a `system` message answering the question),
+        then emit `event`: a later start must not take the turn for one a restart cut off."""
+        try:
+            await self._messages.add(
+                state.session.space_id,
+                state.session.id,
+                FAILED_TURN_ROLE,
+                event.message,
+                reply_to=state.user_message.id,
+            )
+        except Exception:
+            log.exception("could not record the failed turn in session %s", state.session.id)
+        emit(event)
 
     async def _rounds(self, state: _TurnState, request: TurnRequest, emit: Emit) -> None:
         """Model calls and tool rounds until the model answers without tools (or a bound)."""
@@ -707,3 +722,10 @@ def _finished_event(running: ToolEvent, result: ToolResult) -> ToolEvent:
 
 async def _await(task: asyncio.Task[None]) -> None:
     await task
+
+
+def _error_event(exc: UserFacingError) -> ErrorEvent:
+    """The error event of a failed turn: the member's sentence, and the operator's detail
+    (address, what failed, the fix) when the model call failed."""
+    detail = exc.detail if isinstance(exc, LLMError) and exc.detail != str(exc) else None
+    return ErrorEvent(str(exc), model_down=isinstance(exc, LLMUnavailableError), detail=detail)

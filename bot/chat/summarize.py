@@ -18,7 +18,7 @@ from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway
 from bot.prompts import prompts_for
 from bot.store.repos.memories import Memory, MemoryRepository
-from bot.store.repos.messages import MessageRepository, StoredMessage
+from bot.store.repos.messages import FAILED_TURN_ROLE, MessageRepository, StoredMessage
 from bot.utils.locks import KeyedLocks
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,8 @@ def transcript(messages: list[StoredMessage]) -> str:
     """Messages as `speaker: text` lines for the summariser."""
     lines = []
     for message in messages:
+        if message.role == FAILED_TURN_ROLE:
+            continue  # a failed turn's notice says nothing about the conversation
         speaker = message.author_name or message.role
         lines.append(f"{speaker}: {message.content}")
     return "\n".join(lines)

@@ -37,6 +37,7 @@ from bot.turn.events import (
     SessionEvent,
     SourcesEvent,
     ToolEvent,
+    operator_message,
 )
 
 EXIT_COMMANDS = frozenset({"/exit", "/quit"})
@@ -131,6 +132,7 @@ class TerminalChat:
         model: str = "",
         address: Callable[[str], str | None] | None = None,
         log_note: str = "",
+        page_settings: int = 0,
     ) -> None:
         self._engine = engine
         self._ui = ui
@@ -144,6 +146,7 @@ class TerminalChat:
         self._model: str | None = None
         self._address = address
         self._log_note = log_note
+        self._page_settings = page_settings
         self._quit = asyncio.Event()
         self._interrupted = False
         self._turn_stop: asyncio.Event | None = None
@@ -195,11 +198,13 @@ class TerminalChat:
                 self._out.write("\n")
                 self._out.flush()
                 return False
-            case ErrorEvent(message=message):
+            case ErrorEvent():
                 self.failed_turns += 1
                 if wrote_text:
                     self._out.write("\n")
-                self._err.write(self._ui.terminal_error.format(message=message) + "\n")
+                # The terminal's reader is the operator: the detail, not the member's sentence.
+                shown = operator_message(event)
+                self._err.write(self._ui.terminal_error.format(message=shown) + "\n")
                 self._err.flush()
                 return False
         return wrote_text
@@ -275,6 +280,8 @@ class TerminalChat:
             ),
             self._ui.terminal_commands,
         ]
+        if self._page_settings:
+            lines.append(self._ui.terminal_page_settings.format(count=self._page_settings))
         if self._log_note:
             lines.append(self._log_note)
         return "\n".join(lines)

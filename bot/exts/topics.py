@@ -20,6 +20,7 @@ from bot.store.repos.topics import TopicChannel
 from bot.topics.host_zone import host_timezone
 from bot.topics.policy import parse_hhmm, zone
 from bot.topics.scheduler import parse_cron
+from bot.topics.service import History
 
 log = logging.getLogger(__name__)
 
@@ -77,14 +78,17 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
         return interaction.channel.id
 
     async def _configure(
-        self, interaction: discord.Interaction, changes: dict[str, object]
+        self,
+        interaction: discord.Interaction,
+        changes: dict[str, object],
+        history: History | None = None,
     ) -> TopicChannel:
         channel_id = self._channel_id(interaction)
         if interaction.guild is not None:
             changes.setdefault("guild_id", interaction.guild.id)
         try:
             channel = await self.deps.services.topics.configure(
-                channel_id, changes, space=space_here(interaction)
+                channel_id, changes, space=space_here(interaction), history=history
             )
         except ValueError as exc:
             raise UserFacingError(ui_for(self.deps).topic_bad_value.format(detail=exc)) from exc
@@ -110,7 +114,8 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
                 changes["idle_minutes"] = idle_minutes
             if max_per_day is not None:
                 changes["max_posts_per_day"] = max_per_day
-            channel = await self._configure(interaction, changes)
+            history = _human_history(interaction.channel, self.bot.user)
+            channel = await self._configure(interaction, changes, history)
             return Reply(_format(ui_for(self.deps).topic_enabled, channel))
 
         await answer(interaction, work())
@@ -206,6 +211,25 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
             return Reply(ui.topic_scheduled.format(channel=channel.channel_id))
 
         await answer(interaction, work())
+
+
+def _human_history(channel: object, me: discord.ClientUser | None) -> History | None:
+    """The channel's recent human messages (newest first) through Discord's history API;
+    bots' messages and those addressed to this bot (turns, not chatter) are left out."""
+    if not isinstance(channel, discord.TextChannel):
+        return None
+
+    async def read(limit: int) -> list[str]:
+        texts = []
+        async for message in channel.history(limit=limit):
+            if message.author.bot or message.webhook_id is not None:
+                continue
+            if me is not None and me in message.mentions:
+                continue
+            texts.append(message.content)
+        return texts
+
+    return read
 
 
 async def setup(bot: commands.Bot) -> None:

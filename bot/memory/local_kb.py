@@ -146,6 +146,18 @@ class SyncReport:
     embed_calls: int = 0
     embedding_failed: bool = False
 
+    def describe(self) -> str:
+        """One readable sentence for the log."""
+        text = (
+            f"{self.files} files ({self.added} added, {self.updated} updated, "
+            f"{self.removed} removed)"
+        )
+        if self.embedded:
+            text += f", {self.embedded} embedded in {self.embed_calls} calls"
+        if self.embedding_failed:
+            text += "; embedding failed, so it ranks by keywords for now"
+        return text
+
 
 @dataclass
 class _Doc:
@@ -387,7 +399,7 @@ class LocalKnowledgeBase:
             embed_calls=calls,
             embedding_failed=failed,
         )
-        log.info("local knowledge base synced: %s", report)
+        log.info("local knowledge base synced: %s", report.describe())
         return report
 
     async def _contents(self, snapshot: Snapshot) -> dict[str, tuple[str, str]]:

@@ -499,13 +499,26 @@ class ModelProbes:
 Presets = Callable[[], Awaitable[list["ModelPreset"]]]
 
 
+Used = Callable[[], Awaitable[set[str]]]
+
+
 def _connections_check(
-    parts: tuple[Part, ...], targets: list[ModelTarget], found: list[Check], chat_base: str
+    parts: tuple[Part, ...],
+    targets: list[ModelTarget],
+    found: list[Check],
+    chat_base: str,
+    unused: frozenset[int] = frozenset(),
 ) -> Check:
-    down = [part for part in parts if part.state == "down"]
-    detail = f"{len(parts) - len(down)} of {len(parts)} model connections answer."
+    every_down = [part for part in parts if part.state == "down"]
+    detail = f"{len(parts) - len(every_down)} of {len(parts)} model connections answer."
+    # A dead connection nobody uses (not LLM_MODEL, no server's default) degrades nothing:
+    # its card on the Connections screen says so.
+    idle = [part for n, part in enumerate(parts) if part.state == "down" and n in unused]
+    down = [part for part in every_down if part not in idle]
     if down:
         detail += " Down: " + ", ".join(p.name for p in down) + "."
+    if idle:
+        detail += " Not answering, used by nobody: " + ", ".join(p.name for p in idle) + "."
     state: State = "ok"
     if down:
         state = "down" if len(down) == len(parts) else "degraded"
@@ -523,9 +536,10 @@ def _connections_check(
 
 
 def connections_probe(
-    settings: Callable[[], Settings], presets: Presets, probe: ModelProbe
+    settings: Callable[[], Settings], presets: Presets, probe: ModelProbe, used: Used | None = None
 ) -> Probe:
-    """Every model connection (preset) on its server: one part each, reachable or not and why."""
+    """Every model connection (preset) on its server: one part each, reachable or not and why;
+    `used`: the model strings in use (a dead connection outside them only warns on its card)."""
 
     async def check() -> Check:
         listed = await presets()
@@ -542,7 +556,9 @@ def connections_probe(
             Part(preset.label, result.state, f"{preset.value}: {result.detail}", result.error)
             for preset, result in zip(listed, found, strict=True)
         )
-        return _connections_check(parts, targets, found, chat_target(current).base)
+        in_use = await used() if used is not None else {preset.value for preset in listed}
+        unused = frozenset(n for n, preset in enumerate(listed) if preset.value not in in_use)
+        return _connections_check(parts, targets, found, chat_target(current).base, unused)
 
     return check
 
@@ -554,6 +570,7 @@ def build_readiness(
     mcp: McpTools,
     *,
     presets: Presets | None = None,
+    used: Used | None = None,
     timeout: float = PROBE_TIMEOUT,
 ) -> Readiness:
     """Readiness with the probes every process can run (Discord and the scheduler are added
@@ -566,5 +583,5 @@ def build_readiness(
     readiness.register("database", database_probe(db))
     readiness.register("mcp", mcp_probe(settings, mcp))
     if presets is not None:
-        readiness.register("connections", connections_probe(settings, presets, models.probe))
+        readiness.register("connections", connections_probe(settings, presets, models.probe, used))
     return readiness

@@ -109,6 +109,7 @@ class UiText:
     terminal_banner: str
     terminal_commands: str
     terminal_log_note: str
+    terminal_page_settings: str
     terminal_log_unwritable: str
     terminal_help: str
     terminal_unknown_command: str

@@ -79,6 +79,31 @@ class SearchUnavailable(Exception):
     """The search could not be made (offline, timed out, rate-limited, shut down)."""
 
 
+# Kinds of failure, by what the search library's text says (first match wins).
+_CAUSES = (
+    (
+        ("dns", "resolv", "name or service not known"),
+        "the search engine's name did not resolve (no network, or DNS blocked?)",
+    ),
+    (("connect", "unreachable", "network"), "no connection to the search engine"),
+    (("timed out", "timeout"), "the search engine did not answer in time"),
+)
+CAUSE_CHARS = 120
+
+
+def short_cause(exc: BaseException) -> str:
+    """A failed search's cause in a few words (the library's text is a resolver's debug dump)."""
+    text = str(exc)
+    lowered = text.lower()
+    for markers, cause in _CAUSES:
+        if any(marker in lowered for marker in markers):
+            return cause
+    first = text.splitlines()[0] if text else ""
+    return (
+        f"{type(exc).__name__}: {short_text(first, CAUSE_CHARS)}" if first else type(exc).__name__
+    )
+
+
 def _no_results(exc: Exception) -> bool:
     # ddgs reports an empty result set as an exception.
     return "no results found" in str(exc).lower()
@@ -174,7 +199,7 @@ class WebSearch:
                 self._blocked_until = self._clock() + self._cooldown
                 log.warning("web search rate-limited; pausing searches for %.0fs", self._cooldown)
                 raise SearchUnavailable("the search engine is rate-limiting searches") from exc
-            log.warning("web search failed: %s: %s", type(exc).__name__, exc)
+            log.warning("web search failed: %s", short_cause(exc))
             raise SearchUnavailable(f"the search failed ({type(exc).__name__})") from exc
 
     def close(self) -> None:

@@ -26,6 +26,10 @@ MAX_OPENER_CHARS = 400
 RECENT_TOPICS = 10
 
 ChangeListener = Callable[[], Awaitable[object]]
+# A channel's recent human messages, newest first, at most `limit` (Discord's history API).
+History = Callable[[int], Awaitable[list[str]]]
+# How many recent messages seed a channel's word pool when topics are enabled there.
+SEED_MESSAGES = 200
 
 
 class TopicPoster(Protocol):
@@ -164,13 +168,19 @@ class TopicService:
         return True
 
     async def configure(
-        self, channel_id: int, changes: dict[str, object], *, space: str | None = None
+        self,
+        channel_id: int,
+        changes: dict[str, object],
+        *,
+        space: str | None = None,
+        history: History | None = None,
     ) -> TopicChannel:
         """Create or change a channel's topic settings (validated).
 
         The channel's space: `space`, else the one it is configured in, else its server's
         (`guild_id` in `changes`), else the local space. A new channel's time zone is the
-        host's unless `changes` names one.
+        host's unless `changes` names one. Enabled with a `history`: its recent messages
+        seed the word pool, so the first opener has something to talk about.
         """
         if "timezone" in changes:
             zone(str(changes["timezone"]))
@@ -188,7 +198,27 @@ class TopicService:
         channel = await self.repo.upsert(space, channel_id, changes, now=_utc(self.now()))
         self._configured[channel_id] = (channel.space_id, channel.enabled)
         await self._settings_changed()
+        if channel.enabled and changes.get("enabled") is True and history is not None:
+            await self._seed_pool(channel, history)
         return channel
+
+    async def _seed_pool(self, channel: TopicChannel, history: History) -> None:
+        """Feed the channel's recent messages (SEED_MESSAGES at most) to its word pool; a
+        history that cannot be read leaves the pool to fill from new messages."""
+        if self._pool is None:
+            return
+        try:
+            texts = [text for text in await history(SEED_MESSAGES) if text.strip()]
+        except Exception as exc:  # a lost permission, Discord down: enabling still worked
+            log.warning("could not read channel %d's history: %s", channel.channel_id, exc)
+            return
+        # Oldest first, so the newest words end up the most recently seen.
+        await self._pool.add_texts(channel.space_id, channel.channel_id, texts[::-1])
+        log.info(
+            "word pool of channel %d seeded from %d recent messages",
+            channel.channel_id,
+            len(texts),
+        )
 
     async def _posts_today(self, channel: TopicChannel, now: datetime) -> int:
         since = day_start_utc(now, zone(channel.timezone))

@@ -63,13 +63,22 @@ class ErrorEvent:
     """The turn failed; `message` is safe to show to the user.
 
     `model_down`: the model could not be reached; Discord shows members its own short notice.
+    `detail`: the operator's sentence (address, what failed, the fix), for operator contexts
+    only (the terminal chat, the admin page); None when `message` says it all.
     `not_stored`: the user's message could not be stored, so the turn never started (the
     message says so and why; nothing was sent to the model).
     """
 
     message: str
     model_down: bool = False
+    detail: str | None = None
     not_stored: bool = False
+
+
+def operator_message(event: ErrorEvent) -> str:
+    """A failed turn as the operator reads it (terminal chat, admin page): the address, what
+    failed and the fix when known, else the member's sentence. Members on Discord never see it."""
+    return event.detail or event.message
 
 
 Event = (
@@ -108,6 +117,6 @@ def to_wire(event: Event) -> dict[str, Any]:
             return {"type": "chunk", "value": text}
         case DoneEvent(message_id=message_id):
             return {"type": "done", "message_id": message_id}
-        case ErrorEvent(message=message):
-            return {"type": "error", "value": message}
+        case ErrorEvent(message=message, detail=detail):
+            return {"type": "error", "value": message, "detail": detail}
     raise TypeError(f"unknown event {event!r}")  # pragma: no cover

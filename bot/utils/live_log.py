@@ -40,11 +40,48 @@ class LogEntry:
     message: str
 
 
-class Subscription:
-    """One reader's queue of new entries at or above its level."""
+@dataclass(frozen=True)
+class EntryFilter:
+    """Which entries a reader wants besides the level: `text` in the message (any case), and
+    logger names: `loggers` prefixes to keep (none: all), `excluded` prefixes to leave out."""
 
-    def __init__(self, level: int, size: int) -> None:
+    text: str = ""
+    loggers: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None, loggers: str | None) -> EntryFilter:
+        """From the API's `text` and `logger` ("bot.llm,-aiohttp": keep bot.llm…, drop aiohttp…)."""
+        names = [name.strip() for name in (loggers or "").split(",") if name.strip()]
+        return cls(
+            (text or "").strip().casefold(),
+            tuple(name for name in names if not name.startswith("-")),
+            tuple(name[1:] for name in names if name.startswith("-") and len(name) > 1),
+        )
+
+    def accepts(self, entry: LogEntry) -> bool:
+        """Whether `entry` passes."""
+        if self.text and self.text not in entry.message.casefold():
+            return False
+        if self.loggers and not any(_under(entry.logger, name) for name in self.loggers):
+            return False
+        return not any(_under(entry.logger, name) for name in self.excluded)
+
+
+def _under(logger: str, prefix: str) -> bool:
+    """`logger` is `prefix` or one of its children (bot.llm covers bot.llm.gateway)."""
+    return logger == prefix or logger.startswith(prefix + ".")
+
+
+ALL_ENTRIES = EntryFilter()
+
+
+class Subscription:
+    """One reader's queue of new entries at or above its level (and passing its filter)."""
+
+    def __init__(self, level: int, size: int, accepts: EntryFilter = ALL_ENTRIES) -> None:
         self.level = level
+        self.accepts = accepts
         self.dropped = 0
         self._queue: deque[LogEntry] = deque()
         self._size = size
@@ -56,7 +93,7 @@ class Subscription:
 
     def offer(self, entry: LogEntry) -> None:
         """Queue `entry` without ever waiting; count it as dropped when the queue is full."""
-        if entry.levelno < self.level:
+        if entry.levelno < self.level or not self.accepts.accepts(entry):
             return
         with self._lock:
             if len(self._queue) >= self._size:
@@ -134,16 +171,25 @@ class LiveLog(logging.Handler):
             self.handleError(record)
 
     def recent(
-        self, level: int = logging.DEBUG, *, after: int = 0, limit: int = 200
+        self,
+        level: int = logging.DEBUG,
+        *,
+        after: int = 0,
+        limit: int = 200,
+        accepts: EntryFilter = ALL_ENTRIES,
     ) -> list[LogEntry]:
-        """The newest kept entries at or above `level` with an id above `after`, oldest first."""
+        """The newest kept entries at or above `level` with an id above `after` that pass
+        `accepts`, oldest first."""
         with self._state:
-            entries = [e for e in self._ring if e.levelno >= level and e.id > after]
+            kept = [e for e in self._ring if e.levelno >= level and e.id > after]
+        entries = [e for e in kept if accepts.accepts(e)]
         return entries[-limit:] if limit > 0 else []
 
-    def subscribe(self, level: int = logging.DEBUG) -> Subscription:
-        """A queue of the entries at or above `level` logged from now on."""
-        subscription = Subscription(level, self.queue_size)
+    def subscribe(
+        self, level: int = logging.DEBUG, accepts: EntryFilter = ALL_ENTRIES
+    ) -> Subscription:
+        """A queue of the entries at or above `level` passing `accepts`, from now on."""
+        subscription = Subscription(level, self.queue_size, accepts)
         with self._state:
             self._subscribers.append(subscription)
         return subscription

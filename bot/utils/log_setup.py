@@ -20,7 +20,9 @@ NOISY_LOGGERS = (
     "litellm",
     "discord.http",
 )
-CHATTY_LOGGERS = ("httpx", "httpx2")
+# INFO lines that say nothing an owner acts on: an HTTP request each (MCP health checks every
+# 30 s), "Scheduler started", ddgs' per-engine failure text (the search tool warns once).
+CHATTY_LOGGERS = ("httpx", "httpx2", "apscheduler", "ddgs", "primp")
 # LiteLLM's verbose loggers (what litellm._turn_on_debug() raises to DEBUG).
 LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")
 # What DEBUG=true opens up: LiteLLM, and the httpx/httpcore transport of the ollama client.
@@ -103,7 +105,6 @@ def configure_logging(level: str, *, debug: bool = False, secrets: Iterable[str]
     for name in NOISY_LOGGERS:
         logger = logging.getLogger(name)
         logger.setLevel(max(logger.getEffectiveLevel(), logging.INFO))
-    # One INFO line per HTTP request (MCP health checks every 30 s) is noise.
     for name in CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     set_llm_library_logging(wants_library_debug(level, debug))

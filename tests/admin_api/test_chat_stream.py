@@ -21,9 +21,10 @@ from bot.turn.events import (
     to_wire,
 )
 from bot.turn.hooks import TurnResult
-from tests.admin_api.conftest import TOKEN, Admin, sse_events
+from tests.admin_api.conftest import TOKEN, Admin, StartAdmin, sse_events
 from tests.conftest import LOCAL
 from tests.fakes.llm_server import HttpError, Text, ToolCalls
+from tests.ops.conftest import closed_port
 
 
 async def test_turn_with_a_tool_call_streams_the_seed_events_in_order(admin: Admin) -> None:
@@ -184,6 +185,7 @@ def test_the_event_schema_is_derived_from_the_engine_events() -> None:
         ChunkEvent("Hel"),
         DoneEvent("Hello", message_id=7),
         ErrorEvent("The model is not available."),
+        ErrorEvent("The model is not available.", detail="The model server at … is not."),
     ]
     for event in every_kind:
         validator.validate(to_wire(event))
@@ -196,3 +198,18 @@ def test_the_event_schema_is_derived_from_the_engine_events() -> None:
         {"type": "whatever", "value": "x"},
     ):
         assert not validator.is_valid(wrong), wrong
+
+
+async def test_a_failed_turn_tells_the_operator_the_address_and_the_fix(
+    start_admin: StartAdmin,
+) -> None:
+    port = closed_port()
+    admin = await start_admin(llm_api_base=f"http://127.0.0.1:{port}")
+    reply = await admin.post("/api/chat/stream", {"message": "hello?"})
+    assert reply.status == 200
+    error = sse_events(reply.text)[-1]
+    # The member's sentence stays in `value`; the operator reads `detail`.
+    assert error["type"] == "error"
+    assert error["value"] == "The language model is not reachable right now."
+    assert error["detail"].startswith(f"The model server at http://127.0.0.1:{port} is not")
+    assert "LLM_API_BASE" in error["detail"]

@@ -46,6 +46,11 @@ def _component(body: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in body["components"] if c["name"] == name)
 
 
+def away_of(made: dict[str, Any]) -> str:
+    """The address of the connection nothing listens on."""
+    return str(made["Away"]["api_base"])
+
+
 async def test_status_lists_each_connection_with_why_it_is_down(
     admin: Admin, guarded: FakeLLMServer
 ) -> None:
@@ -72,12 +77,29 @@ async def test_status_lists_each_connection_with_why_it_is_down(
     assert parts["Missing"]["last_error"] == "never-pulled not found"
     assert "rejected the API key (HTTP 401)" in parts["Wrong key"]["detail"]
     assert "the connection's key" in parts["Wrong key"]["detail"]
-    assert connections["state"] == "degraded"
+    # Nobody uses them (not LLM_MODEL, no space's default): a note, not a degraded bot.
+    assert connections["state"] == "ok"
     assert connections["facts"]["connections"] == len(parts)
-    assert "Down: Away, Missing, Wrong key." in connections["detail"]
+    assert "Not answering, used by nobody: Away, Missing, Wrong key." in connections["detail"]
     # Only the probe's own key reached the guarded server, never the wrong one's text back.
     assert "sk-wrong-key" not in str(status) and KEY not in str(status)
+    assert status["status"] == "ok"
+    # Each dead one warns on its own card (the Connections list), with the address.
+    listed = {p["label"]: p for p in (await admin.get("/api/models/presets")).json["presets"]}
+    assert listed["Away"]["state"] == "down" and away_of(made) in listed["Away"]["warning"]
+    assert listed["Hosted"]["state"] == "ok" and listed["Hosted"]["warning"] is None
+
+    # A space that uses one makes it matter: the bot is degraded.
+    space = admin.services.settings().local_space_id
+    used = {"default_model": made["Away"]["value"]}
+    assert (await admin.patch(f"/api/spaces/{space}", used)).status == 200
+    await admin.post("/api/readiness/check")
+    status = (await admin.get("/api/status")).json
+    connections = _component(status, "connections")
+    assert connections["state"] == "degraded" and "Down: Away." in connections["detail"]
+    assert "used by nobody: Missing, Wrong key." in connections["detail"]
     assert status["status"] == "degraded", "a troubled extra connection does not stop answers"
+    assert (await admin.patch(f"/api/spaces/{space}", {"default_model": None})).status == 200
 
     # Deleting the broken connections clears the report by itself (re-checked in background).
     for name in ("Away", "Missing", "Wrong key"):

@@ -139,3 +139,36 @@ async def test_the_handler_never_blocks_on_a_reader_that_does_not_read() -> None
     assert subscription.dropped == 997, "below the reader's level: not offered at all"
     feed.unsubscribe(subscription)
     assert feed.subscribers == 0
+
+
+async def test_the_stream_and_the_recent_list_filter_by_text_and_logger(
+    admin: Admin, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    kept_logger = logging.getLogger(LOGGER + ".kept")
+    dropped_logger = logging.getLogger(LOGGER + ".kept.noisy")
+    other = logging.getLogger("bot.elsewhere")
+    query = {
+        "level": "INFO",
+        "backlog": "0",
+        "text": "KYOTO",
+        "logger": f"{LOGGER},-{LOGGER}.kept.noisy",
+    }
+    async with live(admin, **query) as stream:
+        kept_logger.info("weather in Kyoto: sunny")
+        kept_logger.info("weather in Osaka: rain")
+        dropped_logger.info("kyoto from the noisy child")
+        other.info("kyoto from another logger")
+        logging.getLogger(LOGGER).info("the end of kyoto")
+        events = await stream.entries_until("the end of kyoto")
+    assert [(e["logger"], e["message"]) for e in events] == [
+        (LOGGER + ".kept", "weather in Kyoto: sunny"),
+        (LOGGER, "the end of kyoto"),
+    ]
+    recent = await admin.get(
+        "/api/logs/live/recent", params={k: v for k, v in query.items() if k != "backlog"}
+    )
+    assert [e["message"] for e in recent.json["entries"]] == [
+        "weather in Kyoto: sunny",
+        "the end of kyoto",
+    ]

@@ -41,3 +41,14 @@ async def test_the_document_is_built_once_off_the_event_loop(
     results = await asyncio.gather(*(document.get() for _ in range(3)))
     assert len(threads) == 1 and threads[0] is not threading.main_thread()
     assert results[0] is results[1] is results[2]
+
+
+async def test_put_settings_documents_its_body(admin: Admin) -> None:
+    document = (await admin.get("/api/openapi.json")).json
+    operation = document["paths"]["/api/settings"]["put"]
+    assert '{"values": {"llm_api_base"' in operation["description"]
+    ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    body = document["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+    values = body["properties"]["values"]
+    assert "null resets it" in values["description"]
+    assert values["examples"] == [{"llm_api_base": "http://127.0.0.1:11434", "llm_api_key": None}]

@@ -7,10 +7,11 @@ import re
 
 from playwright.async_api import expect
 
-from tests.admin_page.conftest import Ui
+from tests.admin_page.conftest import OpenUi, Ui
 from tests.admin_page.test_conversations import seed_tool_turn
 from tests.conftest import LOCAL
 from tests.fakes.llm_server import Text, ToolCalls
+from tests.ops.conftest import closed_port
 
 GUILD = "guild:1234567890123456789"
 
@@ -63,3 +64,21 @@ async def test_stop_ends_a_long_answer(ui: Ui) -> None:
     await expect(screen.get_by_role("button", name="Send")).to_be_enabled()
     assert "word399" not in await answer.locator(".text").inner_text()
     ui.assert_clean()
+
+
+async def test_a_failed_turn_shows_the_operator_the_address_and_a_link_to_status(
+    open_ui: OpenUi,
+) -> None:
+    port = closed_port()
+    ui = await open_ui(llm_api_base=f"http://127.0.0.1:{port}")
+    await ui.login()
+    await ui.go("chat")
+    screen = ui.screen("chat")
+    await screen.get_by_label("Chat in space").select_option(LOCAL)
+    await screen.get_by_label("Message").fill("hello?")
+    await screen.get_by_role("button", name="Send").click()
+    error = screen.locator("#chat-log .turn-error")
+    await expect(error).to_contain_text(f"The model server at http://127.0.0.1:{port} is not")
+    await expect(error).to_contain_text("LLM_API_BASE")
+    await expect(error).not_to_contain_text("not reachable right now")
+    await expect(error.get_by_role("link", name="See Status.")).to_have_attribute("href", "#status")

@@ -147,3 +147,22 @@ async def test_the_test_names_a_missing_model_and_a_refused_key(ui: Ui) -> None:
         await expect(result).to_contain_text(f"Key refused by the server at {guarded.openai_base}")
         assert "sk-wrong" not in await ui.page.content()
     ui.assert_clean()
+
+
+async def test_a_dead_connection_warns_on_its_own_row_and_the_configured_one_is_marked(
+    ui: Ui,
+) -> None:
+    await ui.login()
+    dead = f"http://127.0.0.1:{closed_port()}"
+    body = {"label": "Spare", "value": "ollama/spare", "api_base": dead}
+    made = await ui.api("POST", "/api/models/presets", json_body=body)
+    await ui.api("POST", "/api/readiness/check")
+    await ui.go("connections")
+    screen = ui.screen("connections")
+    spare = screen.locator(f'#connection-table tr[data-id="{made["id"]}"]')
+    await expect(spare.locator(".connection-warning")).to_contain_text("Not answering: ")
+    await expect(spare.locator(".connection-warning")).to_contain_text(dead)
+    configured = screen.locator("#connection-table tbody tr").first
+    await expect(configured).to_contain_text("(configured: LLM_MODEL, follows it)")
+    await expect(configured.locator(".connection-warning")).to_have_count(0)
+    ui.assert_clean()

@@ -70,3 +70,27 @@ async def test_the_page_keeps_only_the_newest_lines(
     await expect(lines.locator("li")).to_have_count(500)
     await expect(lines.locator("li").first).to_contain_text("burst line 20.")
     ui.assert_clean()
+
+
+async def test_the_text_and_logger_filters_narrow_the_lines(
+    open_ui: OpenUi, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    ui = await open_ui()
+    await ui.login()
+    await ui.go("live-log")
+    state = ui.page.locator("#live-state")
+    await expect(state).to_have_text("Live.")
+    await ui.page.get_by_label("Text contains").fill("kyoto")
+    await ui.page.get_by_label("Text contains").press("Enter")
+    await ui.page.get_by_label("Loggers").fill(f"{LOGGER},-{LOGGER}.noisy")
+    await ui.page.get_by_label("Loggers").press("Enter")
+    await expect(state).to_have_text("Live.")
+    lines = ui.page.locator("#live-lines")
+    logging.getLogger(LOGGER + ".noisy").warning("kyoto from the noisy child")
+    logging.getLogger(LOGGER).warning("osaka weather")
+    logging.getLogger("bot.elsewhere").warning("kyoto elsewhere")
+    logging.getLogger(LOGGER).warning("Kyoto weather")
+    await expect(lines).to_contain_text("Kyoto weather")
+    await expect(lines.locator("li")).to_have_count(1)
+    ui.assert_clean()

@@ -13,6 +13,7 @@ from bot.chat.engine import TurnRequest
 from bot.chat.tool_budget import MAX_TOOL_CONTEXT_CHARS, PAGE_INFO_MARKER
 from bot.errors import ToolError
 from bot.services import ServiceOptions, Services, open_services
+from bot.store.repos.messages import FAILED_TURN_ROLE
 from bot.store.repos.sessions import Session
 from bot.tools.registry import Source, ToolDisplay, ToolResult
 from bot.tools.web_search import web_search_sources
@@ -195,7 +196,11 @@ async def test_llm_failure_gives_error_event_and_keeps_message(
         assert error.message and "Traceback" not in error.message
         session_id = session_of(events)
         stored = await services.repos.messages.all_for_session(LOCAL, session_id)
-        assert [(m.role, m.content) for m in stored] == [("user", "first question")]
+        # The failure is recorded as the question's answer, never shown to the model.
+        assert [(m.role, m.content) for m in stored] == [
+            ("user", "first question"),
+            (FAILED_TURN_ROLE, error.message),
+        ]
 
         llm.script(Text("second answer"))
         events = await run(services, "second question", session_id)

@@ -72,6 +72,11 @@ class PtyChat:
         self._raw.extend(data)
         self._changed.set()
 
+    @staticmethod
+    def env(tmp_path: Path, **extra: str) -> dict[str, str]:
+        """A test-only environment for the chat on `tmp_path/chat.db`, plus `extra`."""
+        return bot_env(tmp_path / "chat.db", TERM="dumb", **extra)
+
     @property
     def output(self) -> str:
         """Everything the terminal showed, with the tty's \\r\\n as \\n."""

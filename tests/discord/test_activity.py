@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from bot.store.repos.messages import FAILED_TURN_ROLE
 from bot.tools import scrape
 from tests.discord.conftest import WAIT, WorldFactory
 from tests.fakes.llm_server import HttpError, Text, ToolCalls
@@ -67,7 +68,13 @@ async def test_failed_turn_is_one_short_message_and_the_question_is_kept(
         session = await w.services.repos.sessions.open_for_channel(w.space, thread_id)
         assert session is not None
         stored = await w.services.repos.messages.all_for_session(session.space_id, session.id)
-        assert [(m.role, m.content) for m in stored] == [("user", "Will this work?")]
+        # The failure is recorded (its notice answers the question), so no restart takes it
+        # for a turn that was cut off.
+        assert [(m.role, m.reply_to) for m in stored] == [
+            ("user", None),
+            (FAILED_TURN_ROLE, stored[0].id),
+        ]
+        assert stored[0].content == "Will this work?"
 
 
 async def test_cooldown_refuses_politely_once_without_calling_the_llm(

@@ -7,9 +7,11 @@ import asyncio
 import pytest
 
 from bot.bot import BotDeps, PlayChatBot
+from bot.prompts.ui_text import ui_text
+from bot.store.repos.messages import FAILED_TURN_ROLE
 from tests.discord.conftest import WAIT, World, WorldFactory
 from tests.fakes.discord_harness import run_client
-from tests.fakes.llm_server import Text
+from tests.fakes.llm_server import HttpError, Text
 
 
 async def _bot_says(bot: PlayChatBot, text: str) -> None:
@@ -166,3 +168,46 @@ async def test_shutdown_lets_a_running_turn_finish_first(world: WorldFactory) ->
         assert session is not None
         stored = await w.services.repos.messages.all_for_session(session.space_id, session.id)
         assert [m.role for m in stored] == ["user", "assistant"]
+
+
+async def test_a_restart_tells_only_the_turn_it_cut_off_not_a_failed_one(
+    world: WorldFactory,
+) -> None:
+    restarted = ui_text("en").turn_interrupted
+    async with world() as w:
+        # A turn that failed (the model answered 500 every time): its notice was posted.
+        w.llm.script(HttpError(500), HttpError(500), HttpError(500))
+        failed = await w.server.inject_message("will this fail?")
+        failed_thread = await w.wait_thread(failed)
+        await w.server.wait_for(
+            lambda: (m := w.bot_messages(failed_thread)) and m[-1].content.startswith("⚠️")
+        )
+        await w.settle()
+        # A turn cut off by a restart: what a killed process leaves behind is its stored
+        # question without an answer.
+        w.llm.script(Text("First answer."))
+        first = await w.server.inject_message("a conversation")
+        cut_thread = await w.wait_thread(first)
+        await w.wait_text(cut_thread, "First answer.")
+        cut_session = await w.services.repos.sessions.open_for_channel(w.space, cut_thread)
+        assert cut_session is not None
+        await w.services.repos.messages.add(
+            w.space, cut_session.id, "user", "cut off?", discord_message_id=cut_thread + 99
+        )
+        await w.bot.close()
+
+        bot = PlayChatBot(BotDeps(services=w.services))
+        async with run_client(bot, w.server):
+            # Posted on ready; no await between this check and the wait's listener.
+            if not any(m.content == restarted for m in w.bot_messages(cut_thread)):
+                await _bot_says(bot, restarted)
+            assert await bot.deps.turns.wait_idle(WAIT)
+        assert [m.channel_id for m in w.bot_messages(cut_thread) if m.content == restarted] == [
+            cut_thread
+        ]
+        assert [m.content for m in w.bot_messages(failed_thread) if m.content == restarted] == []
+        session = await w.services.repos.sessions.open_for_channel(w.space, failed_thread)
+        assert session is not None
+        stored = await w.services.repos.messages.all_for_session(session.space_id, session.id)
+        assert [m.role for m in stored] == ["user", FAILED_TURN_ROLE]
+        assert stored[1].reply_to == stored[0].id and "language model" in stored[1].content

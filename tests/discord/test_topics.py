@@ -121,3 +121,27 @@ async def test_the_topics_extension_registers_as_poster_and_unregisters_on_unloa
         assert w.services.topics.poster is None
         result = await w.services.topics.run_now(w.server.channel_id)
         assert not result.posted and "not connected" in result.reason
+
+
+async def test_topic_enable_seeds_the_word_pool_from_the_channel_history(
+    world: WorldFactory,
+) -> None:
+    async with world() as w:
+        channel = w.server.channel_id
+        # Written before topics were enabled: only Discord's history holds them.
+        for text in ("ラーメンの店が駅前にできた", "週末は京都で紅葉を見た"):
+            await w.server.inject_message(text, mention_bot=False)
+        w.llm.script(Text("こんにちは"))
+        asked = await w.server.inject_message("カレーの話をしよう")  # a turn, not chatter
+        await w.wait_text(await w.wait_thread(asked), "こんにちは")
+        assert await w.services.word_pool.words(w.space, channel) == []
+
+        ix = await w.server.inject_interaction("topic enable", user=w.server.admin_user)
+        assert "✅" in (await w.server.wait_for_reply(ix)).content
+        reads = w.server.calls_to("GET", rf"^/channels/{channel}/messages$")
+        # Discord's history API, one page (fewer than 100 messages: no second page asked).
+        assert [call.query for call in reads] == [{"limit": "100"}]
+        words = {word.word for word in await w.services.word_pool.words(w.space, channel)}
+        assert {"ラーメン", "駅前", "京都", "紅葉"} <= words
+        assert "カレー" not in words, "a message to the bot is a turn, not the channel's talk"
+        assert not words & {"こんにちは"}, "the bot's own messages are left out"

@@ -296,3 +296,32 @@ async def test_search_hits_are_the_sources_of_a_call(clock: Clock) -> None:
         Source("Two", "https://two.example/"),
         Source("Four", "https://four.example/"),
     ), "hits without an address are no source"
+
+
+# What ddgs raises offline (its resolver's debug text), as seen on a machine without DNS.
+OFFLINE_DUMP = (
+    "DNSError: DNSError('error sending request for url (https://html.duckduckgo.com/html/) > "
+    "error resolving DNS > DNS error: no records found for Query { name: "
+    'Name("html.duckduckgo.com."), query_type: A, query_class: IN }\')'
+)
+
+
+async def test_a_failed_search_is_one_short_warning(
+    clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    searcher = make(Scripted(DDGSException(OFFLINE_DUMP)), clock)
+    caplog.set_level(logging.DEBUG)
+    try:
+        with pytest.raises(SearchUnavailable):
+            await searcher.search("q", 5)
+    finally:
+        searcher.close()
+    mine = [r for r in caplog.records if r.name.startswith("bot.")]
+    assert [(r.levelname, r.getMessage()) for r in mine] == [
+        (
+            "WARNING",
+            "web search failed: the search engine's name did not resolve (no network, or DNS "
+            "blocked?)",
+        )
+    ]
+    assert "query_class" not in caplog.text

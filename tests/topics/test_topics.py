@@ -21,7 +21,7 @@ from bot.store.spaces import ALL_SPACES
 from bot.topics.picker import TopicPicker
 from bot.topics.policy import in_active_hours
 from bot.topics.scheduler import JOB_DEFAULTS, TopicScheduler
-from bot.topics.service import TopicService
+from bot.topics.service import SEED_MESSAGES, TopicService
 from tests.conftest import SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text
 
@@ -263,3 +263,29 @@ async def test_an_opener_already_posted_is_recorded_when_its_job_is_cancelled(
     await asyncio.wait_for(repo.written.wait(), 10)
     post = await repo.post_for_message(SPACE, 9001)
     assert post is not None and post.kind == "manual"
+
+
+async def test_enabling_reads_at_most_the_seed_bound_of_history_and_survives_a_failure(
+    make_settings: SettingsFactory, service_options: ServiceOptions
+) -> None:
+    async with open_services(make_settings(), service_options) as services:
+        topics = services.topics
+        asked: list[int] = []
+
+        async def history(limit: int) -> list[str]:
+            asked.append(limit)
+            return ["カメラを買った"] * limit
+
+        async def broken(limit: int) -> list[str]:
+            raise RuntimeError("Missing Access")
+
+        await topics.configure(CHANNEL, {"enabled": False}, space=SPACE, history=history)
+        assert asked == [], "disabled: nothing read"
+        await topics.configure(CHANNEL, {"enabled": True}, space=SPACE, history=history)
+        assert asked == [SEED_MESSAGES] == [200]
+        pool = await services.word_pool.words(SPACE, CHANNEL)
+        assert [(w.word, w.count) for w in pool] == [("カメラ", SEED_MESSAGES)]
+        await topics.configure(CHANNEL, {"idle_minutes": 30}, space=SPACE, history=history)
+        assert asked == [200], "only enabling seeds"
+        channel = await topics.configure(CHANNEL, {"enabled": True}, space=SPACE, history=broken)
+        assert channel.enabled

@@ -16,6 +16,13 @@ export function* ssePayloads(buffer) {
   }
 }
 
+/** A failed turn as the operator reads it: what failed, where and the fix (the event's
+ * `detail`, when the model call failed), with a link to the Status screen. */
+export function operatorError(event) {
+  return h('p', {class: 'bad turn-error'}, event.detail || event.value, ' ',
+    h('a', {href: '#status'}, 'See Status.'));
+}
+
 /** The chat screen. */
 export class ChatScreen {
   constructor({api, status, root, spaces}) {
@@ -79,7 +86,9 @@ export class ChatScreen {
     const presets = result?.presets ?? [];
     const model = this.modelPick.value;
     fill(this.modelPick, h('option', {value: ''}, 'The space\'s default'),
-      presets.map((preset) => h('option', {value: preset.value}, `${preset.label} (${preset.value})`)));
+      // The API lists the configured model first, then working connections, then the rest.
+      presets.map((preset) => h('option', {value: preset.value}, `${preset.label} (${preset.value})`
+        + (preset.configured ? ' — configured' : preset.state === 'down' ? ' — not answering' : ''))));
     this.modelPick.value = presets.some((preset) => preset.value === model) ? model : '';
   }
 
@@ -211,7 +220,7 @@ export class ChatScreen {
         answer.item.dataset.messageId = String(event.message_id);
         break;
       case 'error':
-        answer.item.append(h('p', {class: 'bad'}, event.value));
+        answer.item.append(operatorError(event));
         break;
       default:
         break;

@@ -34,6 +34,17 @@ function keyText(key) {
   return key.set ? `set (…${key.last4})` : 'not set';
 }
 
+/** Under a connection's name: whether it is the configured model (LLM_MODEL), and a warning
+ * when it did not answer at the last check (the address and the fix). */
+function connectionNotes(preset) {
+  return [
+    preset.configured ? h('span', {class: 'meta configured'},
+      preset.seeded ? ' (configured: LLM_MODEL, follows it)' : ' (configured: LLM_MODEL)') : null,
+    preset.warning ? h('p', {class: 'bad connection-warning', role: 'note'},
+      `Not answering: ${preset.warning}`) : null,
+  ];
+}
+
 /** The model connections screen. */
 export class ConnectionsScreen {
   constructor({api, status, root}) {
@@ -72,8 +83,8 @@ export class ConnectionsScreen {
     const result = h('output', {class: 'result', dataset: {testFor: String(preset.id)}});
     const test = h('button', {type: 'button', 'aria-label': `Test ${preset.label}`}, 'Test');
     test.addEventListener('click', () => busy(test, () => this.test(preset, result)));
-    return h('tr', {dataset: {id: String(preset.id)}},
-      h('td', {}, preset.label),
+    return h('tr', {dataset: {id: String(preset.id), state: preset.state ?? 'unknown'}},
+      h('td', {}, preset.label, connectionNotes(preset)),
       h('td', {}, preset.backend === 'ollama' ? 'Ollama' : `LiteLLM (${preset.provider})`),
       h('td', {class: 'mono'}, shownModel(preset)),
       h('td', {class: 'mono'}, preset.api_base ?? 'from .env'),

@@ -1,5 +1,6 @@
 // Live log: the application log as it is written (GET /api/logs/live, server-sent events; the API
-// masks secrets), filtered by level, with pause / resume; the page keeps the newest MAX_LINES.
+// masks secrets), filtered by level, text and logger, with pause / resume; the page keeps the
+// newest MAX_LINES.
 
 import {fill, h} from './dom.js';
 
@@ -23,6 +24,14 @@ export class LiveLogScreen {
     this.level = h('select', {id: 'live-level', name: 'level'},
       LEVELS.map((level) => h('option', {value: level, selected: level === 'INFO'}, level)));
     this.level.addEventListener('change', () => this.restart());
+    // Text and logger filters run on the server (GET /api/logs/live?text=&logger=).
+    this.text = h('input', {type: 'search', id: 'live-text', name: 'text', maxlength: '200',
+      placeholder: 'e.g. timeout'});
+    this.logger = h('input', {type: 'search', id: 'live-logger', name: 'logger', maxlength: '500',
+      placeholder: 'e.g. bot.llm,-discord'});
+    for (const input of [this.text, this.logger]) {
+      input.addEventListener('change', () => this.restart());
+    }
     this.pauseButton = h('button', {type: 'button', id: 'live-pause', 'aria-pressed': 'false',
       onclick: () => this.togglePause()}, 'Pause');
     this.clearButton = h('button', {type: 'button', class: 'quiet', id: 'live-clear',
@@ -35,6 +44,9 @@ export class LiveLogScreen {
     root.append(
       h('div', {class: 'card inline-fields'},
         h('div', {class: 'field'}, h('label', {for: 'live-level'}, 'Level and above'), this.level),
+        h('div', {class: 'field'}, h('label', {for: 'live-text'}, 'Text contains'), this.text),
+        h('div', {class: 'field'}, h('label', {for: 'live-logger'},
+          'Loggers (comma-separated; -name leaves one out)'), this.logger),
         h('div', {class: 'actions'}, this.pauseButton, this.clearButton, this.state)),
       h('p', {class: 'hint'}, `The newest ${MAX_LINES} lines are kept here; secrets are masked.`),
       h('div', {class: 'card'}, this.empty, this.lines),
@@ -54,7 +66,10 @@ export class LiveLogScreen {
     this.hide();
     this.held = [];
     this.clearLines();
-    const url = `/api/logs/live?level=${encodeURIComponent(this.level.value)}&backlog=${BACKLOG}`;
+    const query = new URLSearchParams({level: this.level.value, backlog: String(BACKLOG)});
+    if (this.text.value.trim()) query.set('text', this.text.value.trim());
+    if (this.logger.value.trim()) query.set('logger', this.logger.value.trim());
+    const url = `/api/logs/live?${query}`;
     const source = new EventSource(url);
     this.source = source;
     source.addEventListener('open', () => this.setState(this.paused ? 'Paused.' : 'Live.'));

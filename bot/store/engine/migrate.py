@@ -95,7 +95,20 @@ async def migrate(
             await _step_sqlite(conn, number, context)
     finally:
         await conn.execute("PRAGMA foreign_keys=ON")
+    _log_run(version, goal)
     return goal
+
+
+def _log_run(before: int, after: int) -> None:
+    """One line per migration run, however many steps it took."""
+    steps = after - before
+    log.info(
+        "database migrated from schema version %d to %d (%d step%s)",
+        before,
+        after,
+        steps,
+        "" if steps == 1 else "s",
+    )
 
 
 async def _create_sqlite(conn: aiosqlite.Connection) -> bool:
@@ -136,7 +149,7 @@ async def _step_sqlite(conn: aiosqlite.Connection, number: int, context: Migrati
         await conn.execute("ROLLBACK")
         raise
     await conn.execute("COMMIT")
-    log.info("database migrated to schema version %d", number)
+    log.debug("database migrated to schema version %d", number)
 
 
 # Serialises schema changes between processes starting at once (several shard processes).
@@ -198,5 +211,7 @@ async def migrate_postgresql(
             raise RuntimeError(f"migration {number} has no PostgreSQL steps")
         await _apply_postgres(conn, step, context)
         await conn.execute("UPDATE schema_version SET version = ?", (number,))
-        log.info("database migrated to schema version %d", number)
+        log.debug("database migrated to schema version %d", number)
+    if goal > version:
+        _log_run(version, goal)
     return max(version, goal)

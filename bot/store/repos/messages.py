@@ -66,6 +66,10 @@ def conversation_order(messages: Sequence[StoredMessage]) -> list[StoredMessage]
 
 
 # Operator-level (every space): the bot's start-up looks across its shards' spaces.
+# A failed turn's notice is stored as this role, answering the question (reply_to): the turn
+# is then closed (not cut off by a restart), and the model's context leaves it out.
+FAILED_TURN_ROLE = "system"
+
 _UNANSWERED = """
 SELECT m.id, m.space_id, m.session_id, m.discord_message_id, s.discord_channel_id
 FROM messages m JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id

@@ -36,9 +36,10 @@ class ModelPreset:
     created_at: str
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    seeded: bool = False  # added for LLM_MODEL and never edited: it follows LLM_MODEL
 
 
-_COLUMNS = "id, label, value, created_at, api_base, api_key"
+_COLUMNS = "id, label, value, created_at, api_base, api_key, seeded"
 
 
 def _preset(row: Row) -> ModelPreset:
@@ -49,7 +50,13 @@ def _preset(row: Row) -> ModelPreset:
         created_at=row["created_at"],
         api_base=row["api_base"],
         api_key=row["api_key"],
+        seeded=bool(row["seeded"]),
     )
+
+
+def label_of(model: str) -> str:
+    """A model string's own name, the label a seeded connection gets ("qwen3:8b")."""
+    return model.partition(_PROVIDER_PREFIX_SEPARATOR)[2] or model
 
 
 def _duplicate(value: str) -> ConflictError:
@@ -68,30 +75,49 @@ class ModelPresetRepository:
         return [_preset(row) for row in rows]
 
     async def seed(self, model: str) -> ModelPreset | None:
-        """Add `model` as the first preset when there are none at all; None when there were.
+        """List the configured `model` (LLM_MODEL): the seeded connection follows it, or one is
+        added; None when it is listed already.
 
-        Run at start, so that choosing a model works out of the box; an operator who deletes
-        every preset gets the configured model back at the next start.
+        Run at start and when LLM_MODEL changes, so the configured model is always there to
+        choose; a connection someone edited stays as they left it.
         """
-        label = model.partition(_PROVIDER_PREFIX_SEPARATOR)[2] or model
-        now = utcnow()
+        label = label_of(model)
         async with self._db.transaction() as conn:
             if conn.dialect == "postgresql":
-                # Read committed: two processes starting together both find the table empty
-                # and both insert (one then dies on the unique model string). This lock mode
-                # conflicts with itself and with writers, so the later seed waits for the
+                # Read committed: two processes starting together both find no row for the
+                # model and both insert (one then dies on the unique model string). This lock
+                # mode conflicts with itself and with writers, so the later seed waits for the
                 # earlier one's commit and then sees its row; readers are not held up.
                 await conn.execute("LOCK TABLE model_presets IN SHARE ROW EXCLUSIVE MODE")
             # SQLite: BEGIN IMMEDIATE already lets one writer at a time through.
-            preset_id = await conn.insert(
-                "INSERT INTO model_presets (label, value, created_at) "
-                "SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM model_presets)",
-                (label, model, now),
+            listed = await conn.execute_fetchall(
+                "SELECT id FROM model_presets WHERE value = ?", (model,)
             )
-            if preset_id == 0:
+            if listed:
                 return None
-        log.info("added the configured model %s as the first model preset", model)
-        return ModelPreset(preset_id, label, model, now)
+            seeded = await conn.execute_fetchall(
+                "SELECT id, value FROM model_presets WHERE seeded = 1 ORDER BY id LIMIT 1"
+            )
+            if seeded:
+                await conn.execute(
+                    "UPDATE model_presets SET value = ?, label = ? WHERE id = ?",
+                    (model, label, seeded[0]["id"]),
+                )
+                preset_id, before = int(seeded[0]["id"]), str(seeded[0]["value"])
+            else:
+                preset_id, before = (
+                    await conn.insert(
+                        "INSERT INTO model_presets (label, value, created_at, seeded) "
+                        "VALUES (?, ?, ?, 1)",
+                        (label, model, utcnow()),
+                    ),
+                    "",
+                )
+        if before:
+            log.info("the model connection %s follows LLM_MODEL: now %s", before, model)
+        else:
+            log.info("added the configured model %s as a model connection", model)
+        return await self.get(preset_id)
 
     async def get(self, preset_id: int) -> ModelPreset | None:
         """One preset by id."""
@@ -135,7 +161,8 @@ class ModelPresetRepository:
             raise ValueError(f"not editable: {', '.join(sorted(unknown))}")
         if {"label", "value"} & {key for key, value in changes.items() if value is None}:
             raise ValueError("a preset's label and value cannot be cleared")
-        assignments = "".join(f", {key} = ?" for key in changes)
+        # An edited connection is the editor's: it no longer follows LLM_MODEL.
+        assignments = "".join(f", {key} = ?" for key in changes) + ", seeded = 0"
         try:
             async with self._db.transaction() as conn:
                 cursor = await conn.execute(

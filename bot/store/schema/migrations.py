@@ -90,6 +90,22 @@ def added_in(
     return Migration(sqlite=found, postgresql=steps("postgresql"))
 
 
+_MARK_SEEDED = (
+    "UPDATE model_presets SET seeded = 1 WHERE id = (SELECT MIN(id) FROM model_presets) "
+    "AND api_base IS NULL AND api_key IS NULL "
+    "AND (value = label OR substr(value, length(value) - length(label)) = '/' || label)"
+)
+
+
+def _with_steps(migration: Migration, *statements: str) -> Migration:
+    """`migration` followed by `statements` (data changes) on both engines."""
+    assert isinstance(migration.sqlite, tuple) and isinstance(migration.postgresql, tuple)
+    return Migration(
+        sqlite=(*migration.sqlite, *statements),
+        postgresql=(*migration.postgresql, *statements),
+    )
+
+
 # Each entry is one migration; its 1-based position is the version it leaves behind.
 MIGRATIONS: tuple[Migration, ...] = (
     # 1: the first schema.
@@ -112,6 +128,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     # 8: api_logs.tokens_estimated — a call's token counts are the project's estimate (a
     # stream stopped early, a server that sends none).
     added_in(8),
+    # 9: the connection seeded from LLM_MODEL follows it (`model_presets.seeded`). Of existing
+    # rows, the first one looks seeded when it is what the seed wrote: no address, no key,
+    # its label the model string's name.
+    _with_steps(added_in(9), _MARK_SEEDED),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -37,6 +37,8 @@ OPERATOR_TABLES: Final[tuple[Table, ...]] = (
             # A preset is a connection: its own address and key (both NULL: the global ones).
             Column("api_base", TEXT, null=True, since=5),
             Column("api_key", TEXT, null=True, since=5),
+            # 1: added at start for LLM_MODEL and never edited; it follows LLM_MODEL.
+            Column("seeded", INTEGER, default=0, since=9),
         ),
     ),
     Table(

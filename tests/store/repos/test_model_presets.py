@@ -30,9 +30,9 @@ async def _blocked_or_done(other: asyncpg.Connection, seeding: asyncio.Task[obje
 async def test_postgresql_a_seed_meeting_another_uncommitted_one_adds_nothing(
     postgres_db: str, model: str
 ) -> None:
-    """It waits for the other's commit and then finds a preset: before, it inserted too and
-    either died on the unique model string (the same model: a bot process crashing at start)
-    or added a second "first" preset (another model)."""
+    """It waits for the other's commit and then finds the preset (the same model; before, it
+    died on the unique model string: a bot process crashing at start), or adds the configured
+    model after it (another model)."""
     db = await Database.connect(postgres_db)
     other = await asyncpg.connect(asyncpg_dsn(postgres_db))
     try:
@@ -48,8 +48,13 @@ async def test_postgresql_a_seed_meeting_another_uncommitted_one_adds_nothing(
         seeding = asyncio.ensure_future(presets.seed(model))
         await _blocked_or_done(other, seeding)
         await started.commit()
-        assert await seeding is None
-        assert [p.value for p in await presets.list()] == [OTHER]
+        seeded = await seeding
+        if model == OTHER:
+            assert seeded is None
+            assert [p.value for p in await presets.list()] == [OTHER]
+        else:  # the configured model is always listed, after the other's row
+            assert seeded is not None and seeded.seeded
+            assert [p.value for p in await presets.list()] == [OTHER, model]
     finally:
         await other.close()
         await db.close()
@@ -67,3 +72,29 @@ async def test_postgresql_seeds_started_together_add_one_preset(postgres_db: str
     finally:
         await first.close()
         await second.close()
+
+
+async def test_the_seeded_connection_follows_the_model_until_someone_edits_it(
+    database_url: str,
+) -> None:
+    db = await Database.connect(database_url)
+    try:
+        presets = ModelPresetRepository(db)
+        first = await presets.seed("ollama/qwen3:8b")
+        assert first is not None and first.seeded and first.label == "qwen3:8b"
+        assert await presets.seed("ollama/qwen3:8b") is None
+        # LLM_MODEL changed: the same connection now names the new model.
+        moved = await presets.seed("openai/gpt-4o-mini")
+        assert moved is not None and moved.id == first.id and moved.label == "gpt-4o-mini"
+        assert [p.value for p in await presets.list()] == ["openai/gpt-4o-mini"]
+        # Edited: it is the editor's; the next model gets a connection of its own.
+        await presets.update(first.id, {"label": "Mine"})
+        added = await presets.seed("ollama/llama3")
+        assert added is not None and added.id != first.id and added.seeded
+        listed = await presets.list()
+        assert [(p.value, p.seeded) for p in listed] == [
+            ("openai/gpt-4o-mini", False),
+            ("ollama/llama3", True),
+        ]
+    finally:
+        await db.close()

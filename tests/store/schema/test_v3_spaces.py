@@ -219,7 +219,7 @@ async def test_previous_schema_with_data_migrates_to_spaces(
     logged = caplog.text
     assert "sessions assigned" in logged and "'guild:100': 2" in logged
     assert "note links dropped" in logged
-    assert f"database migrated to schema version {SCHEMA_VERSION}" in logged
+    assert f" to {SCHEMA_VERSION} (" in logged and "database migrated from schema version" in logged
 
 
 async def test_a_failed_migration_leaves_the_old_database(tmp_path: Path) -> None:
