@@ -83,7 +83,7 @@ async def test_the_configured_model_is_the_first_preset(admin: Admin) -> None:
     ]
 
 
-async def test_presets_are_seeded_only_when_there_are_none(
+async def test_presets_are_seeded_when_there_are_none_and_the_configured_model_is_kept(
     make_settings: SettingsFactory, service_options: ServiceOptions, llm: FakeLLMServer
 ) -> None:
     settings = make_settings()
@@ -97,10 +97,12 @@ async def test_presets_are_seeded_only_when_there_are_none(
         for preset in presets:
             await services.repos.presets.delete(preset.id)
         await services.repos.presets.create("Only", "ollama/other-model")
+    # The configured model is always listed: a start with another LLM_MODEL adds it beside
+    # the connection someone made, and leaves that one as it was.
     async with open_services(
         settings.model_copy(update={"llm_model": "x"}), service_options
     ) as services:
-        assert [p.value for p in await services.repos.presets.list()] == ["ollama/other-model"]
+        assert [p.value for p in await services.repos.presets.list()] == ["ollama/other-model", "x"]
     # A model string without a provider prefix is its own label.
     async with open_services(settings, service_options) as services:
         for preset in await services.repos.presets.list():
