@@ -111,4 +111,9 @@ async def test_presets_are_seeded_when_there_are_none_and_the_configured_model_i
         assert [(p.label, p.value) for p in await services.repos.presets.list()] == [
             ("gpt-4o", "gpt-4o")
         ]
+        # The seeded connection follows a new LLM_MODEL; seeding the same model again adds nothing.
+        assert await services.repos.presets.seed("other") is not None
+        assert [(p.label, p.value) for p in await services.repos.presets.list()] == [
+            ("other", "other")
+        ]
         assert await services.repos.presets.seed("other") is None
