@@ -60,6 +60,28 @@ def render_page(page: NotePage, offset: int = 0, room: ResultRoom | None = None)
     return render(fitted or 0)
 
 
+def list_titles(pages: list[NotePage], offset: int, room: ResultRoom) -> str:
+    """Every page's title (from the `offset`-th on, as many as fit `room`) and where to go on."""
+    lines = [
+        f"- {page.title} (#{page.id}" + (f", section {page.section!r})" if page.section else ")")
+        for page in pages[offset:]
+    ]
+    if not lines:
+        return "There are no note pages." if not pages else "No more note pages."
+
+    def render(count: int) -> str:
+        end = offset + count
+        more = f"\n[call read_note with an empty title and offset={end} for more]"
+        return (
+            "Shared note pages:\n" + "\n".join(lines[:count]) + (more if count < len(lines) else "")
+        )
+
+    count = longest_fit(room, len(lines), render)
+    if not count:
+        raise ToolError("No room is left in the context window for the list.", as_json=True)
+    return render(count)
+
+
 def _space(space_id: str | None) -> str:
     if not space_id:
         raise ToolError("The notes are not available outside a conversation.", as_json=True)
@@ -85,10 +107,14 @@ class _NoteTools:
         Not needed for pages marked as linked: their text is already in the context.
 
         Args:
-            title: The page title exactly as listed in the shared notes (or its id, e.g. "#3").
+            title: The page title exactly as listed in the shared notes (or its id, e.g. "#3");
+                empty to list every page.
             offset: Character offset to continue a long page from (given by the previous read).
         """
         space = _space(space_id)
+        if not title.strip():
+            pages = await self._notes.list_pages(space)
+            return list_titles(pages, max(0, offset), room_for(result_room, MAX_READ_CHARS))
         page = await self._notes.find(space, title)
         if page is None:
             raise ToolError(_not_found(title, await self._notes.list_pages(space)), as_json=True)

@@ -222,7 +222,7 @@ async def test_note_titles_grouped_by_section_with_linked_marks(
     shown = squeezed.count("\n- ") - 1
     assert last == (
         f"- … {44 - shown} more page(s) left out to fit the context window: "
-        "ask read_note for a title you need."
+        "read_note with an empty title lists every page."
     ), "section lines are not counted as pages"
 
 
