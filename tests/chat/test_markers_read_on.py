@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bot.chat.engine import TurnRequest
 from bot.services import ServiceOptions, Services, open_services
 from bot.tools.paging import parse_paged_result
 from tests.chat.test_context_fit import fill_every_layer, run, systems, write_kb
@@ -117,3 +118,33 @@ async def test_every_layer_marker_names_a_call_that_returns_the_rest(
         await services.tasks.drain()
         found = await call(services, "recall", {"query": "Hokkaido February"})
         assert CONDENSED in found
+
+
+async def test_the_member_facts_marker_names_a_call_that_lists_them_all(
+    make_settings: SettingsFactory,
+    backend: str,
+    service_options: ServiceOptions,
+    llm: FakeLLMServer,
+) -> None:
+    llm.default_reply = Text("an answer")
+    settings = make_settings(backend, llm_context_tokens=4096)
+    async with open_services(settings, service_options) as svc:
+        facts = [f"Fact {n:02d}: they collect old tickets, maps and stamps." * 4 for n in range(40)]
+        for fact in facts:
+            await svc.members.remember(LOCAL, "ann", fact, "tool", member_name="Ann")
+        request = TurnRequest("what do you know about me?", space_id=LOCAL, author_id="ann")
+        [event async for event in svc.engine.run_turn(request)]
+        sent = "\n".join(str(m.get("content")) for m in llm.chat_requests[-1].messages)
+        assert "more fact(s) left out to fit the context window; member_facts() lists them." in sent
+        assert not all(fact in sent for fact in facts), "the layer was cut"
+        injected = {"space_id": LOCAL, "member_id": "ann"}
+        listed, offset = "", 0
+        while True:
+            page = await svc.registry.execute("member_facts", {"offset": offset}, injected=injected)
+            assert not page.failed
+            listed += page.text
+            more = re.search(r"call member_facts with offset=(\d+)\]$", page.text)
+            if more is None:
+                break
+            offset = int(more.group(1))
+        assert all(f"- {fact}" in listed for fact in facts), "every fact, the left-out ones too"
