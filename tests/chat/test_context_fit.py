@@ -165,7 +165,7 @@ async def test_summaries_that_overflow_their_layer_are_condensed_after_the_turn(
         return Text("an answer")
 
     llm.default_reply = reply  # type: ignore[assignment]
-    settings = make_settings(llm_context_tokens=1936)
+    settings = make_settings(llm_context_tokens=2048)
     async with open_services(settings, service_options) as services:
         session_id = session_of(await run(services, "hello"))
         summaries = await add_summaries(services, session_id, 6)
@@ -183,7 +183,7 @@ async def test_summaries_that_overflow_their_layer_are_condensed_after_the_turn(
             "recall(query) finds what was said earlier.]"
         )
         assert memory.splitlines()[1] == marker, "never a silent gap"
-        assert_inside_the_window(services, turn, 1936)
+        assert_inside_the_window(services, turn, 2048)
         condensing = json.dumps(condense.messages, ensure_ascii=False)
         assert all(json.dumps(s, ensure_ascii=False)[1:-1] in condensing for s in summaries)
 
