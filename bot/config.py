@@ -317,7 +317,7 @@ class Settings(BaseSettings):
         description="Characters of one tool result the model receives, its paging footer included.",
     )
     pagination_token_ttl: int = Field(
-        default=3600,
+        default=1800,
         ge=0,
         le=2_592_000,
         description="Seconds a continuation token of a paged tool result stays valid; 0 = forever.",

@@ -45,6 +45,7 @@ from bot.store.repos.memories import Memory
 from bot.store.transfer import SessionTransfer
 from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
 from bot.tools.core import ToolRegistry
+from bot.tools.kb_tools import register_kb_tools
 from bot.tools.knowledge_tools import register_knowledge_tools
 from bot.tools.mcp.status import McpTools, NoMcp
 from bot.tools.member_tools import register_member_tools
@@ -316,6 +317,15 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
     return context, summarizer, engine
 
 
+def _register_memory_tools(core: _Core, memory: _Memory) -> None:
+    """The tools over the space's memory: notes, knowledge, member facts, recall, local KB."""
+    register_notes_tools(core.registry, memory.notes)
+    register_knowledge_tools(core.registry, memory.knowledge, core.runtime)
+    register_member_tools(core.registry, memory.members)
+    register_recall_tool(core.registry, memory.recall, core.runtime)
+    register_kb_tools(core.registry, memory.local_kb, core.runtime)
+
+
 def _add_engine_hooks(
     engine: ChatEngine,
     memory: _Memory,
@@ -431,10 +441,7 @@ async def open_services(
         stack.push_async_callback(_settle, warming)
         topics = await _open_topics(core, memory)
         await memory.knowledge.relocate_files(settings.local_space_id)
-        register_notes_tools(core.registry, memory.notes)
-        register_knowledge_tools(core.registry, memory.knowledge)
-        register_member_tools(core.registry, memory.members)
-        register_recall_tool(core.registry, memory.recall, core.runtime)
+        _register_memory_tools(core, memory)
         mcp = await _start_mcp(stack, core, opts)
         context, summarizer, engine = _build_engine(core, memory)
         _add_engine_hooks(engine, memory, summarizer, topics, core.repos)

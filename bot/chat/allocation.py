@@ -13,6 +13,11 @@ All figures are estimated tokens (bot/chat/tokens.py). Order of priority:
    fraction of its demand (a demand larger than the whole room counts as the room, so one huge
    file cannot squeeze every other layer to nothing).
 4. The rest of the conversation: everything the layers do not take.
+
+When tools are offered, one page of tool result (TOOL_RESERVE_TOKENS) is kept out of the layers
+and the older conversation, as long as it is at most TOOL_RESERVE_MAX_SHARE of the room step 2
+leaves: the model can then read on where a layer was cut. Otherwise nothing is kept for tools,
+and they are offered only if the prompt happens to leave a page free.
 """
 
 from __future__ import annotations
@@ -29,6 +34,16 @@ MIN_PROMPT_BUDGET = 256
 MIN_RECENT_EXCHANGES = 3
 # …but never more than half of the room, so a long paste cannot crowd out every layer.
 RECENT_MAX_SHARE = 0.5
+# One reasonable page of a tool result, in estimated tokens: scrape_url's 4,000-character page
+# of English, or 1,000 characters of Japanese. Tools are offered, and a call runs, only while a
+# result this large still fits the window.
+PAGE_TOKENS = 1000
+# What the model's next call may add before its result: its text and the call's arguments
+# (a continuation token is ~300 characters).
+CALL_RESERVE_TOKENS = 160
+# Kept free for tools in the first call: the call, the result's head and one page.
+TOOL_RESERVE_TOKENS = PAGE_TOKENS + CALL_RESERVE_TOKENS + 60
+TOOL_RESERVE_MAX_SHARE = 0.5
 
 __all__ = [
     "ANSWER_RESERVE_SHARE",
@@ -62,6 +77,8 @@ class Allocation:
     demands: dict[str, int] = field(default_factory=dict)
     layers: dict[str, int] = field(default_factory=dict)
     conversation: int = 0
+    # Kept free for this turn's first tool result.
+    tool_reserve: int = 0
 
     @property
     def shrunk(self) -> bool:
@@ -76,11 +93,13 @@ def allocate(
     demands: Mapping[str, int],
     *,
     min_exchanges: int = MIN_RECENT_EXCHANGES,
+    tools: bool = False,
 ) -> Allocation:
     """Share `budget` between the system prompt, the conversation and the layers.
 
     `exchanges` are the costs of the conversation's exchanges, oldest first (the last one is
-    this turn's); `demands` maps each layer, in layer order, to its cost at the seed's limits.
+    this turn's); `demands` maps each layer, in layer order, to its cost at the seed's limits;
+    with `tools`, a page for a tool result is kept free when the room allows one.
     """
     available = max(0, budget - system)
     cap = int(available * RECENT_MAX_SHARE)
@@ -97,6 +116,10 @@ def allocate(
             recent_tokens += cost
         kept += 1
     room = max(0, available - recent_tokens)
+    reserve = TOOL_RESERVE_TOKENS if tools else 0
+    if reserve > room * TOOL_RESERVE_MAX_SHARE:
+        reserve = 0
+    room -= reserve
     wanted = {name: max(0, min(demand, room)) for name, demand in demands.items()}
     total = sum(wanted.values())
     if total <= room:
@@ -110,5 +133,6 @@ def allocate(
         recent_tokens=recent_tokens,
         demands={name: max(0, demand) for name, demand in demands.items()},
         layers=layers,
-        conversation=available - sum(layers.values()),
+        conversation=available - sum(layers.values()) - reserve,
+        tool_reserve=reserve,
     )

@@ -230,6 +230,7 @@ class ContextBuilder:
             message_tokens(system),
             _exchange_costs(conversation),
             {name: draft.demand + MESSAGE_OVERHEAD for name, draft in present},
+            tools=bool(tools),
         )
         messages: list[Message] = [system]
         used: dict[str, int] = {}
@@ -247,7 +248,7 @@ class ContextBuilder:
             messages.append(message)
             used[name] = message_tokens(message)
 
-        remaining = budget - sum(message_tokens(item) for item in messages)
+        remaining = budget - plan.tool_reserve - sum(message_tokens(item) for item in messages)
         chosen, dropped = _fit_conversation(conversation, remaining)
         if images and chosen and chosen[-1]["role"] == "user":
             chosen[-1]["images"] = list(images)

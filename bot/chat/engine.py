@@ -12,20 +12,27 @@ from contextlib import aclosing, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.chat.allocation import answer_reserve
+from bot.chat.allocation import PAGE_TOKENS, answer_reserve
 from bot.chat.answer_bounds import AnswerBounds, server_limit_notice
 from bot.chat.context import ContextBuilder, ContextRequest
 from bot.chat.member_turn import SpeakingMember, save_requested_fact, speaking_member
 from bot.chat.not_stored import store_failure_reason
 from bot.chat.pending import PendingTurns
 from bot.chat.stopping import StopScope
-from bot.chat.tokens import message_tokens
 from bot.chat.tool_budget import ToolBudget, resume_footer, split_footer, trim_tool_result
-from bot.chat.turn_fit import ToolText, fit_tool_texts
+from bot.chat.turn_fit import ToolText
+from bot.chat.turn_messages import (
+    ToolStep,
+    TurnMessages,
+    assistant_message,
+    fit_to_room,
+    notice,
+    result_room,
+    withheld,
+)
 from bot.config import Settings
 from bot.errors import LLMError, LLMUnavailableError, UserFacingError
 from bot.llm.gateway import LLMGateway
-from bot.llm.litellm_backend import arguments_text
 from bot.llm.pacing import ReadPace, reading_at
 from bot.llm.types import Message, ToolCall
 from bot.memory.member_memory import MemberMemory
@@ -34,6 +41,7 @@ from bot.store.repos.messages import FAILED_TURN_ROLE, MessageRepository, Stored
 from bot.store.repos.sessions import Session, SessionRepository
 from bot.store.repos.space_records import SpaceRecord, SpaceRepository
 from bot.tools.core import ToolRegistry
+from bot.tools.room import ROOM_PARAM, ResultRoom
 from bot.turn.events import (
     ChunkEvent,
     DoneEvent,
@@ -426,12 +434,17 @@ class ChatEngine:
             tools=self.registry.schemas(),
             images=request.images,
         )
-        turn = _TurnMessages(context.messages, context.budget)
+        turn = TurnMessages(context.messages, context.budget)
         while True:
-            offer_tools = state.budget.tools_allowed and len(self.registry) > 0
+            offer_tools = len(self.registry) > 0
+            why = withheld(state.budget, turn) if offer_tools else None
+            if why is not None:
+                # Tools only while their results can be seen; the model is told once.
+                offer_tools = False
+                turn.tell(notice(prompts.format(why, limit=state.budget.max_chars)))
             messages = turn.request()
             if messages is None:
-                turn.stop(_notice(prompts["tool_window_exhausted"]))
+                turn.stop(notice(prompts["tool_window_exhausted"]))
                 messages = turn.without_tools()
                 offer_tools = False
             calls, text = await self._stream_round(
@@ -439,16 +452,9 @@ class ChatEngine:
             )
             if not calls or not offer_tools or state.stopped:
                 break
-            turn.steps.append(_assistant_message(text, calls))
+            turn.steps.append(assistant_message(text, calls))
             await self._run_tools(calls, turn, state, request, emit)
             state.budget.rounds += 1
-            if not state.budget.tools_allowed:
-                key = (
-                    "tool_budget_exhausted"
-                    if state.budget.chars_exhausted
-                    else "tool_rounds_exhausted"
-                )
-                turn.steps.append(_notice(prompts.format(key, limit=state.budget.max_chars)))
 
     async def _stream_round(
         self,
@@ -502,7 +508,7 @@ class ChatEngine:
     async def _run_tools(
         self,
         calls: list[ToolCall],
-        turn: _TurnMessages,
+        turn: TurnMessages,
         state: _TurnState,
         request: TurnRequest,
         emit: Emit,
@@ -511,23 +517,26 @@ class ChatEngine:
         prompts = prompts_for(settings.language)
         round_number = state.budget.rounds + 1
         for index, call in enumerate(calls):
-            if state.budget.chars_exhausted:
+            head = prompts.format("tool_result_prefix", name=call.name) + "\n"
+            room = turn.room(round_number)
+            not_run = _not_run(state.budget, room, prompts)
+            if not_run is not None:
                 # Every tool_call id needs its tool message; this one says why nothing ran.
-                notice = prompts.format("tool_not_run", limit=state.budget.max_chars)
-                turn.steps.append(_ToolStep(call, ToolText(notice, round=round_number)))
+                turn.steps.append(ToolStep(call, ToolText(not_run, round=round_number)))
                 continue
             call_id = f"{round_number}-{index + 1}-{call.id}"
             arguments = _arguments(call)
             running = self._running_event(call_id, call.name, arguments)
             emit(running)
             started = time.monotonic()
-            raw = await self._execute(call.name, arguments, state)
+            fits = result_room(state.budget, settings.max_tool_result_chars, room, head)
+            raw = await self._execute(call.name, arguments, state, fits)
             duration_ms = round((time.monotonic() - started) * 1000)
             result = trim_tool_result(raw, settings.max_tool_result_chars)
             item, tails = self._tool_text(
                 call, arguments, result, round_number, prompts=prompts, cap=state.budget.max_chars
             )
-            item = state.budget.take(item, tails)
+            item = fit_to_room(state.budget.take(item, tails), room)
             state.tool_names.append(call.name)
             emit(_finished_event(running, result))
             self._add_sources(raw.sources, state, emit)
@@ -543,7 +552,7 @@ class ChatEngine:
                 duration_ms=duration_ms,
             )
             await self._run_hooks(outcome, emit)
-            turn.steps.append(_ToolStep(call, item))
+            turn.steps.append(ToolStep(call, item))
 
     def _tool_text(
         self,
@@ -592,7 +601,9 @@ class ChatEngine:
         label = tool.label(arguments)
         return ToolEvent(call_id, name, "running", label=label, detail=detail, icon=tool.icon)
 
-    async def _execute(self, name: str, arguments: dict[str, Any], state: _TurnState) -> ToolResult:
+    async def _execute(
+        self, name: str, arguments: dict[str, Any], state: _TurnState, room: ResultRoom
+    ) -> ToolResult:
         return await self.registry.execute(
             name,
             arguments,
@@ -601,6 +612,7 @@ class ChatEngine:
                 "space_id": state.session.space_id,
                 "member_id": state.speaker.id,
                 "member_name": state.speaker.name,
+                ROOM_PARAM: room,
             },
         )
 
@@ -624,88 +636,13 @@ class ChatEngine:
                 log.exception("tool hook failed after %s", outcome.name)
 
 
-@dataclass(frozen=True)
-class _ToolStep:
-    """A tool message of this turn: the call it answers and its content in fittable parts."""
-
-    call: ToolCall
-    text: ToolText
-
-
-class _TurnMessages:
-    """The context plus this turn's steps, fitted into one budget before every model call."""
-
-    def __init__(self, context: list[Message], budget: int) -> None:
-        self.context = context
-        self.budget = budget
-        self.steps: list[Message | _ToolStep] = []
-
-    def request(self) -> list[Message] | None:
-        """The messages of the next model call within the budget, or None if they cannot fit."""
-        fixed = sum(message_tokens(message) for message in self.context) + sum(
-            message_tokens(step) for step in self.steps if not isinstance(step, _ToolStep)
-        )
-        tools = [step.text for step in self.steps if isinstance(step, _ToolStep)]
-        if not tools:
-            return self.without_tools()
-        fitted = fit_tool_texts(tools, fixed, self.budget)
-        if fitted is None:
-            return None
-        if fitted.shortened:
-            log.info(
-                "shortened %d of %d tool results to fit the window (%d + %d of %d tokens)",
-                fitted.shortened,
-                len(tools),
-                fixed,
-                fitted.tokens,
-                self.budget,
-            )
-        contents = iter(fitted.contents)
-        messages = list(self.context)
-        for step in self.steps:
-            if isinstance(step, _ToolStep):
-                messages.append(_tool_message(step.call, next(contents)))
-            else:
-                messages.append(step)
-        return messages
-
-    def stop(self, notice: Message) -> None:
-        """Tools end here: this turn's tool exchange does not fit, so the model answers without."""
-        log.warning("this turn's tool results do not fit the window; answering without them")
-        self.steps = [notice]
-
-    def without_tools(self) -> list[Message]:
-        """The context and this turn's notices: nothing here can be shortened or dropped."""
-        messages = [*self.context, *(step for step in self.steps if isinstance(step, dict))]
-        spent = sum(message_tokens(message) for message in messages)
-        if spent > self.budget:
-            log.warning("the context alone needs %d of %d tokens", spent, self.budget)
-        return messages
-
-
-def _assistant_message(text: str, calls: Sequence[ToolCall]) -> Message:
-    """The model's turn that asked for `calls`, as the protocol wants it repeated."""
-    return {
-        "role": "assistant",
-        "content": text,
-        "tool_calls": [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": arguments_text(call.arguments)},
-            }
-            for call in calls
-        ],
-    }
-
-
-def _tool_message(call: ToolCall, content: str) -> Message:
-    return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
-
-
-def _notice(text: str) -> Message:
-    """A one-sentence instruction to the model from the engine."""
-    return {"role": "system", "content": text}
+def _not_run(budget: ToolBudget, room: int, prompts: Prompts) -> str | None:
+    """Why a call of this round does not run (its tool message), or None when it runs."""
+    if budget.chars_exhausted:
+        return prompts.format("tool_not_run", limit=budget.max_chars)
+    if room < PAGE_TOKENS:
+        return prompts["tool_not_run_window"]
+    return None
 
 
 def _finished_event(running: ToolEvent, result: ToolResult) -> ToolEvent:

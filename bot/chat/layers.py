@@ -25,6 +25,7 @@ from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NoteOutline, NotesService
 from bot.memory.recall import RecallLabels, RecallService, hit_heading, hit_lines
 from bot.prompts import Prompts, prompts_for
+from bot.tools.kb_tools import continuation
 
 log = logging.getLogger(__name__)
 
@@ -307,9 +308,12 @@ class LocalKBLayer:
         for hit in hits:
             total = len(hit.content)
 
-            def mark(shown: int, total: int = total) -> str:
+            def mark(shown: int, total: int = total, path: str = hit.path) -> str:
                 return prompts.format(
-                    "layer_local_kb_cut", shown=_number(shown), total=_number(total)
+                    "layer_local_kb_cut",
+                    shown=_number(shown),
+                    total=_number(total),
+                    token=continuation(path, shown),
                 )
 
             heading = f"### {hit.title or hit.path} ({hit.path})"

@@ -449,6 +449,17 @@ class LocalKnowledgeBase:
         plan.upserts.extend(doc for doc in plan.pending if id(doc) not in queued)
         return len(plan.pending), calls, False
 
+    async def file(self, path: str, space: str) -> KBHit | None:
+        """The file at `path` (as a search shows it) when `space` may see it, else None: only
+        files the scan took (no hidden files, no symlinks, nothing outside kb_dir) are known."""
+        await self._refresh_if_changed()
+        if not visible_in(path, space):
+            return None
+        for doc in self._docs:
+            if doc.path == path:
+                return KBHit(doc.path, doc.title, doc.content, 1.0, "bm25")
+        return None
+
     async def search(self, query: str, space: str) -> list[KBHit]:
         """Up to local_kb_top_k files `space` may see that are relevant to `query`: cosine ≥
         local_kb_min_score, or BM25 when no embedding model answers. Re-syncs first only if

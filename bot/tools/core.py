@@ -26,8 +26,8 @@ from bot.turn.tool_result import Source, ToolResult
 log = logging.getLogger(__name__)
 
 # Parameters the engine fills in itself (the conversation's session and space, the member
-# speaking); never shown to nor accepted from the model.
-INJECTED_PARAMS = frozenset({"session_id", "space_id", "member_id", "member_name"})
+# speaking, the room left for the result); never shown to nor accepted from the model.
+INJECTED_PARAMS = frozenset({"session_id", "space_id", "member_id", "member_name", "result_room"})
 DEFAULT_TOOL_TIMEOUT = 60.0
 
 ToolHandler = Callable[..., Awaitable[Any] | Any]

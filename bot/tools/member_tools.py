@@ -9,12 +9,60 @@ from typing import Any
 from bot.errors import ToolError, UserFacingError
 from bot.memory.member_memory import MemberMemory
 from bot.tools.core import ToolDisplay, ToolRegistry, short_text
+from bot.tools.room import ResultRoom, longest_fit, room_for
 
 REMEMBER_ICON = "🧠"
 
 
+# Characters of the list when no room is given (a fact has at most 300, a member at most 50).
+MAX_LIST_CHARS = 6000
+
+
+async def list_facts(
+    members: MemberMemory, space: str, member: str, offset: int, room: ResultRoom
+) -> str:
+    """The member's facts, then the ones others shared, from the `offset`-th on, as many as
+    fit `room`."""
+    facts = await members.facts_for_turn(space, member)
+    lines = [f"- {fact.fact}" for fact in facts.own]
+    lines += [f"- {fact.member_name or fact.member_id}: {fact.fact}" for fact in facts.shared]
+    if not lines:
+        return "Nothing is kept about this member."
+    start = max(0, offset)
+    lines = lines[start:]
+    if not lines:
+        return "No more facts."
+
+    def render(count: int) -> str:
+        left = len(lines) - count
+        more = f"\n[{left} more: call member_facts with offset={start + count}]" if left else ""
+        return "Facts kept about this member:\n" + "\n".join(lines[:count]) + more
+
+    count = longest_fit(room, len(lines), render)
+    if not count:
+        raise ToolError("No room is left in the context window for the facts.", as_json=True)
+    return render(count)
+
+
 def register_member_tools(registry: ToolRegistry, members: MemberMemory) -> None:
-    """Offer remember (member memory of the conversation's space)."""
+    """Offer remember and member_facts (member memory of the conversation's space)."""
+
+    async def member_facts(
+        offset: int = 0,
+        *,
+        space_id: str | None = None,
+        member_id: str | None = None,
+        result_room: ResultRoom | None = None,
+    ) -> str:
+        """List every fact kept about the person you are talking to (and those others shared).
+
+        Args:
+            offset: Where to go on, as the previous list says.
+        """
+        if not space_id or not member_id:
+            raise ToolError("The speaking member is not known here.", as_json=True)
+        room = room_for(result_room, MAX_LIST_CHARS)
+        return await list_facts(members, space_id, member_id, offset, room)
 
     async def remember(
         fact: str,
@@ -54,3 +102,4 @@ def register_member_tools(registry: ToolRegistry, members: MemberMemory) -> None
         return f"remember: {short_text(arguments.get('fact', ''))}"
 
     registry.register(remember, display=ToolDisplay(REMEMBER_ICON, label))
+    registry.register(member_facts, display=ToolDisplay(REMEMBER_ICON, lambda _: "member_facts"))

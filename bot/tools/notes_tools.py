@@ -10,6 +10,7 @@ from typing import Any, Literal
 from bot.errors import ConflictError, ToolError, UserFacingError
 from bot.memory.notes import NotePage, NotesService
 from bot.tools.core import ToolDisplay, ToolRegistry
+from bot.tools.room import ResultRoom, longest_fit, room_for
 from bot.turn.events import NotesUpdatedEvent
 from bot.turn.hooks import Emit, ToolOutcome
 
@@ -17,6 +18,7 @@ log = logging.getLogger(__name__)
 
 # One read stays below the engine's 6,000-character cap on unpaged results, header included.
 READ_CHUNK_CHARS = 5000
+MAX_READ_CHARS = 6000
 LISTED_TITLES = 30
 NOTE_ICON = "📝"
 
@@ -34,20 +36,50 @@ def _not_found(title: str, pages: list[NotePage]) -> str:
     )
 
 
-def render_page(page: NotePage, offset: int = 0) -> str:
-    """A page as read_note returns it: header, up to READ_CHUNK_CHARS of body, continuation."""
+def render_page(page: NotePage, offset: int = 0, room: ResultRoom | None = None) -> str:
+    """A page as read_note returns it: header, up to READ_CHUNK_CHARS of body (fewer when the
+    `room` left for the result is smaller), and where to continue."""
     section = f", section {page.section!r}" if page.section else ""
     header = f"# {page.title} (note page #{page.id}{section})"
     if not page.content:
         return f"{header}\n(This page is empty.)"
     total = len(page.content)
     start = max(0, min(offset, total))
-    end = min(total, start + READ_CHUNK_CHARS)
-    body = page.content[start:end]
-    if start == 0 and end == total:
-        return f"{header}\n{body}"
-    more = f" — call read_note with offset={end} for more" if end < total else ""
-    return f"{header}\n{body}\n[characters {start + 1}–{end} of {total}{more}]"
+
+    def render(size: int) -> str:
+        end = min(total, start + size)
+        body = page.content[start:end]
+        if start == 0 and end == total:
+            return f"{header}\n{body}"
+        more = f" — call read_note with offset={end} for more" if end < total else ""
+        return f"{header}\n{body}\n[characters {start + 1}–{end} of {total}{more}]"
+
+    fitted = longest_fit(room_for(room, MAX_READ_CHARS), READ_CHUNK_CHARS, render)
+    if not fitted and start < total:
+        raise ToolError("No room is left in the context window for this page.", as_json=True)
+    return render(fitted or 0)
+
+
+def list_titles(pages: list[NotePage], offset: int, room: ResultRoom) -> str:
+    """Every page's title (from the `offset`-th on, as many as fit `room`) and where to go on."""
+    lines = [
+        f"- {page.title} (#{page.id}" + (f", section {page.section!r})" if page.section else ")")
+        for page in pages[offset:]
+    ]
+    if not lines:
+        return "There are no note pages." if not pages else "No more note pages."
+
+    def render(count: int) -> str:
+        end = offset + count
+        more = f"\n[call read_note with an empty title and offset={end} for more]"
+        return (
+            "Shared note pages:\n" + "\n".join(lines[:count]) + (more if count < len(lines) else "")
+        )
+
+    count = longest_fit(room, len(lines), render)
+    if not count:
+        raise ToolError("No room is left in the context window for the list.", as_json=True)
+    return render(count)
 
 
 def _space(space_id: str | None) -> str:
@@ -63,20 +95,30 @@ class _NoteTools:
         self._notes = notes
         self._on_write = on_write
 
-    async def read_note(self, title: str, offset: int = 0, space_id: str | None = None) -> str:
+    async def read_note(
+        self,
+        title: str,
+        offset: int = 0,
+        space_id: str | None = None,
+        result_room: ResultRoom | None = None,
+    ) -> str:
         """Read a shared note page's full text (the prompt lists only titles and 40 characters).
 
         Not needed for pages marked as linked: their text is already in the context.
 
         Args:
-            title: The page title exactly as listed in the shared notes (or its id, e.g. "#3").
+            title: The page title exactly as listed in the shared notes (or its id, e.g. "#3");
+                empty to list every page.
             offset: Character offset to continue a long page from (given by the previous read).
         """
         space = _space(space_id)
+        if not title.strip():
+            pages = await self._notes.list_pages(space)
+            return list_titles(pages, max(0, offset), room_for(result_room, MAX_READ_CHARS))
         page = await self._notes.find(space, title)
         if page is None:
             raise ToolError(_not_found(title, await self._notes.list_pages(space)), as_json=True)
-        return render_page(page, offset)
+        return render_page(page, offset, result_room)
 
     async def write_note(
         self,

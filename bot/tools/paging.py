@@ -16,12 +16,17 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from bot.tools.room import ResultRoom, longest_fit
 from bot.turn.tool_result import ToolResult
 
 TOKEN_VERSION = 2
 MAX_TOOL_RESULT_CHARS = 6000
+# Seed 000's token lifetime: as long as the document cache keeps a fetched page (doc_cache).
+DEFAULT_TOKEN_TTL = 1800
 # Checked before decoding so a huge or hostile string costs nothing.
 MAX_TOKEN_CHARS = 4096
+# Character limit of a room that only limits tokens.
+MAX_CHARS_UNBOUNDED = 1 << 62
 MAX_OFFSET = 1_000_000_000
 MAX_PAGE_INDEX = 1_000_000
 MAX_URL_CHARS = 2048
@@ -30,6 +35,7 @@ DEFAULT_MAX_MATCHED = 10
 # recall: the query travels in its token (binding the token to it), cut to this length.
 MAX_RECALL_QUERY_CHARS = 200
 MAX_RECALL_OFFSET = 1000
+MAX_KB_PATH_CHARS = 512
 ISSUED_AT = "iat"
 MAX_ISSUED_AT = 2**40
 # Tokens minted by another process on a slightly different clock are still accepted.
@@ -137,6 +143,16 @@ def _recall_query(value: Any) -> None:
         raise InvalidTokenError("field 'query' contains control characters")
 
 
+def _kb_path(value: Any) -> None:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_KB_PATH_CHARS:
+        raise InvalidTokenError("field 'path' must be a non-empty string of at most 512 chars")
+    parts = value.split("/")
+    if value.startswith("/") or "\\" in value or any(part in ("", ".", "..") for part in parts):
+        raise InvalidTokenError("field 'path' is not a path inside the knowledge base")
+    if any(ord(ch) < 32 for ch in value) or not value.lower().endswith(".md"):
+        raise InvalidTokenError("field 'path' is not a knowledge-base file")
+
+
 _OFFSET = _bounded_int(MAX_OFFSET)
 _PAGE = _bounded_int(MAX_PAGE_INDEX)
 
@@ -154,6 +170,8 @@ _SCHEMAS: dict[str, dict[str, Callable[[Any], None]]] = {
         "file_type": _file_type,
     },
     "recall": {"query": _recall_query, "offset": _bounded_int(MAX_RECALL_OFFSET)},
+    "read_kb_file": {"path": _kb_path, "offset": _OFFSET},
+    "read_knowledge": {"before_id": _bounded_int(MAX_OFFSET)},
 }
 
 
@@ -346,6 +364,27 @@ def paged_tool_result(text: str) -> ToolResult:
     )
 
 
+def _token_fit(  # noqa: PLR0917 - fit_page's own arguments, passed on
+    window: str,
+    max_chars: int,
+    next_token_for: Callable[[int], str | None],
+    prefix: str,
+    extra_meta: Mapping[str, bool] | None,
+    max_tokens: int,
+) -> int:
+    """The longest body (≤ `max_chars`) whose whole result fits `max_tokens` estimated tokens."""
+
+    def render(size: int) -> str:
+        token = next_token_for(size)
+        return prefix + window[:size] + page_footer(token, extra_meta if token else None)
+
+    size = min(max_chars, len(window))
+    fitted = longest_fit(ResultRoom(MAX_CHARS_UNBOUNDED, max_tokens), size, render)
+    if fitted is None or (fitted == 0 and window):
+        raise PageLimitError("no room left in the window for the page body")
+    return fitted
+
+
 @dataclass(frozen=True)
 class FittedPage:
     """A result that fits the limit: its text, how much of the window it used, its token."""
@@ -369,12 +408,16 @@ def fit_page(
     prefix: str = "",
     extra_meta: Mapping[str, bool] | None = None,
     limit: int = MAX_TOOL_RESULT_CHARS,
+    max_tokens: int | None = None,
 ) -> FittedPage:
-    """Take at most `max_chars` of `window` so prefix + body + footer stay within `limit`.
+    """Take at most `max_chars` of `window` so prefix + body + footer stay within `limit`
+    (and, when given, `max_tokens` estimated tokens: the room left in the model's window).
 
     `next_token_for(n)` returns the token that resumes right after the first n characters of
     the window, or None when nothing is left after them.
     """
+    if max_tokens is not None:
+        max_chars = _token_fit(window, max_chars, next_token_for, prefix, extra_meta, max_tokens)
     cap = size = max(0, min(max_chars, len(window)))
     while True:
         token = next_token_for(size)

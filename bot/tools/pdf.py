@@ -26,6 +26,7 @@ from bot.tools.paging import (
     make_token,
     parse_token,
 )
+from bot.tools.room import ResultRoom, room_for
 from bot.tools.safe_http import FetchError, SafeFetcher, TooLargeError
 from bot.tools.scrape import PAGE_LIMIT, fetched_url_sources, run_isolated
 
@@ -144,6 +145,7 @@ async def read_pdf_page(
     token_for: Callable[[PdfCursor | None, int], str | None],
     prefix: str = "",
     limit: int = MAX_TOOL_RESULT_CHARS,
+    max_tokens: int | None = None,
 ) -> tuple[FittedPage, PdfCursor | None]:
     """One result's worth of PDF text from `cursor`, and the cursor after it (None at the end).
 
@@ -162,7 +164,13 @@ async def read_pdf_page(
         return token_for(window.cursor_after(consumed), consumed)
 
     page = fit_page(
-        window.text, max_chars, next_token, prefix=prefix, extra_meta=PDF_RESUME_META, limit=limit
+        window.text,
+        max_chars,
+        next_token,
+        prefix=prefix,
+        extra_meta=PDF_RESUME_META,
+        limit=limit,
+        max_tokens=max_tokens,
     )
     return page, window.cursor_after(page.consumed)
 
@@ -232,6 +240,8 @@ class PdfToText:
         continue_from: str | None = None,
         session_id: str | None = None,
         space_id: str | None = None,
+        *,
+        result_room: ResultRoom | None = None,
     ) -> str:
         """Extract the text of a PDF, page by page, in parts that can be continued.
 
@@ -254,6 +264,7 @@ class PdfToText:
             max_chars = settings.fetch_max_chars
         owner = None if session_id is None or space_id is None else (space_id, session_id)
         key, loader = self._loader(source, owner, settings.max_fetch_mb * 1024 * 1024)
+        room = room_for(result_room, settings.max_tool_result_chars)
         try:
             document, _ = await self._cache.get_or_load(key, loader)
             page, _ = await read_pdf_page(
@@ -265,7 +276,8 @@ class PdfToText:
                 max_pages=settings.max_pdf_pages,
                 max_chars=max_chars,
                 token_for=lambda after, _consumed: pdf_token(source, after),
-                limit=settings.max_tool_result_chars,
+                limit=room.chars,
+                max_tokens=room.tokens,
             )
         except TooLargeError:
             raise ToolError(PDF_TOO_LARGE) from None

@@ -25,6 +25,7 @@ from bot.tools.paging import (
     page_footer,
     parse_token,
 )
+from bot.tools.room import ResultRoom, longest_fit, room_for
 
 TOOL: Final = "recall"
 # Hits read (with their neighbours) for one page; fewer are shown when they do not all fit.
@@ -37,24 +38,29 @@ NextToken = Callable[[int], str | None]
 
 
 def assemble_page(
-    prefix: str, blocks: list[str], next_token_for: NextToken, limit: int
+    prefix: str, blocks: list[str], next_token_for: NextToken, limit: int | ResultRoom
 ) -> tuple[str, int]:
-    """As many whole blocks as fit with `prefix` and the footer in `limit` characters, and
-    how many; when not even the first fits whole, the first cut to the room left.
+    """As many whole blocks as fit with `prefix` and the footer in `limit` (characters, or a
+    room of characters and tokens), and how many; when not even the first fits whole, the
+    first cut to the room left.
 
     `next_token_for(n)` is the token that resumes after the first n blocks (None: no more).
     """
+    room = limit if isinstance(limit, ResultRoom) else ResultRoom(limit)
     for count in range(len(blocks), 0, -1):
         text = format_paged_result(
             prefix + BLOCK_SEPARATOR.join(blocks[:count]), next_token_for(count)
         )
-        if len(text) <= limit:
+        if room.fits(text):
             return text, count
     footer = page_footer(next_token_for(1))
-    room = limit - len(prefix) - len(footer) - 1
-    if not blocks or room <= 0:
+    if not blocks:
         raise PageLimitError("no room left for a result")
-    return prefix + blocks[0][:room] + "…" + footer, 1
+    first = blocks[0]
+    keep = longest_fit(room, len(first), lambda n: prefix + first[:n] + "…" + footer)
+    if not keep:
+        raise PageLimitError("no room left for a result")
+    return prefix + first[:keep] + "…" + footer, 1
 
 
 def _label(arguments: dict[str, Any]) -> str:
@@ -69,7 +75,11 @@ class RecallTool:
         self._settings = settings
 
     async def recall(
-        self, query: str, continue_from: str | None = None, space_id: str | None = None
+        self,
+        query: str,
+        continue_from: str | None = None,
+        space_id: str | None = None,
+        result_room: ResultRoom | None = None,
     ) -> str:
         """Search this community's past conversations (all its threads and DMs) for what
         was said: who, when, where, with the lines around it.
@@ -101,7 +111,10 @@ class RecallTool:
 
         try:
             text, _ = assemble_page(
-                header + BLOCK_SEPARATOR, blocks, next_token_for, settings.max_tool_result_chars
+                header + BLOCK_SEPARATOR,
+                blocks,
+                next_token_for,
+                room_for(result_room, settings.max_tool_result_chars),
             )
         except PageLimitError:
             raise ToolError(PAGE_LIMIT) from None

@@ -19,6 +19,7 @@ from bot.tools.paging import (
     make_token,
     parse_token,
 )
+from bot.tools.room import ResultRoom, room_for
 from bot.tools.safe_http import FetchedDocument, FetchError, SafeFetcher
 from bot.turn.tool_result import Source, ToolResult
 
@@ -144,7 +145,11 @@ class ScrapeUrl:
         self._settings = settings
 
     async def scrape_url(
-        self, url: str, max_chars: int | None = None, continue_from: str | None = None
+        self,
+        url: str,
+        max_chars: int | None = None,
+        continue_from: str | None = None,
+        result_room: ResultRoom | None = None,
     ) -> str:
         """Fetch a web page and return its main text (navigation, ads and footers removed).
 
@@ -187,9 +192,10 @@ class ScrapeUrl:
             end = offset + consumed
             return make_token("scrape_url", url=url, offset=end) if end < len(text) else None
 
+        room = room_for(result_room, settings.max_tool_result_chars)
         try:
             page = fit_page(
-                text[offset:], max_chars, next_token, limit=settings.max_tool_result_chars
+                text[offset:], max_chars, next_token, limit=room.chars, max_tokens=room.tokens
             )
         except PageLimitError:
             raise ToolError(PAGE_LIMIT) from None

@@ -33,6 +33,7 @@ from bot.tools.paging import (
     parse_token,
 )
 from bot.tools.pdf import NOT_A_PDF, NotPdfError, PdfCursor, ensure_pages, read_pdf_page
+from bot.tools.room import ResultRoom, room_for
 from bot.tools.safe_http import FetchError, SafeFetcher
 from bot.tools.scrape import PAGE_LIMIT, extract_text
 from bot.tools.web_search import MAX_RESULTS_CAP, SearchUnavailable, WebSearch, unavailable_error
@@ -197,6 +198,8 @@ class _Call:
 
     max_chars: int
     settings: Settings
+    # Characters the whole result may have (the tool's limit within the room the engine gave).
+    limit: int
     prompts: Prompts
     # (space, session) whose attachments a fetched file is stored under; None: not stored.
     owner: tuple[str, str] | None
@@ -239,6 +242,7 @@ class SearchAndFetch:
         session_id: str | None = None,
         continue_from: str | None = None,
         space_id: str | None = None,
+        result_room: ResultRoom | None = None,
     ) -> str:
         """Search the web for files of one type (PDF, CSV, code...) and return their text.
 
@@ -275,7 +279,9 @@ class SearchAndFetch:
             cursor = _Cursor(candidates, file_type, 0, 0, PdfCursor(0, 0))
         try:
             owner = None if session_id is None or space_id is None else (space_id, session_id)
-            return await self._page(cursor, _Call(max_chars, settings, prompts, owner))
+            # Blocks of several files are fitted by characters: one per token is safe.
+            room = room_for(result_room, settings.max_tool_result_chars).safe_chars()
+            return await self._page(cursor, _Call(max_chars, settings, room, prompts, owner))
         except InvalidTokenError as exc:
             raise ToolError(str(exc)) from None
         except PageLimitError:
@@ -346,7 +352,7 @@ class SearchAndFetch:
         ending = ""  # the page as it stands, footer included, should the next file not fit
         while True:
             done = "".join(block + BLOCK_GAP for block in blocks)
-            room = call.settings.max_tool_result_chars - len(done)
+            room = call.limit - len(done)
             if blocks and room < self._smallest_part(cursor, call.prompts):
                 return ending  # the next file cannot appear on this page: do not fetch it yet
             try:

@@ -250,7 +250,10 @@ async def test_summaries_that_do_not_fit_show_the_newest_and_a_marker_never_a_ga
     shown = [s for s in summaries if s in body]
     assert shown and shown == summaries[-len(shown) :], "the newest, oldest first"
     left = 6 - len(shown)
-    assert marker == f"[{left} older summaries are being condensed; they are not shown this time.]"
+    assert marker == (
+        f"[{left} older summaries are being condensed; they are not shown this time: "
+        "recall(query) finds what was said earlier.]"
+    )
     assert built.allocation is not None
     allotted = built.allocation.layers["memory"] - 4
     assert cuts == [(store.session_id, allotted)]
@@ -259,7 +262,7 @@ async def test_summaries_that_do_not_fit_show_the_newest_and_a_marker_never_a_ga
 
     unwired = await build(store, user, 1400)
     assert (
-        f"[{left} older summaries left out to fit the context window.]"
+        f"[{left} older summaries left out to fit the context window: recall(query) finds"
         in unwired.messages[1]["content"]
     ), "without a summariser nothing claims to be condensing"
 

@@ -28,6 +28,7 @@ from bot.store.engine.database import Database
 from bot.store.repos.knowledge import KnowledgeRepository, KnowledgeSource
 from bot.store.repos.notes import NoteRepository
 from bot.store.repos.sessions import SessionRepository
+from bot.tools.paging import parse_token
 from tests.conftest import SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text
 
@@ -136,7 +137,8 @@ async def test_knowledge_layer_lists_latest_headings_only(
     assert "secret body" not in draft.text and "src.example" not in draft.text
 
     assert draft.fit(draft.demand - 1) == (
-        f"{header}\n- … 3 older heading(s) left out to fit the context window."
+        f"{header}\n- … 3 older heading(s) left out to fit the context window; "
+        "read_knowledge() lists them."
     ), "a marker is longer than two headings: then it stands alone"
     assert_fits_every_budget(draft)
     off = request_for(session_id, settings_for(tmp_path, knowledge_context_limit=0))
@@ -144,13 +146,13 @@ async def test_knowledge_layer_lists_latest_headings_only(
 
     five = await layer.draft(request_for(session_id, settings_for(tmp_path)))
     assert five is not None
-    small = five.fit(estimate_tokens(header) + 2 * 10 + 19)
+    small = five.fit(estimate_tokens(header) + 10 + 26)
     assert small is not None
-    newest = five.text.splitlines()[1:3]
+    newest = five.text.splitlines()[1:2]
     assert newest[0].startswith(f"- [#{ids[4]}] Heading number 4 (")
     assert small.splitlines()[1:] == [
         *newest,
-        "- … 3 older heading(s) left out to fit the context window.",
+        "- … 4 older heading(s) left out to fit the context window; read_knowledge() lists them.",
     ], "the oldest headings go first, counted"
 
 
@@ -220,7 +222,7 @@ async def test_note_titles_grouped_by_section_with_linked_marks(
     shown = squeezed.count("\n- ") - 1
     assert last == (
         f"- … {44 - shown} more page(s) left out to fit the context window: "
-        "ask read_note for a title you need."
+        "read_note with an empty title lists every page."
     ), "section lines are not counted as pages"
 
 
@@ -328,10 +330,18 @@ async def test_local_kb_layer_wraps_search_and_keeps_files_whole(
     assert cut is not None and "### FAQ (faq.md)\nOpening hours: 9-17." in cut
     shown = cut.split("(guide/ramen.md)\n", 1)[1].split("\n[…", 1)[0]
     assert ramen.startswith(shown)
-    assert (
+    marker = (
         f"[… {len(shown):,} of {len(ramen):,} characters of this file shown, "
-        "to fit the context window.]" in cut
+        'to fit the context window; read_kb_file(continue_from="'
     )
+    assert marker in cut
+    token = cut.split(marker, 1)[1].split('"', 1)[0]
+    assert parse_token(token, "read_kb_file") == {
+        "v": 2,
+        "tool": "read_kb_file",
+        "path": "guide/ramen.md",
+        "offset": len(shown),
+    }, "the marker's token reads on where the layer stopped"
     assert_fits_every_budget(draft)
     assert await layer.draft(request_for(session_id, settings, "  ")) is None
 

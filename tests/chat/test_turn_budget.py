@@ -7,10 +7,16 @@ from typing import Any
 
 import pytest
 
-from bot.chat.allocation import ANSWER_RESERVE_SHARE, MIN_ANSWER_RESERVE
+from bot.chat.allocation import (
+    ANSWER_RESERVE_SHARE,
+    MIN_ANSWER_RESERVE,
+    PAGE_TOKENS,
+    prompt_budget,
+)
 from bot.chat.engine import TurnRequest
 from bot.chat.tokens import estimate_tokens, message_tokens
 from bot.chat.tool_budget import MAX_TOOL_CONTEXT_CHARS
+from bot.chat.turn_fit import content_tokens
 from bot.prompts import prompts_for
 from bot.services import ServiceOptions, Services, open_services
 from bot.tools.paging import page_footer
@@ -191,13 +197,33 @@ async def test_four_rounds_of_a_japanese_page_stay_inside_an_8192_window(
     assert unfitted + reserve > window, "the pages alone would not have fitted"
 
 
-async def test_when_even_the_shortest_results_do_not_fit_tools_stop_and_the_model_answers(
+async def test_a_window_without_room_for_a_page_offers_no_tools_and_says_so_once(
     make_settings: SettingsFactory,
     backend: str,
     service_options: ServiceOptions,
     llm: FakeLLMServer,
 ) -> None:
     window = 2048
+    settings = make_settings(backend, llm_context_tokens=window)
+    async with open_services(settings, service_options) as services:
+        llm.script(Text("Answered without tools."))
+        events = await run(services, "ping a lot")
+    assert "".join(e.text for e in events if isinstance(e, ChunkEvent)) == "Answered without tools."
+    (only,) = llm.chat_requests
+    assert only.tool_names == [], "no room for a page: no tools offered"
+    contents = [m["content"] for m in only.messages]
+    assert contents.count(PROMPTS["tool_window_exhausted"]) == 1, "told once"
+    reserve = max(MIN_ANSWER_RESERVE, int(window * ANSWER_RESERVE_SHARE))
+    assert request_tokens(only) + reserve <= window
+
+
+async def test_parallel_calls_run_only_while_a_page_of_result_still_fits(
+    make_settings: SettingsFactory,
+    backend: str,
+    service_options: ServiceOptions,
+    llm: FakeLLMServer,
+) -> None:
+    window = 4096
     settings = make_settings(backend, llm_context_tokens=window)
     async with open_services(settings, service_options) as services:
         runs = 0
@@ -215,16 +241,35 @@ async def test_when_even_the_shortest_results_do_not_fit_tools_stop_and_the_mode
         services.registry.register(ping)
         llm.script(ToolCalls([("ping", {"n": n}) for n in range(60)]), Text("Enough pings."))
         events = await run(services, "ping a lot")
-        schemas = estimate_tokens(json.dumps(services.registry.schemas(), ensure_ascii=False))
-    assert runs == 60
+        budget = prompt_budget(window, request_tokens_of_tools(services))
     assert "".join(e.text for e in events if isinstance(e, ChunkEvent)) == "Enough pings."
-    last = llm.chat_requests[-1]
-    assert last.tool_names == []
-    assert PROMPTS["tool_window_exhausted"] in [m["content"] for m in last.messages]
-    assert tool_contents(last) == [], "the exchange that cannot fit is left out whole"
-    reserve = max(MIN_ANSWER_RESERVE, int(window * ANSWER_RESERVE_SHARE))
-    assert request_tokens(last) + schemas + reserve <= window
-    assert [m["content"] for m in last.messages if m["role"] == "user"] == ["ping a lot"]
+    first, last = llm.chat_requests
+    assert "ping" in first.tool_names
+    assert 0 < runs < 60, "the calls run while a page still fits, not after"
+    contents = tool_contents(last)
+    assert len(contents) == 60, "every tool call id keeps its tool message"
+    not_run = PROMPTS["tool_not_run_window"]
+    assert contents[runs:] == [not_run] * (60 - runs)
+    assert all(content.startswith(HEAD.replace("page", "ping")) for content in contents[:runs])
+    # Each call ran only with a page of room left after the results before it (the notice
+    # that ends the tools came after the round).
+    told = PROMPTS["tool_window_exhausted"]
+    spent = sum(
+        message_tokens(_openai_shape(m))
+        for m in last.messages
+        if m["role"] != "tool" and m.get("content") != told
+    )
+    room_before = budget - spent - sum(content_tokens(c) for c in contents[: runs - 1])
+    room_after = room_before - content_tokens(contents[runs - 1])
+    assert room_before >= PAGE_TOKENS > room_after, "the last call ran with a page of room"
+    assert last.tool_names == [], "the next call offers no tools"
+    assert [m.get("content") for m in last.messages].count(told) == 1, "told once"
+    assert request_tokens(last) <= budget
+
+
+def request_tokens_of_tools(services: Services) -> int:
+    """Estimated tokens of every registered tool schema."""
+    return estimate_tokens(json.dumps(services.registry.schemas(), ensure_ascii=False))
 
 
 async def test_max_tool_result_chars_is_a_setting(

@@ -325,5 +325,7 @@ async def test_a_factor_of_one_and_a_half_shrinks_the_request_to_the_window_over
             pass
         await services.tasks.drain()
         request = llm.chat_requests[0]
-        assert request.messages[-1]["content"] == "and now?"
-        assert _request_tokens(request, services.registry.schemas()) <= window / 1.5
+        assert [m for m in request.messages if m["role"] == "user"][-1]["content"] == "and now?"
+        # A request offered no tools (no room for a page here) carries no schemas.
+        schemas = services.registry.schemas() if request.tools else []
+        assert _request_tokens(request, schemas) <= window / 1.5
