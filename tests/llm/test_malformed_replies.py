@@ -15,6 +15,7 @@ from bot.errors import LLMError
 from bot.llm.backend import BackendError, ModelErrorKind
 from bot.services import Services
 from bot.store.repos.api_logs import ApiLog, ApiLogFilter
+from bot.store.repos.messages import FAILED_TURN_ROLE
 from bot.turn.events import ChunkEvent, DoneEvent, ErrorEvent, Event, SessionEvent
 from tests.conftest import LOCAL
 from tests.fakes.llm_server import (
@@ -83,7 +84,9 @@ async def test_a_reply_that_is_not_the_protocol_is_a_logged_error_naming_the_cau
         assert row.response_text == "Half an answer", "what came before the bad line is kept"
     assert_no_traceback(caplog)
     stored = await services.repos.messages.all_for_session(LOCAL, error_session(events))
-    assert [m.role for m in stored] == ["user"], "the question is kept, no fake answer"
+    # The question is kept, and the failure is recorded as such (so a restart does not take the
+    # turn for cut off) — never a fake answer.
+    assert [m.role for m in stored] == ["user", FAILED_TURN_ROLE]
 
 
 def error_session(events: list[Event]) -> str:
