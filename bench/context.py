@@ -7,10 +7,12 @@ times each. Every scale's bot is opened at once and the rounds alternate between
 minutes of a shared machine.
 
 Per scale: context assembly p50/p99 (the query embedding, against the loopback LLM, measured
-and subtracted), each layer's own draft p50 (alone, embedding subtracted), and the longest
-hold of the event loop during the turns: the longest single callback, in wall time and in
-this thread's CPU time (the CPU figure is what the code holds; wall adds preemption by other
-work on a shared machine). Also the Janome messages per second (see bench/janome_rate.py).
+and subtracted); the process CPU time of a build (all threads, the loopback LLM's embedding
+included: steadier than wall time on a loaded machine); each layer's own draft p50 (alone,
+embedding subtracted); and the longest hold of the event loop during the turns: the longest
+single callback, in wall time and in this thread's CPU time (the CPU figure is what the code
+holds; wall adds preemption by other work on a shared machine). Also the Janome messages per
+second (see bench/janome_rate.py).
 
 Run: .venv/bin/python bench/context.py [--scale 1,10,100] [--rounds 200] [--repeat 1]
 (`--scale` alone is 1,10,100). Prints one JSON object and a one-line summary.
@@ -99,6 +101,7 @@ class Bot:
     timed: list[TimedBackend]
     sync_s: float
     costs: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
     holds_wall: list[float] = field(default_factory=list)
     holds_cpu: list[float] = field(default_factory=list)
     worst_hold: str = ""
@@ -150,12 +153,14 @@ async def turns(bot: Bot, holds: LoopHolds, rounds: int) -> None:
     for n in range(rounds + WARMUP):
         embed_before = bot.embed_seconds()
         holds.recording = n >= WARMUP
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         built = await bot.services.context.build(bot.request, tools=tools)
         wall = time.perf_counter() - start
+        cpu = time.process_time() - cpu
         holds.recording = False
         if n >= WARMUP:
             bot.costs.append((wall - (bot.embed_seconds() - embed_before)) * 1000)
+            bot.cpu.append(cpu * 1000)
             bot.layer_tokens = built.layer_tokens
     bot.holds_wall += holds.wall
     bot.holds_cpu += holds.cpu
@@ -197,6 +202,8 @@ def figures(bot: Bot) -> dict[str, Any]:
         "kb_first_sync_s": round(bot.sync_s, 2),
         "context_ms_p50": round(statistics.median(bot.costs), 3),
         "context_ms_p99": round(percentile(bot.costs, 0.99), 3),
+        "context_cpu_ms_p50": round(statistics.median(bot.cpu), 3),
+        "context_cpu_ms_p99": round(percentile(bot.cpu, 0.99), 3),
         "layer_ms_p50": bot.layers,
         "loop_hold_ms_max_wall": round(max(bot.holds_wall) * 1000, 3),
         "loop_hold_ms_max_cpu": round(max(bot.holds_cpu) * 1000, 3),

@@ -66,6 +66,9 @@ BM25_RELATIVE = 0.5
 # more documents than BM25_OFF_LOOP_DOCS, runs in a worker thread: the event loop is not held.
 VECTOR_OFF_LOOP = 2_000_000
 BM25_OFF_LOOP_DOCS = 2000
+# The stat walk of kb_dir (in a worker thread) may take this share of the time at most: with
+# 50,000 files a walk takes ~0.2 s, so they are looked at every ~10 s rather than every 2 s.
+SCAN_DUTY = 0.02
 
 
 class Embedder(Protocol):
@@ -227,7 +230,7 @@ class LocalKnowledgeBase:
         rescan_interval: float = RESCAN_SECONDS,
     ) -> None:
         self._kb_dir = Path(kb_dir)
-        self._rescan_interval = rescan_interval
+        self._rescan_interval = self._base_interval = rescan_interval
         self._scanned_at: float | None = None
         self._repo = repo
         self._embedder = embedder
@@ -340,12 +343,22 @@ class LocalKnowledgeBase:
         ):
             return
         self._scanned_at = now
-        snapshot, problems = await self._scan()
-        if snapshot != self._snapshot:
+        started = time.perf_counter()
+        previous = self._snapshot
+        problems: dict[str, str] = {}
+        snapshot, changed = await asyncio.to_thread(_scan_changes, self._kb_dir, previous, problems)
+        self._pace_scans(time.perf_counter() - started)
+        if changed:
             async with self._lock:
-                if snapshot != self._snapshot:
+                # Compared again only when another sync ran meanwhile (slow for many files).
+                if self._snapshot is previous or snapshot != self._snapshot:
                     await self._sync_locked(snapshot)
         self._warn_about(problems)
+
+    def _pace_scans(self, seconds: float) -> None:
+        """Scan at most SCAN_DUTY of the time: a big folder is stat-walked less often."""
+        if self._base_interval > 0:
+            self._rescan_interval = max(self._base_interval, seconds / SCAN_DUTY)
 
     async def _sync_locked(self, snapshot: Snapshot) -> SyncReport:
         self._syncs += 1
@@ -553,3 +566,12 @@ class LocalKnowledgeBase:
             for i, score in ranked[:top_k]
             if score / weight >= BM25_MIN_SHARE and score >= BM25_RELATIVE * best
         ]
+
+
+def _scan_changes(
+    kb_dir: Path, previous: Snapshot | None, problems: dict[str, str]
+) -> tuple[Snapshot, bool]:
+    """The stat snapshot of kb_dir and whether it differs from `previous` (compared here, in
+    the worker thread: a snapshot of many files is slow to compare)."""
+    snapshot = scan_dir(kb_dir, problems)
+    return snapshot, snapshot != previous
