@@ -16,7 +16,7 @@ from bot.memory.recall import RecallService
 from bot.store import Repositories
 from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
-from bot.store.reads.recall import FTS_CANDIDATES, SUMMARY_WINDOW
+from bot.store.reads.recall import NEWEST_CANDIDATES, SUMMARY_WINDOW
 
 S = "guild:111"
 OTHER = "guild:222"
@@ -71,7 +71,9 @@ async def world(suite_database_url: str) -> AsyncIterator[World]:
 
 
 async def test_a_newer_fact_is_found_past_more_weak_matches_than_are_taken(world: World) -> None:
-    await world.say_many(world.there, [f"cat story number {n}" for n in range(FTS_CANDIDATES + 1)])
+    await world.say_many(
+        world.there, [f"cat story number {n}" for n in range(NEWEST_CANDIDATES + 1)]
+    )
     await world.say_many(world.there, [FACT])
 
     text = await world.related(QUESTION)
@@ -82,7 +84,7 @@ async def test_a_newer_fact_is_found_past_more_weak_matches_than_are_taken(world
 async def test_another_spaces_newer_matches_neither_show_nor_crowd_out(world: World) -> None:
     await world.say_many(world.there, [FACT])
     other = (await world.repos.sessions.create(OTHER, title="B")).id
-    await world.say_many(other, [f"{FACT} {n}" for n in range(FTS_CANDIDATES + 1)], space=OTHER)
+    await world.say_many(other, [f"{FACT} {n}" for n in range(NEWEST_CANDIDATES + 1)], space=OTHER)
 
     text = await world.related(QUESTION)
 

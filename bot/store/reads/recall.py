@@ -44,6 +44,8 @@ from bot.store.reads.recall_words import (
 from bot.store.schema.fulltext import words_tsvector
 
 FTS_CANDIDATES: Final = 200
+# Newest first (`ranked(newest=True)`), no engine score to rank by: the list the fusion keeps.
+NEWEST_CANDIDATES: Final = 100
 RECENT_WINDOW: Final = 2000
 SUMMARY_WINDOW: Final = 500
 # Fused: the best FUSE_CANDIDATES of the lexical list with the best WORD_CANDIDATES of the
@@ -396,7 +398,12 @@ class RecallRepository:
                 f"FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid {_SESSION_JOIN} "
                 f"WHERE messages_fts MATCH ? AND m.space_id = ? AND m.recall_hidden = 0{skip} "
                 f"ORDER BY {order} LIMIT ?",
-                (terms.fts_match, space, *skip_params, FTS_CANDIDATES),
+                (
+                    terms.fts_match,
+                    space,
+                    *skip_params,
+                    NEWEST_CANDIDATES if newest else FTS_CANDIDATES,
+                ),
             )
         return [_message_hit(row, terms, float(row["score"])) for row in rows]
 
