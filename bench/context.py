@@ -11,7 +11,8 @@ and subtracted); the process CPU time of a build (all threads, the loopback LLM'
 included: steadier than wall time on a loaded machine); each layer's own draft p50 (alone,
 embedding subtracted); and the longest hold of the event loop during the turns: the longest
 single callback, in wall time and in this thread's CPU time (the CPU figure is what the code
-holds; wall adds preemption by other work on a shared machine). Also the Janome messages per
+holds; wall adds preemption by other work on a shared machine), and the longest garbage
+collection among them (a pause inside whichever callback triggered it). Also the Janome messages per
 second (see bench/janome_rate.py).
 
 Run: .venv/bin/python bench/context.py [--scale 1,10,100] [--rounds 200] [--repeat 1]
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import statistics
@@ -65,12 +67,22 @@ class LoopHolds:
         self.wall: list[float] = []
         self.cpu: list[float] = []
         self.worst = ""
+        self.gc: list[float] = []
+        self._gc_started = 0.0
+
+    def _gc_phase(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        elif self.recording:
+            self.gc.append(time.perf_counter() - self._gc_started)
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
-        """Time every callback the loop runs (asyncio.Handle._run) while inside."""
+        """Time every callback the loop runs (asyncio.Handle._run) and every garbage
+        collection while inside."""
         handle_run = asyncio.events.Handle._run
         probe = self
+        gc.callbacks.append(self._gc_phase)
 
         def timed_run(handle: asyncio.Handle) -> None:
             if not probe.recording:
@@ -89,6 +101,7 @@ class LoopHolds:
             yield
         finally:
             asyncio.events.Handle._run = handle_run  # type: ignore[method-assign]
+            gc.callbacks.remove(self._gc_phase)
 
 
 @dataclass
@@ -104,6 +117,7 @@ class Bot:
     cpu: list[float] = field(default_factory=list)
     holds_wall: list[float] = field(default_factory=list)
     holds_cpu: list[float] = field(default_factory=list)
+    gc_pauses: list[float] = field(default_factory=list)
     worst_hold: str = ""
     layers: dict[str, float] = field(default_factory=dict)
     layer_tokens: dict[str, int] = field(default_factory=dict)
@@ -166,7 +180,8 @@ async def turns(bot: Bot, holds: LoopHolds, rounds: int) -> None:
     bot.holds_cpu += holds.cpu
     if holds.cpu and max(holds.cpu) >= max(bot.holds_cpu):
         bot.worst_hold = holds.worst
-    holds.wall, holds.cpu = [], []
+    bot.gc_pauses += holds.gc
+    holds.wall, holds.cpu, holds.gc = [], [], []
 
 
 async def layer_costs(bot: Bot) -> None:
@@ -209,6 +224,7 @@ def figures(bot: Bot) -> dict[str, Any]:
         "loop_hold_ms_max_cpu": round(max(bot.holds_cpu) * 1000, 3),
         "loop_hold_ms_p999_wall": round(percentile(bot.holds_wall, 0.999) * 1000, 3),
         "loop_hold_worst": bot.worst_hold,
+        "gc_pause_ms_max": round(max(bot.gc_pauses, default=0.0) * 1000, 3),
         "layer_tokens": bot.layer_tokens,
     }
 
