@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,7 +21,7 @@ from bot.chat.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, t
 from bot.config import Settings
 from bot.llm.types import Message, ToolSchema
 from bot.prompts import Prompts, prompts_for
-from bot.store.repos.memories import MemoryRepository
+from bot.store.repos.memories import Memory, MemoryRepository
 from bot.store.repos.messages import FAILED_TURN_ROLE, MessageRepository, StoredMessage
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,11 @@ RECENT_MESSAGE_LIMIT = 100
 MEMORY_LAYER = "memory"
 # Below this many tokens a cut summary says too little to be worth its marker.
 MIN_CUT_SUMMARY_TOKENS = 16
+# Live summaries are read this many at a time, newest first, until they could fill the prompt.
+SUMMARY_PAGE = 200
+# A session's count of live summaries (for the marker) is read again after this long even when
+# no newer summary appeared, so one deleted meanwhile is not miscounted for long.
+COUNT_CACHE_SECONDS = 30.0
 
 # Called with (session_id, tokens the memory layer may use) when its summaries did not all fit.
 MemoryCutListener = Callable[[str, int], None]
@@ -112,15 +118,22 @@ def _speaker_content(message: StoredMessage) -> str:
 
 
 def fit_summaries(
-    header: str, summaries: Sequence[str], budget: int, marker: Callable[[int], str], cut: str
+    header: str,
+    summaries: Sequence[str],
+    budget: int,
+    marker: Callable[[int], str],
+    cut: str,
+    *,
+    older: int = 0,
 ) -> str | None:
     """Header, a marker for the older summaries left out, and the newest that fit (oldest first).
 
-    When not even the newest fits, it is cut and ends with `cut`.
+    `older` counts summaries older than `summaries` that were not even read. When not even the
+    newest fits, it is cut and ends with `cut`.
     """
     if not summaries:
         return None
-    spent = estimate_tokens(header) + 1 + estimate_tokens(marker(len(summaries))) + 1
+    spent = estimate_tokens(header) + 1 + estimate_tokens(marker(older + len(summaries))) + 1
     kept: list[str] = []
     for summary in reversed(summaries):
         cost = estimate_tokens(summary) + 2
@@ -134,7 +147,7 @@ def fit_summaries(
             kept.append(truncate_to_tokens(summaries[-1], room - 1) + cut)
         elif spent > budget:
             return None
-    left = len(summaries) - len(kept)
+    left = older + len(summaries) - len(kept)
     lines = [header]
     if left:
         lines.append(marker(left))
@@ -146,18 +159,31 @@ class SummariesLayer:
     """Layer 4: every live summary of the conversation (seed 002: all of them).
 
     When they do not all fit, the newest that fit are shown under a one-line marker counting
-    the older ones; the builder then asks for them to be condensed.
+    the older ones; the builder then asks for them to be condensed. Only the newest summaries
+    that could fill the whole prompt are read (newest first, SUMMARY_PAGE at a time): a
+    session's older ones could never be shown, so they are only counted — and that count is
+    kept until a newer summary appears (or COUNT_CACHE_SECONDS pass), not read every turn.
     """
 
     name = MEMORY_LAYER
 
-    def __init__(self, memories: MemoryRepository, *, condensing: bool) -> None:
+    def __init__(
+        self,
+        memories: MemoryRepository,
+        *,
+        condensing: bool,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._memories = memories
         self._condensing = condensing
+        self._clock = clock
+        # (space, session) → (newest live summary id, when counted, live summaries then).
+        self._counts: dict[tuple[str, str], tuple[int, float, int]] = {}
 
     async def draft(self, request: ContextRequest) -> Draft | None:
-        """All live summaries, oldest first, under the memory header."""
-        live = await self._memories.live(request.space_id, request.session_id)
+        """The newest live summaries that could fill the prompt, oldest first."""
+        window = prompt_budget(request.settings.llm_context_tokens, 0, request.token_factor) + 1
+        live, older = await self._window(request.space_id, request.session_id, window)
         if not live:
             return None
         prompts = prompts_for(request.settings.language)
@@ -169,9 +195,40 @@ class SummariesLayer:
             return prompts.format(marker_key, count=count)
 
         def shorten(budget: int) -> str | None:
-            return fit_summaries(header, summaries, budget, marker, prompts["layer_memory_cut"])
+            return fit_summaries(
+                header, summaries, budget, marker, prompts["layer_memory_cut"], older=older
+            )
 
-        return Draft(header + "\n" + "\n\n".join(summaries), shorten)
+        lines = [header, marker(older)] if older else [header]
+        return Draft("\n".join(lines) + "\n" + "\n\n".join(summaries), shorten)
+
+    async def _window(self, space: str, session_id: str, tokens: int) -> tuple[list[Memory], int]:
+        """The newest live summaries worth `tokens` (oldest first) and how many are older."""
+        newest_first: list[Memory] = []
+        spent = 0
+        before: int | None = None
+        while spent < tokens:
+            page = await self._memories.live_page(space, session_id, SUMMARY_PAGE, before)
+            for memory in page:
+                newest_first.append(memory)
+                spent += estimate_tokens(memory.summary) + 2
+                if spent >= tokens:
+                    break
+            if spent < tokens and len(page) < SUMMARY_PAGE:
+                return newest_first[::-1], 0  # every live summary was read
+            before = page[-1].id
+        older = await self._count(space, session_id, newest_first[0].id) - len(newest_first)
+        return newest_first[::-1], max(0, older)
+
+    async def _count(self, space: str, session_id: str, newest: int) -> int:
+        key = (space, session_id)
+        now = self._clock()
+        cached = self._counts.get(key)
+        if cached is not None and cached[0] == newest and now - cached[1] < COUNT_CACHE_SECONDS:
+            return cached[2]
+        count = await self._memories.count_live(space, session_id)
+        self._counts[key] = (newest, now, count)
+        return count
 
 
 class ContextBuilder:
@@ -196,6 +253,11 @@ class ContextBuilder:
             *after_memory,
         ]
         self._on_memory_cut = on_memory_cut
+
+    @property
+    def layers(self) -> tuple[ContextLayer, ...]:
+        """Every layer, in prompt order (long-term memory included)."""
+        return tuple(self._layers)
 
     async def build(
         self,

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 PREVIEW_CHARS = 40
 # A cut body shorter than this says too little: the document shows only its heading and marker.
 MIN_BODY_TOKENS = 8
+# The notes layer remembers its cuts for this many budgets (the budget moves as talk grows).
+MAX_REMEMBERED_CUTS = 16
 
 
 def _prompts(request: ContextRequest) -> Prompts:
@@ -42,11 +44,14 @@ def _number(value: int) -> str:
     return f"{value:,}"
 
 
-def fit_lines(header: str, lines: Sequence[str], budget: int, tail: str = "") -> str | None:
+def fit_lines(
+    header: str, lines: Sequence[str], budget: int, tail: str = "", *, items: int | None = None
+) -> str | None:
     """Header plus as many whole lines as fit (from the start), plus `tail` if any were cut.
 
-    `tail` may hold `{count}`: the number of left-out list items ("- " lines). When no line
-    fits, the header and `tail` alone say what is missing (None if even they do not fit).
+    `tail` may hold `{count}`: the number of left-out list items ("- " lines; `items`, when
+    given, is how many `lines` hold, so they need not be counted again). When no line fits,
+    the header and `tail` alone say what is missing (None if even they do not fit).
     """
     if not lines:
         return None
@@ -63,7 +68,10 @@ def fit_lines(header: str, lines: Sequence[str], budget: int, tail: str = "") ->
     if not kept and not (tail and spent + estimate_tokens(tail) + 2 <= budget):
         return None
     if len(kept) < len(lines) and tail:
-        left = sum(1 for line in lines[len(kept) :] if line.startswith("- "))
+        if items is None:
+            left = sum(1 for line in lines[len(kept) :] if line.startswith("- "))
+        else:
+            left = items - sum(1 for line in kept if line.startswith("- "))
         kept.append(tail.format(count=left))
     return "\n".join([header, *kept])
 
@@ -186,37 +194,63 @@ def note_title_lines(
 
 
 class NoteTitlesLayer:
-    """Layer 2: every page's title and first 40 characters, grouped by section."""
+    """Layer 2: every page's title and first 40 characters, grouped by section.
+
+    The draft is kept until the space's outline (`NotesService.outline_snapshot`), the
+    session's links or the language change, with its cuts by budget: a turn does not render
+    every page again.
+    """
 
     name = "notes"
 
     def __init__(self, notes: NotesService) -> None:
         self._notes = notes
+        # space → (outline, linked pages, language, session) and the draft made of them.
+        self._drafts: dict[str, tuple[tuple[object, ...], Draft]] = {}
 
     async def draft(self, request: ContextRequest) -> Draft | None:
         """Titles with previews; cut: without previews (marked), then fewer pages (counted)."""
         try:
             # Extra characters so collapsing blank lines still leaves a full preview.
-            items = await self._notes.outline(request.space_id, PREVIEW_CHARS * 3)
+            items = await self._notes.outline_snapshot(request.space_id, PREVIEW_CHARS * 3)
             if not items:  # most spaces: no read of the session's links for an empty list
                 return None
-            linked = set(await self._notes.linked_page_ids(request.space_id, request.session_id))
+            linked = tuple(await self._notes.linked_page_ids(request.space_id, request.session_id))
         except Exception:
             log.exception("notes layer failed")
             return None
-        prompts = _prompts(request)
-        header = prompts.format("layer_notes_header", preview_chars=PREVIEW_CHARS)
-        full = note_title_lines(items, linked, prompts, previews=True)
-        titles = note_title_lines(items, linked, prompts, previews=False)
+        key = (items, linked, request.settings.language)
+        cached = self._drafts.get(request.space_id)
+        if cached is not None and cached[0][0] is items and cached[0][1:] == key[1:]:
+            return cached[1]
+        draft = _note_titles_draft(items, set(linked), _prompts(request))
+        self._drafts[request.space_id] = (key, draft)
+        return draft
 
-        def shorten(budget: int) -> str | None:
-            if titles != full:
-                text = "\n".join([header, prompts["layer_notes_previews_cut"], *titles])
-                if estimate_tokens(text) <= budget:
-                    return text
-            return fit_lines(header, titles, budget, prompts["layer_notes_more"])
 
-        return Draft("\n".join([header, *full]), shorten)
+def _note_titles_draft(items: Sequence[NoteOutline], linked: set[int], prompts: Prompts) -> Draft:
+    """The notes layer's draft; its cuts are remembered by budget."""
+    header = prompts.format("layer_notes_header", preview_chars=PREVIEW_CHARS)
+    full = note_title_lines(items, linked, prompts, previews=True)
+    titles = note_title_lines(items, linked, prompts, previews=False)
+    without_previews = (
+        "\n".join([header, prompts["layer_notes_previews_cut"], *titles]) if titles != full else ""
+    )
+    cost = estimate_tokens(without_previews)
+    cuts: dict[int, str | None] = {}
+
+    def shorten(budget: int) -> str | None:
+        if budget not in cuts:
+            if len(cuts) >= MAX_REMEMBERED_CUTS:
+                cuts.clear()
+            if without_previews and cost <= budget:
+                cuts[budget] = without_previews
+            else:
+                more = prompts["layer_notes_more"]
+                cuts[budget] = fit_lines(header, titles, budget, more, items=len(items))
+        return cuts[budget]
+
+    return Draft("\n".join([header, *full]), shorten)
 
 
 class LinkedNotesLayer:

@@ -53,8 +53,12 @@ class BM25Index:
         self._n = len(docs)
         self._avgdl = (sum(self._lengths) / self._n) if self._n else 0.0
         df: Counter[str] = Counter()
-        for tf in self._tf:
+        # term → (document, frequency) of the documents holding it: a query touches only those.
+        self._postings: dict[str, list[tuple[int, int]]] = {}
+        for index, tf in enumerate(self._tf):
             df.update(tf.keys())
+            for term, freq in tf.items():
+                self._postings.setdefault(term, []).append((index, freq))
         self._df = df
 
     def __len__(self) -> int:
@@ -67,19 +71,26 @@ class BM25Index:
 
     def scores(self, query_tokens: Sequence[str]) -> list[float]:
         """BM25 score of every document for the query, in document order."""
-        terms = list(dict.fromkeys(query_tokens))
         out = [0.0] * self._n
-        if not terms or not self._n or self._avgdl == 0:
+        for index, score in self.matches(query_tokens).items():
+            out[index] = score
+        return out
+
+    def matches(self, query_tokens: Sequence[str]) -> dict[int, float]:
+        """BM25 score of each document holding a query term (the others score 0), reading only
+        those documents' postings."""
+        out: dict[int, float] = {}
+        if not self._n or self._avgdl == 0:
             return out
-        weights = {term: self.idf(term) for term in terms if term in self._df}
-        for i, tf in enumerate(self._tf):
-            norm = self._k1 * (1.0 - self._b + self._b * self._lengths[i] / self._avgdl)
-            total = 0.0
-            for term, weight in weights.items():
-                freq = tf.get(term, 0)
-                if freq:
-                    total += weight * freq * (self._k1 + 1.0) / (freq + norm)
-            out[i] = total
+        k1, b, lengths, avgdl = self._k1, self._b, self._lengths, self._avgdl
+        for term in dict.fromkeys(query_tokens):
+            postings = self._postings.get(term)
+            if not postings:
+                continue
+            weight = self.idf(term)
+            for index, freq in postings:
+                norm = k1 * (1.0 - b + b * lengths[index] / avgdl)
+                out[index] = out.get(index, 0.0) + weight * freq * (k1 + 1.0) / (freq + norm)
         return out
 
     def query_weight(self, query_tokens: Sequence[str]) -> float:

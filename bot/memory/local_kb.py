@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from bot.memory.bm25 import BM25Index, bigram_terms
 from bot.memory.japanese import NounExtractor
@@ -36,11 +36,19 @@ from bot.memory.kb_files import (
     scan_dir,
     title_of,
 )
+from bot.memory.kb_visibility import (
+    SPACES_FOLDER,
+    WEB_SEARCH_FOLDER,
+    off_loop_if,
+    visible_flags,
+    visible_in,
+)
 from bot.memory.vectors import VectorIndex, normalise
 from bot.store.repos.local_kb_docs import KBDocRow, LocalKBDocRepository
-from bot.store.spaces import parse_space, space_dirname
 
 log = logging.getLogger(__name__)
+
+__all__ = ["SPACES_FOLDER", "WEB_SEARCH_FOLDER", "KBHit", "LocalKnowledgeBase", "visible_in"]
 
 # Embedding models read 512-8192 tokens and servers silently truncate the rest, so a file is
 # embedded by its first EMBED_MAX_CHARS characters; the whole file is still what a hit returns.
@@ -54,6 +62,13 @@ EMBED_RETRY_SECONDS = 300.0
 # of the best hit, so files sharing one common word with the question are not injected.
 BM25_MIN_SHARE = 0.3
 BM25_RELATIVE = 0.5
+# Scoring more than this many vector components (documents × dimensions), or a BM25 index of
+# more documents than BM25_OFF_LOOP_DOCS, runs in a worker thread: the event loop is not held.
+VECTOR_OFF_LOOP = 2_000_000
+BM25_OFF_LOOP_DOCS = 2000
+# The stat walk of kb_dir (in a worker thread) may take this share of the time at most: with
+# 50,000 files a walk takes ~0.2 s, so they are looked at every ~10 s rather than every 2 s.
+SCAN_DUTY = 0.02
 
 
 class Embedder(Protocol):
@@ -81,42 +96,6 @@ class KBSettings(Protocol):
     def embed_model(self) -> str:
         """Embedding model; empty for the gateway's default."""
         ...
-
-
-WEB_SEARCH_FOLDER = "web_search"
-SPACES_FOLDER = "spaces"
-
-
-def visible_in(path: str, space: str) -> bool:
-    """Whether the knowledge-base file at `path` (relative, '/'-separated) may be shown in
-    `space`: shared files always; `web_search/<dir>/…` and `spaces/<dir or guild id>/…` only
-    in their own space; anything else under those two folders never."""
-    return _Visibility.of(space).allows(path)
-
-
-@dataclass(frozen=True)
-class _Visibility:
-    """The folders one space may see, worked out once per search (paths are checked often)."""
-
-    web: str
-    spaces: frozenset[str]
-
-    @classmethod
-    def of(cls, space: str) -> _Visibility:
-        parsed = parse_space(space)
-        names = {space_dirname(space)}
-        if parsed.kind == "guild":
-            names.add(str(parsed.discord_id))
-        return cls(space_dirname(space), frozenset(names))
-
-    def allows(self, path: str) -> bool:
-        top, _, rest = path.partition("/")
-        if top not in (WEB_SEARCH_FOLDER, SPACES_FOLDER):
-            return True
-        folder, sep, _ = rest.partition("/")
-        if not sep:
-            return False
-        return folder == self.web if top == WEB_SEARCH_FOLDER else folder in self.spaces
 
 
 @dataclass(frozen=True)
@@ -263,7 +242,7 @@ class LocalKnowledgeBase:
         rescan_interval: float = RESCAN_SECONDS,
     ) -> None:
         self._kb_dir = Path(kb_dir)
-        self._rescan_interval = rescan_interval
+        self._rescan_interval = self._base_interval = rescan_interval
         self._scanned_at: float | None = None
         self._repo = repo
         self._embedder = embedder
@@ -276,6 +255,12 @@ class LocalKnowledgeBase:
         self._snapshot: Snapshot | None = None
         self._bm25: BM25Index | None = None
         self._vectors: VectorIndex | None = None
+        # Per space: which documents it may see (and that as a mask of the vector index's
+        # rows), worked out once per set of documents rather than on every search.
+        self._visible: dict[str, list[bool]] = {}
+        self._vector_masks: dict[str, Any] = {}
+        # The documents (and model) known to all carry a vector of that model.
+        self._embedded: tuple[list[_Doc], str] | None = None
         self._embed_failed_at: float | None = None
         self._syncs = 0
         # Files that failed to read, by path: (stamp when it failed, reason).
@@ -333,6 +318,7 @@ class LocalKnowledgeBase:
         for doc, vector in zip(docs, vectors, strict=True):
             doc.set_vector([float(x) for x in vector], key)
         self._vectors = None
+        self._embedded = None
         return calls
 
     async def sync(self) -> SyncReport:
@@ -369,12 +355,22 @@ class LocalKnowledgeBase:
         ):
             return
         self._scanned_at = now
-        snapshot, problems = await self._scan()
-        if snapshot != self._snapshot:
+        started = time.perf_counter()
+        previous = self._snapshot
+        problems: dict[str, str] = {}
+        snapshot, changed = await asyncio.to_thread(_scan_changes, self._kb_dir, previous, problems)
+        self._pace_scans(time.perf_counter() - started)
+        if changed:
             async with self._lock:
-                if snapshot != self._snapshot:
+                # Compared again only when another sync ran meanwhile (slow for many files).
+                if self._snapshot is previous or snapshot != self._snapshot:
                     await self._sync_locked(snapshot)
         self._warn_about(problems)
+
+    def _pace_scans(self, seconds: float) -> None:
+        """Scan at most SCAN_DUTY of the time: a big folder is stat-walked less often."""
+        if self._base_interval > 0:
+            self._rescan_interval = max(self._base_interval, seconds / SCAN_DUTY)
 
     async def _sync_locked(self, snapshot: Snapshot) -> SyncReport:
         self._syncs += 1
@@ -390,6 +386,7 @@ class LocalKnowledgeBase:
         self._docs = plan.docs
         self._snapshot = snapshot
         self._bm25 = None
+        self._visible = {}
         report = SyncReport(
             files=len(plan.docs),
             added=plan.added,
@@ -470,60 +467,89 @@ class LocalKnowledgeBase:
         if not query or top_k <= 0:
             return []
         await self._refresh_if_changed()
-        visible = _Visibility.of(space)
-        if not any(visible.allows(doc.path) for doc in self._docs):
+        docs = self._docs
+        visible = await self._visible_to(space, docs)
+        if not any(visible):
             return []
         if self._embedding_usable():
-            hits = await self._search_embedding(query, visible, top_k, settings.local_kb_min_score)
+            hits = await self._search_embedding(query, space, top_k, settings.local_kb_min_score)
             if hits is not None:
                 return hits
-        return await self._search_bm25(query, visible, top_k)
+        return await self._search_bm25(query, docs, visible, top_k)
+
+    async def _visible_to(self, space: str, docs: list[_Doc]) -> list[bool]:
+        """Which of `docs` `space` may see; worked out once per set of documents."""
+        if docs is not self._docs:
+            return await asyncio.to_thread(visible_flags, space, docs)
+        flags = self._visible.get(space)
+        if flags is None:
+            flags = await asyncio.to_thread(visible_flags, space, docs)
+            if docs is self._docs:
+                self._visible[space] = flags
+        return flags
 
     async def _search_embedding(
-        self, query: str, visible: _Visibility, top_k: int, min_score: float
+        self, query: str, space: str, top_k: int, min_score: float
     ) -> list[KBHit] | None:
         key = self._model_key()
         try:
-            stale = [doc for doc in self._docs if doc.unit is None or doc.model != key]
-            if stale:
-                await self._embed_and_store(stale)
+            await self._embed_stale(key)
             [vector], _ = await self._embed([query[:EMBED_MAX_CHARS]])
             unit = normalise([float(x) for x in vector])
             if unit is None:
                 raise ValueError("the embedding of the query is empty or zero")
-            docs = list(self._docs)
-            scores = self._scores(unit, docs)
-            mismatched = [doc for doc, score in zip(docs, scores, strict=True) if score is None]
-            if mismatched:
+            docs = self._docs
+            index = self._vector_index(docs, len(unit))
+            if index.missing:
                 # Another model answered under the same name: its vectors must be rebuilt.
                 log.warning(
-                    "%d knowledge vectors have another dimension; re-embedding", len(mismatched)
+                    "%d knowledge vectors have another dimension; re-embedding", index.missing
                 )
-                await self._embed_and_store(mismatched)
-                scores = self._scores(unit, docs)
+                scores = index.scores(unit)
+                await self._embed_and_store(
+                    [doc for doc, score in zip(docs, scores, strict=True) if score is None]
+                )
+                docs = self._docs
+                index = self._vector_index(docs, len(unit))
+            mask = await self._vector_mask(space, docs, index)
+            best = await off_loop_if(
+                index.size * index.dims > VECTOR_OFF_LOOP, index.top, unit, mask, top_k
+            )
         except Exception as exc:  # any backend failure means: rank lexically instead
             self._embedding_failed(exc)
             return None
         self._embedding_ok()
-        ranked = sorted(
-            (
-                (score, doc)
-                for doc, score in zip(docs, scores, strict=True)
-                if score is not None and visible.allows(doc.path)
-            ),
-            key=lambda pair: -pair[0],
-        )
         return [
-            KBHit(doc.path, doc.title, doc.content, round(score, 4), "embedding")
-            for score, doc in ranked[:top_k]
+            KBHit(docs[i].path, docs[i].title, docs[i].content, round(score, 4), "embedding")
+            for i, score in best
             if score >= min_score
         ]
 
-    def _scores(self, query: list[float], docs: list[_Doc]) -> list[float | None]:
+    async def _embed_stale(self, key: str) -> None:
+        """Embed the documents without a vector of model `key` (checked once per set)."""
+        docs = self._docs
+        if self._embedded is not None and self._embedded[0] is docs and self._embedded[1] == key:
+            return
+        stale = [doc for doc in docs if doc.unit is None or doc.model != key]
+        if stale:
+            await self._embed_and_store(stale)
+        if self._docs is docs:
+            self._embedded = (docs, key)
+
+    def _vector_index(self, docs: list[_Doc], dims: int) -> VectorIndex:
         index = self._vectors
-        if index is None or index.source is not docs or index.dims != len(query):
-            index = self._vectors = VectorIndex(docs, [doc.unit for doc in docs], len(query))
-        return index.scores(query)
+        if index is None or index.source is not docs or index.dims != dims:
+            index = self._vectors = VectorIndex(docs, [doc.unit for doc in docs], dims)
+            self._vector_masks = {}
+        return index
+
+    async def _vector_mask(self, space: str, docs: list[_Doc], index: VectorIndex) -> Any:
+        mask = self._vector_masks.get(space)
+        if mask is None:
+            mask = index.mask(await self._visible_to(space, docs))
+            if index is self._vectors:
+                self._vector_masks[space] = mask
+        return mask
 
     async def _embed_and_store(self, docs: Sequence[_Doc]) -> None:
         async with self._lock:
@@ -543,28 +569,32 @@ class LocalKnowledgeBase:
             self._bm25 = index
         return index
 
-    async def _search_bm25(self, query: str, visible: _Visibility, top_k: int) -> list[KBHit]:
-        docs = self._docs
+    async def _search_bm25(
+        self, query: str, docs: list[_Doc], visible: list[bool], top_k: int
+    ) -> list[KBHit]:
         index = await self._index(docs)
         nouns = await self._analyzer.nouns_async(query)
         terms = bigram_terms(" ".join(nouns))
         weight = index.query_weight(terms)
         if not terms or weight <= 0:
             return []
-        seen = [
-            (doc, score)
-            for doc, score in zip(docs, index.scores(terms), strict=True)
-            if visible.allows(doc.path)
-        ]
+        matches = await off_loop_if(len(index) > BM25_OFF_LOOP_DOCS, index.matches, terms)
+        seen = [(i, score) for i, score in matches.items() if visible[i] and score > 0]
         if not seen:
             return []
         best = max(score for _, score in seen)
-        ranked = sorted(
-            ((score / weight, score, doc) for doc, score in seen),
-            key=lambda item: -item[1],
-        )
+        ranked = sorted(seen, key=lambda item: (-item[1], item[0]))
         return [
-            KBHit(doc.path, doc.title, doc.content, round(share, 4), "bm25")
-            for share, score, doc in ranked[:top_k]
-            if score > 0 and share >= BM25_MIN_SHARE and score >= BM25_RELATIVE * best
+            KBHit(docs[i].path, docs[i].title, docs[i].content, round(score / weight, 4), "bm25")
+            for i, score in ranked[:top_k]
+            if score / weight >= BM25_MIN_SHARE and score >= BM25_RELATIVE * best
         ]
+
+
+def _scan_changes(
+    kb_dir: Path, previous: Snapshot | None, problems: dict[str, str]
+) -> tuple[Snapshot, bool]:
+    """The stat snapshot of kb_dir and whether it differs from `previous` (compared here, in
+    the worker thread: a snapshot of many files is slow to compare)."""
+    snapshot = scan_dir(kb_dir, problems)
+    return snapshot, snapshot != previous

@@ -105,7 +105,7 @@ class NotesService:
     ) -> None:
         self._repo = repo
         self._clock = clock
-        self._outlines: dict[tuple[str, int], tuple[float, list[NoteOutline]]] = {}
+        self._outlines: dict[tuple[str, int], tuple[float, tuple[NoteOutline, ...]]] = {}
 
     async def list_pages(self, space: str) -> list[NotePage]:
         """Every page of the space in position order."""
@@ -121,14 +121,21 @@ class NotesService:
 
     async def outline(self, space: str, preview_chars: int = 40) -> list[NoteOutline]:
         """Titles, sections and the first `preview_chars` characters of the space's pages."""
+        return list(await self.outline_snapshot(space, preview_chars))
+
+    async def outline_snapshot(
+        self, space: str, preview_chars: int = 40
+    ) -> tuple[NoteOutline, ...]:
+        """`outline`, as the very object cached: the same one until the pages change (or
+        OUTLINE_CACHE_SECONDS pass), so a reader may keep what it derived from it."""
         now = self._clock()
         key = (space, preview_chars)
         cached = self._outlines.get(key)
         if cached is not None and now - cached[0] < OUTLINE_CACHE_SECONDS:
-            return list(cached[1])
-        items = await self._repo.outline(space, preview_chars)
+            return cached[1]
+        items = tuple(await self._repo.outline(space, preview_chars))
         self._outlines[key] = (now, items)
-        return list(items)
+        return items
 
     async def get(self, space: str, page_id: int) -> NotePage | None:
         """One page of the space by id."""

@@ -63,7 +63,11 @@ class RecallService:
         """The best hits of the space's other threads that pass the relevance threshold (the
         session's own thread left out: this session and the others of its Discord channel)."""
         ranked = await self._reads.ranked(
-            space, text, limit=RELATED_CANDIDATES, exclude=Exclude(session_id, channel_id)
+            space,
+            text,
+            limit=RELATED_CANDIDATES,
+            exclude=Exclude(session_id, channel_id),
+            newest=True,  # on every turn: a cost that does not grow with the history
         )
         relevant = [hit for hit in ranked.hits if is_relevant(hit.matched, ranked.terms)]
         return ranked.terms, await self._reads.with_context(space, relevant[:limit])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 
 def normalise(vector: Sequence[float]) -> list[float] | None:
@@ -17,7 +18,8 @@ def normalise(vector: Sequence[float]) -> list[float] | None:
 class VectorIndex:
     """Unit vectors of `source`'s documents as one float32 matrix (numpy, imported on first use).
 
-    Scoring 500 documents of 768 dimensions takes ~0.04 ms this way against ~9 ms in Python.
+    Scoring 500 documents of 768 dimensions takes ~0.04 ms this way against ~9 ms in Python;
+    `top` picks the best few without sorting every score.
     """
 
     def __init__(self, source: object, units: Sequence[Sequence[float] | None], dims: int) -> None:
@@ -30,6 +32,11 @@ class VectorIndex:
         rows = [units[i] for i in self.rows]
         self.matrix = np.asarray(rows, dtype=np.float32).reshape(len(self.rows), dims)
 
+    @property
+    def missing(self) -> int:
+        """Documents without a vector of this size."""
+        return self.size - len(self.rows)
+
     def scores(self, query: Sequence[float]) -> list[float | None]:
         """Cosine score per document; None where a vector is missing or of another size."""
         import numpy as np
@@ -39,3 +46,25 @@ class VectorIndex:
         for row, value in zip(self.rows, values, strict=True):
             out[row] = float(value)
         return out
+
+    def mask(self, allowed: Sequence[bool]) -> Any:
+        """`allowed` (one flag per document) as a mask over the matrix's rows, for `top`."""
+        import numpy as np
+
+        return np.asarray([allowed[i] for i in self.rows], dtype=bool)
+
+    def top(self, query: Sequence[float], mask: Any, k: int) -> list[tuple[int, float]]:
+        """The `k` best (document index, cosine) among the rows `mask` allows, best first
+        (ties in document order)."""
+        import numpy as np
+
+        values = self.matrix @ np.asarray(query, dtype=np.float32)
+        candidates = np.flatnonzero(mask)
+        if k <= 0 or not len(candidates):
+            return []
+        picked = values[candidates]
+        if len(candidates) > k:
+            keep = np.argpartition(-picked, k - 1)[:k]
+            candidates, picked = candidates[keep], picked[keep]
+        order = np.lexsort((candidates, -picked))
+        return [(self.rows[int(candidates[i])], float(picked[i])) for i in order]

@@ -44,6 +44,8 @@ from bot.store.reads.recall_words import (
 from bot.store.schema.fulltext import words_tsvector
 
 FTS_CANDIDATES: Final = 200
+# Newest first (`ranked(newest=True)`), no engine score to rank by: the list the fusion keeps.
+NEWEST_CANDIDATES: Final = 100
 RECENT_WINDOW: Final = 2000
 SUMMARY_WINDOW: Final = 500
 # Fused: the best FUSE_CANDIDATES of the lexical list with the best WORD_CANDIDATES of the
@@ -199,6 +201,14 @@ def _summary_hit(row: Row, terms: Terms) -> RecallHit:
     )
 
 
+def _fts_order(table: str, *, newest: bool) -> tuple[str, str]:
+    """The score column and ORDER BY of an FTS5 read: bm25 rank, or the newest rows (the
+    index walks them newest first and stops at the LIMIT; no score to compute)."""
+    if newest:
+        return "0.0", f"{table}.rowid DESC"
+    return f"{table}.rank", f"{table}.rank, m.id DESC"
+
+
 def _union(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*first, *second)))
 
@@ -233,33 +243,50 @@ class RecallRepository:
         return RecallResult(result.terms, hits)
 
     async def lexical(
-        self, space: str, query: str, *, limit: int, exclude: Exclude | None = None
+        self,
+        space: str,
+        query: str,
+        *,
+        limit: int,
+        exclude: Exclude | None = None,
+        newest: bool = False,
     ) -> RecallResult:
         """The lexical ranking alone (no neighbours): the list a later ranking fuses with.
-        `exclude` leaves a thread out (see `Exclude`)."""
+        `exclude` leaves a thread out (see `Exclude`); `newest`: see `ranked`."""
         terms = parse_terms(query)
         if not terms.all or limit <= 0:
             return RecallResult(terms, [])
         found: dict[tuple[str, int], RecallHit] = {}
         if terms.long:
-            for hit in await self._indexed(space, terms, exclude):
+            for hit in await self._indexed(space, terms, exclude, newest=newest):
                 found[(hit.kind, hit.id)] = hit
         if terms.short:
             for hit in await self._recent(space, terms, exclude):
                 found.setdefault((hit.kind, hit.id), hit)
-        for hit in await self._summaries(space, terms, exclude):
+        for hit in await self._summaries(space, terms, exclude, newest=newest):
             found[(hit.kind, hit.id)] = hit
         ranked = lexical_order(hit for hit in found.values() if hit.matched)
         return RecallResult(terms, ranked[:limit])
 
     async def ranked(
-        self, space: str, query: str, *, limit: int, exclude: Exclude | None = None
+        self,
+        space: str,
+        query: str,
+        *,
+        limit: int,
+        exclude: Exclude | None = None,
+        newest: bool = False,
     ) -> RecallResult:
-        """The lexical list fused with the term index's (see the module docstring)."""
-        lexical = await self.lexical(space, query, limit=FUSE_CANDIDATES, exclude=exclude)
+        """The lexical list fused with the term index's (see the module docstring). With
+        `newest` (SQLite), each full-text list takes the newest matching messages instead of
+        the best by bm25 (which scores every match: a cost in proportion to the history), for
+        the related memories read on every turn; the terms they hold still order them."""
+        lexical = await self.lexical(
+            space, query, limit=FUSE_CANDIDATES, exclude=exclude, newest=newest
+        )
         if limit <= 0:
             return RecallResult(lexical.terms, [])
-        by_words = await self._words(space, lexical.terms, exclude)
+        by_words = await self._words(space, lexical.terms, exclude, newest=newest)
         if not by_words:
             return RecallResult(lexical.terms, lexical.hits[:limit])
         words: dict[tuple[str, int], tuple[Row, tuple[str, ...]]] = {
@@ -279,7 +306,7 @@ class RecallRepository:
         return RecallResult(lexical.terms, hits)
 
     async def _words(
-        self, space: str, terms: Terms, exclude: Exclude | None
+        self, space: str, terms: Terms, exclude: Exclude | None, *, newest: bool = False
     ) -> list[tuple[Row, tuple[str, ...]]]:
         """Messages whose index words hold any of the query's uncommon words, each with the
         query terms its index words hold: best first (bm25 / ts_rank), then those holding
@@ -294,7 +321,7 @@ class RecallRepository:
         )
         if not kept:
             return []
-        rows = await self._word_rows(space, kept, exclude)
+        rows = await self._word_rows(space, kept, exclude, newest=newest)
         found = [(row, matched_words(row["index_terms"], wanted)) for row in rows]
         # A stable sort: more query terms (in the words or the text) first, else the engine's.
         return sorted(
@@ -324,8 +351,10 @@ class RecallRepository:
         docs = {int(row["n"]): int(row["docs"]) for row in rows}
         return {word: docs.get(n, 0) for n, word in enumerate(words)}
 
-    async def _word_rows(self, space: str, words: list[str], exclude: Exclude | None) -> list[Row]:
-        """The best WORD_CANDIDATES messages of `space` holding any of `words`."""
+    async def _word_rows(
+        self, space: str, words: list[str], exclude: Exclude | None, *, newest: bool = False
+    ) -> list[Row]:
+        """The best (or `newest`) WORD_CANDIDATES messages of `space` holding any of `words`."""
         skip, skip_params = _excluding(exclude, "m.session_id")
         select = f"SELECT {_MESSAGE_COLUMNS}, r.terms AS index_terms"
         joins = f"JOIN messages m ON m.id = r.id {_SESSION_JOIN}"
@@ -339,15 +368,18 @@ class RecallRepository:
                 "ORDER BY score, m.id DESC LIMIT ?",
                 (tsquery_words(words), space, space, *skip_params, WORD_CANDIDATES),
             )
+        score, order = _fts_order("recall_terms_fts", newest=newest)
         return await self._db.fetchall(
-            f"{select}, recall_terms_fts.rank AS score FROM recall_terms_fts "
+            f"{select}, {score} AS score FROM recall_terms_fts "
             f"JOIN recall_terms r ON r.id = recall_terms_fts.rowid {joins} "
             f"WHERE recall_terms_fts MATCH ? AND r.space_id = ? AND {visible} "
-            "ORDER BY recall_terms_fts.rank, m.id DESC LIMIT ?",
+            f"ORDER BY {order} LIMIT ?",
             (fts_words(words), space, space, *skip_params, WORD_CANDIDATES),
         )
 
-    async def _indexed(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
+    async def _indexed(
+        self, space: str, terms: Terms, exclude: Exclude | None, *, newest: bool = False
+    ) -> list[RecallHit]:
         """Messages holding any long term, through the engine's full-text index."""
         skip, skip_params = _excluding(exclude, "m.session_id")
         if self._db.dialect == "postgresql":
@@ -360,12 +392,18 @@ class RecallRepository:
                 (" ".join(terms.long), space, *patterns, *skip_params, FTS_CANDIDATES),
             )
         else:
+            score, order = _fts_order("messages_fts", newest=newest)
             rows = await self._db.fetchall(
-                f"SELECT {_MESSAGE_COLUMNS}, messages_fts.rank AS score "
+                f"SELECT {_MESSAGE_COLUMNS}, {score} AS score "
                 f"FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid {_SESSION_JOIN} "
                 f"WHERE messages_fts MATCH ? AND m.space_id = ? AND m.recall_hidden = 0{skip} "
-                "ORDER BY messages_fts.rank, m.id DESC LIMIT ?",
-                (terms.fts_match, space, *skip_params, FTS_CANDIDATES),
+                f"ORDER BY {order} LIMIT ?",
+                (
+                    terms.fts_match,
+                    space,
+                    *skip_params,
+                    NEWEST_CANDIDATES if newest else FTS_CANDIDATES,
+                ),
             )
         return [_message_hit(row, terms, float(row["score"])) for row in rows]
 
@@ -385,11 +423,16 @@ class RecallRepository:
         return [_message_hit(row, terms, 0.0) for row in rows]
 
     async def _summaries(
-        self, space: str, terms: Terms, exclude: Exclude | None
+        self, space: str, terms: Terms, exclude: Exclude | None, *, newest: bool = False
     ) -> list[RecallHit]:
-        """Live summaries holding any term among the space's SUMMARY_WINDOW newest."""
+        """Live summaries holding any term among the space's SUMMARY_WINDOW newest (with
+        `newest`, the excluded thread's own taken out after the window, not before: a long
+        thread's summaries are not all skipped over on every turn)."""
         inner, inner_params = exclude.inner("session_id") if exclude else ("", [])
         outer, outer_params = exclude.outer() if exclude else ("", [])
+        if newest and exclude is not None:
+            inner, inner_params = "", []
+            outer, outer_params = _excluding(exclude, "m.session_id")
         clause, patterns = _any_like("m.summary", terms.all, self._like)
         rows = await self._db.fetchall(
             "SELECT m.id, m.session_id, m.summary, m.created_at, s.title, s.discord_guild_id, "

@@ -56,6 +56,26 @@ class MemoryRepository:
         )
         return [_memory(row) for row in reversed(rows)]
 
+    async def live_page(
+        self, space: str, session_id: str, limit: int, before_id: int | None = None
+    ) -> list[Memory]:
+        """Up to `limit` live summaries of a session older than `before_id`, newest first."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM memories WHERE space_id = ? AND session_id = ? "
+            "AND condensed_into IS NULL AND id < ? ORDER BY id DESC LIMIT ?",
+            (space, session_id, before_id if before_id is not None else 2**62, int(limit)),
+        )
+        return [_memory(row) for row in rows]
+
+    async def count_live(self, space: str, session_id: str) -> int:
+        """How many summaries are in effect for a session."""
+        count = await self._db.scalar(
+            "SELECT COUNT(*) FROM memories WHERE space_id = ? AND session_id = ? "
+            "AND condensed_into IS NULL",
+            (space, session_id),
+        )
+        return int(count or 0)
+
     async def all_for_session(self, space: str, session_id: str) -> list[Memory]:
         """Every summary of a session, condensed ones included."""
         rows = await self._db.fetchall(

@@ -8,6 +8,7 @@ writes back only the rows that changed, so concurrent writers cannot interleave.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,9 @@ from bot.store.engine.connection import Connection, utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
 from bot.store.repos.space_records import ensure_space_row
+
+# A longer outline is turned into objects in a worker thread, not while holding the event loop.
+OUTLINE_ON_LOOP = 2000
 
 # (page id, section) in position order.
 Slot = tuple[int, str]
@@ -103,6 +107,20 @@ def _fold(title: str) -> str:
     return title.casefold()
 
 
+def _outlines(rows: Sequence[Row]) -> list[NoteOutline]:
+    return [
+        NoteOutline(
+            id=row["id"],
+            title=row["title"],
+            section=row["section"],
+            position=row["position"],
+            preview=row["preview"],
+            length=row["length"],
+        )
+        for row in rows
+    ]
+
+
 class NoteRepository:
     """Reads and writes the note_pages and session_note_pages of a space.
 
@@ -160,17 +178,9 @@ class NoteRepository:
             "length(content) AS length FROM note_pages WHERE space_id = ? ORDER BY position, id",
             (max(0, preview_chars), space),
         )
-        return [
-            NoteOutline(
-                id=row["id"],
-                title=row["title"],
-                section=row["section"],
-                position=row["position"],
-                preview=row["preview"],
-                length=row["length"],
-            )
-            for row in rows
-        ]
+        if len(rows) > OUTLINE_ON_LOOP:
+            return await asyncio.to_thread(_outlines, rows)
+        return _outlines(rows)
 
     async def linked_ids(self, space: str, session_id: str) -> list[int]:
         """Ids of the pages linked to a session, in page position order."""

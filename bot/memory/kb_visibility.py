@@ -1,0 +1,71 @@
+"""Which knowledge-base files a space may see, and running heavy search work off the loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from bot.store.spaces import parse_space, space_dirname
+
+_T = TypeVar("_T")
+
+
+class HasPath(Protocol):
+    """A knowledge-base document: its path inside the knowledge base."""
+
+    @property
+    def path(self) -> str:
+        """Relative, '/'-separated."""
+        ...
+
+
+WEB_SEARCH_FOLDER = "web_search"
+SPACES_FOLDER = "spaces"
+
+
+def visible_in(path: str, space: str) -> bool:
+    """Whether the knowledge-base file at `path` (relative, '/'-separated) may be shown in
+    `space`: shared files always; `web_search/<dir>/…` and `spaces/<dir or guild id>/…` only
+    in their own space; anything else under those two folders never."""
+    return Visibility.of(space).allows(path)
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """The folders one space may see, worked out once per search (paths are checked often)."""
+
+    web: str
+    spaces: frozenset[str]
+
+    @classmethod
+    def of(cls, space: str) -> Visibility:
+        parsed = parse_space(space)
+        names = {space_dirname(space)}
+        if parsed.kind == "guild":
+            names.add(str(parsed.discord_id))
+        return cls(space_dirname(space), frozenset(names))
+
+    def allows(self, path: str) -> bool:
+        top, _, rest = path.partition("/")
+        if top not in (WEB_SEARCH_FOLDER, SPACES_FOLDER):
+            return True
+        folder, sep, _ = rest.partition("/")
+        if not sep:
+            return False
+        return folder == self.web if top == WEB_SEARCH_FOLDER else folder in self.spaces
+
+
+def visible_flags(space: str, docs: Sequence[HasPath]) -> list[bool]:
+    """One flag per document: may `space` see it."""
+    visible = Visibility.of(space)
+    return [visible.allows(doc.path) for doc in docs]
+
+
+async def off_loop_if(heavy: bool, function: Callable[..., _T], /, *args: object) -> _T:
+    """`function(*args)`, in a worker thread when `heavy` (numpy and big loops would hold
+    the event loop), else right here (a thread hop costs more than a small call)."""
+    if heavy:
+        return await asyncio.to_thread(function, *args)
+    return function(*args)
