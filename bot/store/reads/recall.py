@@ -24,6 +24,9 @@ The match holds only the query's uncommon words (`recall_words.common_words`: ea
 messages counted up to COMMON_WORD_DOCS, the rest kept rarest first within WORD_ROWS_BUDGET
 rows): a speaker's name or a year in most rows would have the engine score all of them. Those
 words still count, after the match: candidates holding more query terms move up.
+After the fusion, the best candidates lift the messages just before and after them in their
+session (`recall_neighbours`): an answer that repeats none of the question's words joins the
+ranking, below the message that lifted it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,20 @@ from typing import Final, Literal
 
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row, like_pattern
-from bot.store.reads.recall_rank import Terms, fuse, lexical_order, matched_terms, parse_terms
+from bot.store.reads.recall_neighbours import (
+    SPREAD_SHARE,
+    SPREAD_SOURCES,
+    neighbour_ids,
+)
+from bot.store.reads.recall_rank import (
+    Terms,
+    best_first,
+    fuse_scores,
+    lexical_order,
+    matched_terms,
+    parse_terms,
+    spread,
+)
 from bot.store.reads.recall_words import (
     common_words,
     fts_words,
@@ -255,28 +271,63 @@ class RecallRepository:
     async def ranked(
         self, space: str, query: str, *, limit: int, exclude: Exclude | None = None
     ) -> RecallResult:
-        """The lexical list fused with the term index's (see the module docstring)."""
+        """The lexical list fused with the term index's, neighbours of strong hits moved up
+        (see the module docstring and `recall_neighbours`)."""
         lexical = await self.lexical(space, query, limit=FUSE_CANDIDATES, exclude=exclude)
-        if limit <= 0:
+        if limit <= 0 or not lexical.terms.all:
             return RecallResult(lexical.terms, [])
-        by_words = await self._words(space, lexical.terms, exclude)
-        if not by_words:
-            return RecallResult(lexical.terms, lexical.hits[:limit])
         words: dict[tuple[str, int], tuple[Row, tuple[str, ...]]] = {
-            ("message", int(row["id"])): (row, also) for row, also in by_words
+            ("message", int(row["id"])): (row, also)
+            for row, also in await self._words(space, lexical.terms, exclude)
         }
         found: dict[tuple[str, int], RecallHit] = {(h.kind, h.id): h for h in lexical.hits}
-        order = fuse([list(found), list(words)], FUSE_K, FUSE_WEIGHTS)[:limit]
+        scores = fuse_scores([list(found), list(words)], FUSE_K, FUSE_WEIGHTS)
+        sources = [key for key in best_first(scores) if key[0] == "message"][:SPREAD_SOURCES]
+        near = await neighbour_ids(self._db, space, [key[1] for key in sources])
+        scores = spread(
+            scores,
+            {("message", n): [("message", m) for m in ids] for n, ids in near.items()},
+            SPREAD_SHARE,
+        )
+        order = best_first(scores)[:limit]
+        extra = await self._rows(
+            space, [key[1] for key in order if key not in found and key not in words]
+        )
+        return RecallResult(lexical.terms, self._hits(order, found, words, extra, lexical.terms))
+
+    async def _rows(self, space: str, ids: list[int]) -> dict[int, Row]:
+        """The visible messages of `ids` in `space`, with their session's columns, by id."""
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        rows = await self._db.fetchall(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages m {_SESSION_JOIN} "
+            f"WHERE m.space_id = ? AND m.recall_hidden = 0 AND m.id IN ({marks})",
+            (space, *ids),
+        )
+        return {int(row["id"]): row for row in rows}
+
+    @staticmethod
+    def _hits(
+        order: list[tuple[str, int]],
+        found: dict[tuple[str, int], RecallHit],
+        words: dict[tuple[str, int], tuple[Row, tuple[str, ...]]],
+        extra: dict[int, Row],
+        terms: Terms,
+    ) -> list[RecallHit]:
+        """The hits of `order`, built only now with the terms their words matched too."""
         hits = []
-        for key in order:  # a hit is built only now, with the terms its words matched too
+        for key in order:
             hit, word = found.get(key), words.get(key)
             if word is not None and hit is None:
-                hit = _message_hit(word[0], lexical.terms, float(word[0]["score"]), word[1])
+                hit = _message_hit(word[0], terms, float(word[0]["score"]), word[1])
             elif word is not None and hit is not None and word[1]:
                 hit = replace(hit, matched=_union(hit.matched, word[1]))
+            elif hit is None and key[1] in extra:
+                hit = _message_hit(extra[key[1]], terms, 0.0)
             if hit is not None:
                 hits.append(hit)
-        return RecallResult(lexical.terms, hits)
+        return hits
 
     async def _words(
         self, space: str, terms: Terms, exclude: Exclude | None
