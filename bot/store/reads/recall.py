@@ -81,7 +81,8 @@ HitKind = Literal["message", "summary"]
 
 _MESSAGE_COLUMNS = (
     "m.id, m.session_id, m.role, m.author_name, m.content, m.created_at, "
-    "m.discord_message_id, s.title, s.discord_guild_id, s.discord_channel_id"
+    "m.discord_message_id, s.title, s.discord_guild_id, s.discord_channel_id, "
+    "s.parent_channel_id"
 )
 _SESSION_JOIN = "JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id"
 
@@ -149,17 +150,20 @@ class RecallHit:
     score: float
     before: tuple[RecallLine, ...] = ()
     after: tuple[RecallLine, ...] = ()
+    parent_channel_id: int | None = None
 
     @property
     def jump_url(self) -> str | None:
-        """The Discord link to the message (`@me` in DMs), when it is on Discord."""
+        """The Discord link to the message (`@me` in DMs), when it is on Discord: in the
+        thread it was said in, except a thread's opening message, which is in the parent
+        channel (the bot opens a thread on a message, so the thread has that message's id)."""
         if self.discord_message_id is None or self.discord_channel_id is None:
             return None
         guild = self.discord_guild_id if self.discord_guild_id is not None else "@me"
-        return (
-            f"https://discord.com/channels/{guild}/{self.discord_channel_id}/"
-            f"{self.discord_message_id}"
-        )
+        channel = self.discord_channel_id
+        if self.discord_message_id == channel and self.parent_channel_id is not None:
+            channel = self.parent_channel_id
+        return f"https://discord.com/channels/{guild}/{channel}/{self.discord_message_id}"
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,7 @@ def _message_hit(row: Row, terms: Terms, score: float, also: tuple[str, ...] = (
         discord_guild_id=row["discord_guild_id"],
         discord_channel_id=row["discord_channel_id"],
         discord_message_id=row["discord_message_id"],
+        parent_channel_id=row["parent_channel_id"],
         matched=_union(matched_terms(row["content"], terms), also)
         if also
         else matched_terms(row["content"], terms),

@@ -258,3 +258,25 @@ async def test_the_answer_after_a_strong_hit_joins_the_ranking_from_its_session_
     # The neighbour is the session's, never another session's or another space's row.
     assert between not in ids and all(hit.session_id != other for hit in hits)
     assert {hit.session_id for hit in hits} <= {chat, weak}
+
+
+async def test_a_threads_opening_message_links_to_the_parent_channel(db: Database) -> None:
+    repos = Repositories.over(db)
+    # The bot opens a thread on the member's message: the thread gets that message's id.
+    thread = await session(
+        repos,
+        A,
+        "Trip",
+        source="discord",
+        discord_guild_id=111,
+        discord_channel_id=555,
+        parent_channel_id=444,
+    )
+    await say(repos, A, thread, "planning the Hokkaido trip", 1, discord_id=555)
+    await say(repos, A, thread, "Hokkaido in February then", 2, discord_id=777)
+    hits = matching((await repos.recall.recall(A, "Hokkaido")).hits)
+    links = {hit.content: hit.jump_url for hit in hits}
+    assert links == {
+        "planning the Hokkaido trip": "https://discord.com/channels/111/444/555",
+        "Hokkaido in February then": "https://discord.com/channels/111/555/777",
+    }
