@@ -60,6 +60,11 @@ from bot.store.reads.recall_words import (
 from bot.store.schema.fulltext import words_tsvector
 
 FTS_CANDIDATES: Final = 200
+# A long term in this many messages or more is left out of the ranked full-text match, the
+# rest kept rarest first within TRIGRAM_ROWS_BUDGET rows: FTS5 computes bm25 for every
+# matching row before its LIMIT (≈ 15 µs a row; a chatter word in 4% of 1M rows cost 600 ms).
+TRIGRAM_COMMON_DOCS: Final = 1000
+TRIGRAM_ROWS_BUDGET: Final = 1000
 RECENT_WINDOW: Final = 2000
 SUMMARY_WINDOW: Final = 500
 # Fused: the best FUSE_CANDIDATES of the lexical list with the best WORD_CANDIDATES of the
@@ -174,9 +179,12 @@ class RecallResult:
     hits: list[RecallHit]
 
 
-def _any_like(column: str, terms: tuple[str, ...], like: str) -> tuple[str, list[str]]:
-    """`(col LIKE ? OR …)` over `terms` and its patterns."""
-    clause = " OR ".join(f"{column} {like} ? ESCAPE '\\'" for _ in terms)
+def _any_like(
+    column: str, terms: tuple[str, ...], like: str, *, every: bool = False
+) -> tuple[str, list[str]]:
+    """`(col LIKE ? OR …)` over `terms` and its patterns (AND-ed with `every`)."""
+    joiner = " AND " if every else " OR "
+    clause = joiner.join(f"{column} {like} ? ESCAPE '\\'" for _ in terms)
     return f"({clause})", [like_pattern(term) for term in terms]
 
 
@@ -404,26 +412,61 @@ class RecallRepository:
         )
 
     async def _indexed(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
-        """Messages holding any long term, through the engine's full-text index."""
+        """Messages holding any long term, through the engine's full-text index: the terms in
+        fewer than TRIGRAM_COMMON_DOCS messages (rarest first, within TRIGRAM_ROWS_BUDGET)
+        ranked by the engine; when every term is that common, the newest rows holding them
+        all. Ranking scores every matching row, so a common term made the tail slow."""
+        kept, _common = common_words(
+            await self._term_counts(terms.long), TRIGRAM_COMMON_DOCS, TRIGRAM_ROWS_BUDGET
+        )
+        ranked = bool(kept)
+        match = Terms(tuple(kept)) if kept else Terms(terms.long)
         skip, skip_params = _excluding(exclude, "m.session_id")
         if self._db.dialect == "postgresql":
-            clause, patterns = _any_like("m.content", terms.long, "ILIKE")
+            clause, patterns = _any_like("m.content", match.long, "ILIKE", every=not ranked)
+            order = "score, m.id DESC" if ranked else "m.id DESC"
             rows = await self._db.fetchall(
                 f"SELECT {_MESSAGE_COLUMNS}, -similarity(m.content, ?) AS score "
                 f"FROM messages m {_SESSION_JOIN} WHERE m.space_id = ? AND m.recall_hidden = 0 "
-                f"AND {clause}{skip} "
-                "ORDER BY score, m.id DESC LIMIT ?",
+                f"AND {clause}{skip} ORDER BY {order} LIMIT ?",
                 (" ".join(terms.long), space, *patterns, *skip_params, FTS_CANDIDATES),
             )
         else:
+            order = "messages_fts.rank, m.id DESC" if ranked else "messages_fts.rowid DESC"
             rows = await self._db.fetchall(
                 f"SELECT {_MESSAGE_COLUMNS}, messages_fts.rank AS score "
                 f"FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid {_SESSION_JOIN} "
                 f"WHERE messages_fts MATCH ? AND m.space_id = ? AND m.recall_hidden = 0{skip} "
-                "ORDER BY messages_fts.rank, m.id DESC LIMIT ?",
-                (terms.fts_match, space, *skip_params, FTS_CANDIDATES),
+                f"ORDER BY {order} LIMIT ?",
+                (
+                    match.fts_match if ranked else match.fts_match_all,
+                    space,
+                    *skip_params,
+                    FTS_CANDIDATES,
+                ),
             )
         return [_message_hit(row, terms, float(row["score"])) for row in rows]
+
+    async def _term_counts(self, terms: tuple[str, ...]) -> dict[str, int]:
+        """Each long term's number of matching messages (all spaces), counted up to
+        TRIGRAM_COMMON_DOCS only (a bounded read, as `_word_counts`)."""
+        if self._db.dialect == "postgresql":
+            count = (
+                "SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE content ILIKE ? "
+                "ESCAPE '\\' LIMIT ?) c"
+            )
+            match = [like_pattern(term) for term in terms]
+        else:
+            count = (
+                "SELECT COUNT(*) FROM (SELECT 1 FROM messages_fts "
+                "WHERE messages_fts MATCH ? LIMIT ?)"
+            )
+            match = [Terms((term,)).fts_match for term in terms]
+        sql = " UNION ALL ".join(f"SELECT {n} AS n, ({count}) AS docs" for n in range(len(terms)))
+        params = [value for query in match for value in (query, TRIGRAM_COMMON_DOCS)]
+        rows = await self._db.fetchall(sql, params)
+        docs = {int(row["n"]): int(row["docs"]) for row in rows}
+        return {term: docs.get(n, 0) for n, term in enumerate(terms)}
 
     async def _recent(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
         """Messages holding any short term among the space's RECENT_WINDOW newest (the

@@ -88,6 +88,11 @@ class Terms:
         a user is searched as text, never parsed)."""
         return " OR ".join('"' + term.replace('"', '""') + '"' for term in self.long)
 
+    @property
+    def fts_match_all(self) -> str:
+        """The FTS5 expression holding every long term (AND-ed quoted phrases)."""
+        return " AND ".join('"' + term.replace('"', '""') + '"' for term in self.long)
+
 
 def _pieces(word: str) -> list[str]:
     """A word cut where its Japanese script changes, hiragana runs dropped (unless the whole
