@@ -43,10 +43,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "how many indexed messages hold a word, capped, over the whole index: what the term "
         "match costs (its postings span every space); only picks the words to match, no row"
     ),
-    ("reads/recall.py", "_term_counts"): (
-        "how many messages hold a long term, capped, over the whole full-text index (its "
-        "postings span every space); only picks the terms to rank, no row"
-    ),
 }
 
 _SQL = re.compile(

@@ -60,7 +60,7 @@ from bot.store.reads.recall_words import (
 from bot.store.schema.fulltext import words_tsvector
 
 FTS_CANDIDATES: Final = 200
-# A long term in this many messages or more is left out of the ranked full-text match, the
+# SQLite: a long term in this many messages or more is left out of the ranked text match, the
 # rest kept rarest first within TRIGRAM_ROWS_BUDGET rows: FTS5 computes bm25 for every
 # matching row before its LIMIT (≈ 15 µs a row; a chatter word in 4% of 1M rows cost 600 ms).
 TRIGRAM_COMMON_DOCS: Final = 1000
@@ -416,9 +416,14 @@ class RecallRepository:
         fewer than TRIGRAM_COMMON_DOCS messages (rarest first, within TRIGRAM_ROWS_BUDGET)
         ranked by the engine; when every term is that common, the newest rows holding them
         all. Ranking scores every matching row, so a common term made the tail slow."""
-        kept, _common = common_words(
-            await self._term_counts(terms.long), TRIGRAM_COMMON_DOCS, TRIGRAM_ROWS_BUDGET
-        )
+        if self._db.dialect == "postgresql":
+            # pg_trgm's GIN index builds a term's whole bitmap even to count it: the counts
+            # cost more than they saved (bench/README.md, recall.py), so every term is ranked.
+            kept = list(terms.long)
+        else:
+            kept, _common = common_words(
+                await self._term_counts(terms.long), TRIGRAM_COMMON_DOCS, TRIGRAM_ROWS_BUDGET
+            )
         ranked = bool(kept)
         match = Terms(tuple(kept)) if kept else Terms(terms.long)
         skip, skip_params = _excluding(exclude, "m.session_id")
@@ -448,20 +453,12 @@ class RecallRepository:
         return [_message_hit(row, terms, float(row["score"])) for row in rows]
 
     async def _term_counts(self, terms: tuple[str, ...]) -> dict[str, int]:
-        """Each long term's number of matching messages (all spaces), counted up to
+        """SQLite: each long term's number of matching messages (all spaces), counted up to
         TRIGRAM_COMMON_DOCS only (a bounded read, as `_word_counts`)."""
-        if self._db.dialect == "postgresql":
-            count = (
-                "SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE content ILIKE ? "
-                "ESCAPE '\\' LIMIT ?) c"
-            )
-            match = [like_pattern(term) for term in terms]
-        else:
-            count = (
-                "SELECT COUNT(*) FROM (SELECT 1 FROM messages_fts "
-                "WHERE messages_fts MATCH ? LIMIT ?)"
-            )
-            match = [Terms((term,)).fts_match for term in terms]
+        count = (
+            "SELECT COUNT(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)"
+        )
+        match = [Terms((term,)).fts_match for term in terms]
         sql = " UNION ALL ".join(f"SELECT {n} AS n, ({count}) AS docs" for n in range(len(terms)))
         params = [value for query in match for value in (query, TRIGRAM_COMMON_DOCS)]
         rows = await self._db.fetchall(sql, params)

@@ -210,11 +210,15 @@ async def test_a_long_term_in_too_many_messages_is_left_out_of_the_ranked_text_m
 
     hits = (await recall.lexical(A, "walked kennel", limit=10)).hits
     (ranked_match,) = text_matches()
-    assert "walked" not in ranked_match.casefold() and "kennel" in ranked_match.casefold()
+    # SQLite only: on PostgreSQL counting a term costs as much as ranking it.
+    common_left_out = db.dialect == "sqlite"
+    assert ("walked" not in ranked_match.casefold()) is common_left_out
+    assert "kennel" in ranked_match.casefold()
     # The left-out term still counts: the message holding both comes first.
     assert hits[0].id == both and set(hits[0].matched) == {"walked", "kennel"}
     # Every term common: the newest messages holding them all, not a ranking of all rows.
     await say(repos, A, s, "the kennel 3")
     recording.reads.clear()
     hits = (await recall.lexical(A, "walked kennel", limit=10)).hits
-    assert [hit.id for hit in hits] == [both]
+    assert [hit.id for hit in hits][:1] == [both]
+    assert len(hits) == (1 if common_left_out else 9)
