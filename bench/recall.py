@@ -36,7 +36,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.recall_data import PROBES, SPEAKERS, conversations, filler
-from bench.recall_index import fill_index, index_rows_sqlite
+from bench.recall_index import fill_index, index_rows_sqlite, index_words
 from bot.memory.recall import RecallService
 from bot.store import Repositories
 from bot.store.engine.database import Database
@@ -169,8 +169,53 @@ async def _create(path: Path) -> None:
     await (await Database.open(path)).close()
 
 
-async def _latency(path: Path, rounds: int = 2) -> dict[str, float]:
-    db = await Database.open(path)
+async def build_postgresql(url: str, count: int) -> float:
+    """The same rows in a PostgreSQL database at `url`; returns the seconds it took."""
+    db = await Database.connect(url)
+    try:
+        rows = _rows(count, random.Random(count))
+        started = time.perf_counter()
+        stamp = rows[0][6]
+        await Repositories.over(db).spaces.ensure(SPACE)
+        await db.executemany(
+            "INSERT INTO sessions (id, space_id, title, source, created_at, updated_at) "
+            "VALUES (?, ?, 'chat', 'import', ?, ?)",
+            [(f"s{n}", SPACE, stamp, stamp) for n in range((count - 1) // SESSION_LINES + 1)],
+        )
+        for offset in range(0, count, BATCH):
+            batch = rows[offset : offset + BATCH]
+            await db.executemany(
+                "INSERT INTO messages (id, space_id, session_id, role, content, author_name, "
+                "created_at, recall_indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(*row, stamp) for row in batch],
+            )
+            await db.executemany(
+                "INSERT INTO recall_terms (id, space_id, terms) VALUES (?, ?, ?)",
+                [(r[0], r[1], index_words(r[4], r[5], r[6])) for r in batch],
+            )
+        await db.execute("ANALYZE")
+        return time.perf_counter() - started
+    finally:
+        await db.close()
+
+
+def latency_postgresql(sizes: list[int]) -> dict[str, Any] | str:
+    """Build each size in a temporary local PostgreSQL cluster, then time the read there."""
+    from tests.fakes.postgres import SKIP_REASON, find_bin_dir, temp_postgres
+
+    if find_bin_dir() is None:
+        return f"not available: {SKIP_REASON}"
+    out: dict[str, Any] = {}
+    with temp_postgres() as cluster:
+        for size in sizes:
+            url = cluster.create_database("recall")
+            build_s = asyncio.run(build_postgresql(url, size))
+            out[str(size)] = {"build_s": round(build_s, 1), **asyncio.run(_latency(url))}
+    return out
+
+
+async def _latency(path: Path | str, rounds: int = 2) -> dict[str, float]:
+    db = await (Database.connect(path) if isinstance(path, str) else Database.open(path))
     try:
         service = RecallService(Repositories.over(db).recall)
         await service.search(SPACE, "warm up", count=10)
@@ -205,18 +250,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--million", action="store_true", help="also 1,000,000 messages")
     parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument(
+        "--postgresql", default="", help="also time these sizes on PostgreSQL, e.g. 100000"
+    )
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",") if size]
     if args.million:
         sizes.append(1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
         result = {"quality": asyncio.run(quality(Path(tmp))), "latency": latency(Path(tmp), sizes)}
+    pg_sizes = [int(size) for size in args.postgresql.split(",") if size]
+    if pg_sizes:
+        result["latency_postgresql"] = latency_postgresql(pg_sizes)
     print(json.dumps(result, ensure_ascii=False))
     q = result["quality"]
     costs = ", ".join(
         f"{int(size) // 1000}k p50 {v['p50_ms']} / p95 {v['p95_ms']} ms (build {v['build_s']} s)"
         for size, v in result["latency"].items()
     )
+    pg = result.get("latency_postgresql")
+    if isinstance(pg, dict):
+        costs += "; postgresql " + ", ".join(
+            f"{int(n) // 1000}k p50 {v['p50_ms']} / p95 {v['p95_ms']} ms" for n, v in pg.items()
+        )
     print(
         f"recall: R@5 {q['recall_at_5']}, R@10 {q['recall_at_10']} over {q['questions']} "
         f"questions, {q['messages']} messages; latency {costs}"

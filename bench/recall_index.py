@@ -42,14 +42,14 @@ def index_rows_sqlite(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> 
     now = "2026-12-07T00:00:00+00:00"
     conn.executemany(
         "INSERT INTO recall_terms (id, space_id, terms) VALUES (?, ?, ?)",
-        [(r[0], r[1], _words(r[4], r[5], r[6])) for r in rows],
+        [(r[0], r[1], index_words(r[4], r[5], r[6])) for r in rows],
     )
     conn.executemany(
         "UPDATE messages SET recall_indexed_at = ? WHERE id = ?", [(now, r[0]) for r in rows]
     )
 
 
-def _words(content: str, author: str, created_at: str) -> str:
+def index_words(content: str, author: str, created_at: str) -> str:
     """`index_text`, computed once per (text, speaker, month): the chatter repeats."""
     key = (content + "\x00" + author, created_at[:7])
     if key not in _WORDS:

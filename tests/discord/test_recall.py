@@ -89,7 +89,9 @@ async def test_a_fact_said_in_one_thread_reaches_the_next_thread_of_its_server_o
         first, second = w.llm.chat_requests[before:]
         (related,) = [text for text in system_texts(first) if text.startswith(RELATED)]
         assert f"> {member_name(w)}: {FACT}" in related
-        assert f"https://discord.com/channels/{w.server.guild_id}/{thread_1}/" in related
+        # The fact opened thread 1 (the thread has its id): it is linked in the channel.
+        link = f"https://discord.com/channels/{w.server.guild_id}/{w.server.channel_id}/{thread_1}"
+        assert link in related
         assert QUESTION not in related, "the thread's own messages are never repeated there"
         (recalled,) = tool_texts(second)
         assert recalled.startswith("[Untrusted tool output from recall.")

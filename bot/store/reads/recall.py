@@ -24,6 +24,9 @@ The match holds only the query's uncommon words (`recall_words.common_words`: ea
 messages counted up to COMMON_WORD_DOCS, the rest kept rarest first within WORD_ROWS_BUDGET
 rows): a speaker's name or a year in most rows would have the engine score all of them. Those
 words still count, after the match: candidates holding more query terms move up.
+After the fusion, the best candidates lift the messages just before and after them in their
+session (`recall_neighbours`): an answer that repeats none of the question's words joins the
+ranking, below the message that lifted it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,20 @@ from typing import Final, Literal
 
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row, like_pattern
-from bot.store.reads.recall_rank import Terms, fuse, lexical_order, matched_terms, parse_terms
+from bot.store.reads.recall_neighbours import (
+    SPREAD_SHARE,
+    SPREAD_SOURCES,
+    neighbour_ids,
+)
+from bot.store.reads.recall_rank import (
+    Terms,
+    best_first,
+    fuse_scores,
+    lexical_order,
+    matched_terms,
+    parse_terms,
+    spread,
+)
 from bot.store.reads.recall_words import (
     common_words,
     fts_words,
@@ -46,6 +62,11 @@ from bot.store.schema.fulltext import words_tsvector
 FTS_CANDIDATES: Final = 200
 # Newest first (`ranked(newest=True)`), no engine score to rank by: the list the fusion keeps.
 NEWEST_CANDIDATES: Final = 100
+# SQLite: a long term in this many messages or more is left out of the ranked text match, the
+# rest kept rarest first within TRIGRAM_ROWS_BUDGET rows: FTS5 computes bm25 for every
+# matching row before its LIMIT (≈ 15 µs a row; a chatter word in 4% of 1M rows cost 600 ms).
+TRIGRAM_COMMON_DOCS: Final = 1000
+TRIGRAM_ROWS_BUDGET: Final = 1000
 RECENT_WINDOW: Final = 2000
 SUMMARY_WINDOW: Final = 500
 # Fused: the best FUSE_CANDIDATES of the lexical list with the best WORD_CANDIDATES of the
@@ -67,7 +88,8 @@ HitKind = Literal["message", "summary"]
 
 _MESSAGE_COLUMNS = (
     "m.id, m.session_id, m.role, m.author_name, m.content, m.created_at, "
-    "m.discord_message_id, s.title, s.discord_guild_id, s.discord_channel_id"
+    "m.discord_message_id, s.title, s.discord_guild_id, s.discord_channel_id, "
+    "s.parent_channel_id"
 )
 _SESSION_JOIN = "JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id"
 
@@ -135,17 +157,20 @@ class RecallHit:
     score: float
     before: tuple[RecallLine, ...] = ()
     after: tuple[RecallLine, ...] = ()
+    parent_channel_id: int | None = None
 
     @property
     def jump_url(self) -> str | None:
-        """The Discord link to the message (`@me` in DMs), when it is on Discord."""
+        """The Discord link to the message (`@me` in DMs), when it is on Discord: in the
+        thread it was said in, except a thread's opening message, which is in the parent
+        channel (the bot opens a thread on a message, so the thread has that message's id)."""
         if self.discord_message_id is None or self.discord_channel_id is None:
             return None
         guild = self.discord_guild_id if self.discord_guild_id is not None else "@me"
-        return (
-            f"https://discord.com/channels/{guild}/{self.discord_channel_id}/"
-            f"{self.discord_message_id}"
-        )
+        channel = self.discord_channel_id
+        if self.discord_message_id == channel and self.parent_channel_id is not None:
+            channel = self.parent_channel_id
+        return f"https://discord.com/channels/{guild}/{channel}/{self.discord_message_id}"
 
 
 @dataclass(frozen=True)
@@ -156,9 +181,12 @@ class RecallResult:
     hits: list[RecallHit]
 
 
-def _any_like(column: str, terms: tuple[str, ...], like: str) -> tuple[str, list[str]]:
-    """`(col LIKE ? OR …)` over `terms` and its patterns."""
-    clause = " OR ".join(f"{column} {like} ? ESCAPE '\\'" for _ in terms)
+def _any_like(
+    column: str, terms: tuple[str, ...], like: str, *, every: bool = False
+) -> tuple[str, list[str]]:
+    """`(col LIKE ? OR …)` over `terms` and its patterns (AND-ed with `every`)."""
+    joiner = " AND " if every else " OR "
+    clause = joiner.join(f"{column} {like} ? ESCAPE '\\'" for _ in terms)
     return f"({clause})", [like_pattern(term) for term in terms]
 
 
@@ -176,6 +204,7 @@ def _message_hit(row: Row, terms: Terms, score: float, also: tuple[str, ...] = (
         discord_guild_id=row["discord_guild_id"],
         discord_channel_id=row["discord_channel_id"],
         discord_message_id=row["discord_message_id"],
+        parent_channel_id=row["parent_channel_id"],
         matched=_union(matched_terms(row["content"], terms), also)
         if also
         else matched_terms(row["content"], terms),
@@ -277,33 +306,68 @@ class RecallRepository:
         exclude: Exclude | None = None,
         newest: bool = False,
     ) -> RecallResult:
-        """The lexical list fused with the term index's (see the module docstring). With
-        `newest` (SQLite), each full-text list takes the newest matching messages instead of
-        the best by bm25 (which scores every match: a cost in proportion to the history), for
-        the related memories read on every turn; the terms they hold still order them."""
+        """The lexical list fused with the term index's, neighbours of strong hits moved up
+        (see the module docstring and `recall_neighbours`). With `newest` (SQLite), each
+        full-text list takes the newest matching messages instead of the best by bm25 (which
+        scores every match: a cost in proportion to the history), for the related memories read
+        on every turn; the terms they hold still order them."""
         lexical = await self.lexical(
             space, query, limit=FUSE_CANDIDATES, exclude=exclude, newest=newest
         )
-        if limit <= 0:
+        if limit <= 0 or not lexical.terms.all:
             return RecallResult(lexical.terms, [])
-        by_words = await self._words(space, lexical.terms, exclude, newest=newest)
-        if not by_words:
-            return RecallResult(lexical.terms, lexical.hits[:limit])
         words: dict[tuple[str, int], tuple[Row, tuple[str, ...]]] = {
-            ("message", int(row["id"])): (row, also) for row, also in by_words
+            ("message", int(row["id"])): (row, also)
+            for row, also in await self._words(space, lexical.terms, exclude, newest=newest)
         }
         found: dict[tuple[str, int], RecallHit] = {(h.kind, h.id): h for h in lexical.hits}
-        order = fuse([list(found), list(words)], FUSE_K, FUSE_WEIGHTS)[:limit]
+        scores = fuse_scores([list(found), list(words)], FUSE_K, FUSE_WEIGHTS)
+        sources = [key for key in best_first(scores) if key[0] == "message"][:SPREAD_SOURCES]
+        near = await neighbour_ids(self._db, space, [key[1] for key in sources])
+        scores = spread(
+            scores,
+            {("message", n): [("message", m) for m in ids] for n, ids in near.items()},
+            SPREAD_SHARE,
+        )
+        order = best_first(scores)[:limit]
+        extra = await self._rows(
+            space, [key[1] for key in order if key not in found and key not in words]
+        )
+        return RecallResult(lexical.terms, self._hits(order, found, words, extra, lexical.terms))
+
+    async def _rows(self, space: str, ids: list[int]) -> dict[int, Row]:
+        """The visible messages of `ids` in `space`, with their session's columns, by id."""
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        rows = await self._db.fetchall(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages m {_SESSION_JOIN} "
+            f"WHERE m.space_id = ? AND m.recall_hidden = 0 AND m.id IN ({marks})",
+            (space, *ids),
+        )
+        return {int(row["id"]): row for row in rows}
+
+    @staticmethod
+    def _hits(
+        order: list[tuple[str, int]],
+        found: dict[tuple[str, int], RecallHit],
+        words: dict[tuple[str, int], tuple[Row, tuple[str, ...]]],
+        extra: dict[int, Row],
+        terms: Terms,
+    ) -> list[RecallHit]:
+        """The hits of `order`, built only now with the terms their words matched too."""
         hits = []
-        for key in order:  # a hit is built only now, with the terms its words matched too
+        for key in order:
             hit, word = found.get(key), words.get(key)
             if word is not None and hit is None:
-                hit = _message_hit(word[0], lexical.terms, float(word[0]["score"]), word[1])
+                hit = _message_hit(word[0], terms, float(word[0]["score"]), word[1])
             elif word is not None and hit is not None and word[1]:
                 hit = replace(hit, matched=_union(hit.matched, word[1]))
+            elif hit is None and key[1] in extra:
+                hit = _message_hit(extra[key[1]], terms, 0.0)
             if hit is not None:
                 hits.append(hit)
-        return RecallResult(lexical.terms, hits)
+        return hits
 
     async def _words(
         self, space: str, terms: Terms, exclude: Exclude | None, *, newest: bool = False
@@ -368,44 +432,73 @@ class RecallRepository:
                 "ORDER BY score, m.id DESC LIMIT ?",
                 (tsquery_words(words), space, space, *skip_params, WORD_CANDIDATES),
             )
-        score, order = _fts_order("recall_terms_fts", newest=newest)
         return await self._db.fetchall(
-            f"{select}, {score} AS score FROM recall_terms_fts "
+            f"{select}, recall_terms_fts.rank AS score FROM recall_terms_fts "
             f"JOIN recall_terms r ON r.id = recall_terms_fts.rowid {joins} "
             f"WHERE recall_terms_fts MATCH ? AND r.space_id = ? AND {visible} "
-            f"ORDER BY {order} LIMIT ?",
+            "ORDER BY recall_terms_fts.rank, m.id DESC LIMIT ?",
             (fts_words(words), space, space, *skip_params, WORD_CANDIDATES),
         )
 
     async def _indexed(
         self, space: str, terms: Terms, exclude: Exclude | None, *, newest: bool = False
     ) -> list[RecallHit]:
-        """Messages holding any long term, through the engine's full-text index."""
+        """Messages holding any long term, through the engine's full-text index: the terms in
+        fewer than TRIGRAM_COMMON_DOCS messages (rarest first, within TRIGRAM_ROWS_BUDGET)
+        ranked by the engine; when every term is that common, the newest rows holding them
+        all. Ranking scores every matching row, so a common term made the tail slow. With
+        `newest` nothing is scored: the newest rows holding any term, so no counts are needed."""
+        if self._db.dialect == "postgresql" or newest:
+            # pg_trgm's GIN index builds a term's whole bitmap even to count it: the counts
+            # cost more than they saved (bench/README.md, recall.py), so every term is ranked.
+            kept = list(terms.long)
+        else:
+            kept, _common = common_words(
+                await self._term_counts(terms.long), TRIGRAM_COMMON_DOCS, TRIGRAM_ROWS_BUDGET
+            )
+        ranked = bool(kept)
+        match = Terms(tuple(kept)) if kept else Terms(terms.long)
         skip, skip_params = _excluding(exclude, "m.session_id")
         if self._db.dialect == "postgresql":
-            clause, patterns = _any_like("m.content", terms.long, "ILIKE")
+            clause, patterns = _any_like("m.content", match.long, "ILIKE", every=not ranked)
+            order = "score, m.id DESC" if ranked else "m.id DESC"
             rows = await self._db.fetchall(
                 f"SELECT {_MESSAGE_COLUMNS}, -similarity(m.content, ?) AS score "
                 f"FROM messages m {_SESSION_JOIN} WHERE m.space_id = ? AND m.recall_hidden = 0 "
-                f"AND {clause}{skip} "
-                "ORDER BY score, m.id DESC LIMIT ?",
+                f"AND {clause}{skip} ORDER BY {order} LIMIT ?",
                 (" ".join(terms.long), space, *patterns, *skip_params, FTS_CANDIDATES),
             )
         else:
-            score, order = _fts_order("messages_fts", newest=newest)
+            if ranked or newest:
+                score, order = _fts_order("messages_fts", newest=newest)
+            else:  # every term common: the newest rows holding them all, bm25 for those only
+                score, order = "messages_fts.rank", "messages_fts.rowid DESC"
             rows = await self._db.fetchall(
                 f"SELECT {_MESSAGE_COLUMNS}, {score} AS score "
                 f"FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid {_SESSION_JOIN} "
                 f"WHERE messages_fts MATCH ? AND m.space_id = ? AND m.recall_hidden = 0{skip} "
                 f"ORDER BY {order} LIMIT ?",
                 (
-                    terms.fts_match,
+                    match.fts_match if ranked else match.fts_match_all,
                     space,
                     *skip_params,
                     NEWEST_CANDIDATES if newest else FTS_CANDIDATES,
                 ),
             )
         return [_message_hit(row, terms, float(row["score"])) for row in rows]
+
+    async def _term_counts(self, terms: tuple[str, ...]) -> dict[str, int]:
+        """SQLite: each long term's number of matching messages (all spaces), counted up to
+        TRIGRAM_COMMON_DOCS only (a bounded read, as `_word_counts`)."""
+        count = (
+            "SELECT COUNT(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)"
+        )
+        match = [Terms((term,)).fts_match for term in terms]
+        sql = " UNION ALL ".join(f"SELECT {n} AS n, ({count}) AS docs" for n in range(len(terms)))
+        params = [value for query in match for value in (query, TRIGRAM_COMMON_DOCS)]
+        rows = await self._db.fetchall(sql, params)
+        docs = {int(row["n"]): int(row["docs"]) for row in rows}
+        return {term: docs.get(n, 0) for n, term in enumerate(terms)}
 
     async def _recent(self, space: str, terms: Terms, exclude: Exclude | None) -> list[RecallHit]:
         """Messages holding any short term among the space's RECENT_WINDOW newest (the

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, TypeVar
 
@@ -87,6 +87,11 @@ class Terms:
         """The FTS5 expression: every long term a quoted phrase, OR-ed (FTS syntax typed by
         a user is searched as text, never parsed)."""
         return " OR ".join('"' + term.replace('"', '""') + '"' for term in self.long)
+
+    @property
+    def fts_match_all(self) -> str:
+        """The FTS5 expression holding every long term (AND-ed quoted phrases)."""
+        return " AND ".join('"' + term.replace('"', '""') + '"' for term in self.long)
 
 
 def _pieces(word: str) -> list[str]:
@@ -180,14 +185,46 @@ def lexical_order(hits: Iterable[R]) -> list[R]:
     )
 
 
-def fuse(rankings: Sequence[Sequence[T]], k: int = RRF_K, weights: Sequence[float] = ()) -> list[T]:
-    """Reciprocal rank fusion: each item scores Σ weight/(k + rank) over the lists it is in
-    (rank from 1; weight 1 unless `weights` gives one per list); best first, ties kept in
-    first-seen order. One list comes back unchanged."""
+def fuse_scores(
+    rankings: Sequence[Sequence[T]], k: int = RRF_K, weights: Sequence[float] = ()
+) -> dict[T, float]:
+    """Reciprocal rank fusion scores: Σ weight/(k + rank) over the lists an item is in (rank
+    from 1; weight 1 unless `weights` gives one per list), in first-seen order."""
     scores: dict[T, float] = {}
     for index, ranking in enumerate(rankings):
         weight = weights[index] if index < len(weights) else 1.0
         for rank, item in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return scores
+
+
+def best_first(scores: Mapping[T, float]) -> list[T]:
+    """The keys, highest score first, ties kept in the mapping's order."""
     order = {item: index for index, item in enumerate(scores)}
     return sorted(scores, key=lambda item: (-scores[item], order[item]))
+
+
+def fuse(rankings: Sequence[Sequence[T]], k: int = RRF_K, weights: Sequence[float] = ()) -> list[T]:
+    """Reciprocal rank fusion (`fuse_scores`), best first, ties kept in first-seen order.
+    One list comes back unchanged."""
+    return best_first(fuse_scores(rankings, k, weights))
+
+
+def spread(
+    scores: Mapping[T, float], neighbours: Mapping[T, Sequence[T]], share: float
+) -> dict[T, float]:
+    """Each item of `neighbours` gives `share` of its score to each neighbour scored lower
+    (new items join after the others); a neighbour never passes the best item that lifted
+    it, so a run of weak matches cannot climb over a stronger one beside it."""
+    gains: dict[T, float] = {}
+    caps: dict[T, float] = {}
+    for item, near in neighbours.items():
+        score = scores.get(item, 0.0)
+        for other in near:
+            if score > scores.get(other, 0.0):
+                gains[other] = gains.get(other, 0.0) + share * score
+                caps[other] = max(caps.get(other, 0.0), score * (1 - 1e-9))
+    out = dict(scores)
+    for other, gain in gains.items():
+        out[other] = min(scores.get(other, 0.0) + gain, caps[other])
+    return out

@@ -48,6 +48,11 @@ def contents(hits: list[RecallHit]) -> list[str]:
     return [hit.content for hit in hits]
 
 
+def matching(hits: list[RecallHit]) -> list[RecallHit]:
+    """The hits holding a query term (a strong hit's neighbours join the ranking too)."""
+    return [hit for hit in hits if hit.matched]
+
+
 async def test_more_matched_terms_rank_first_and_ties_go_to_the_newest(db: Database) -> None:
     repos = Repositories.over(db)
     s = await session(repos, A, "pets")
@@ -129,13 +134,13 @@ async def test_hits_carry_neighbours_and_where_they_were_said(db: Database) -> N
     dm = await session(repos, DM, "dm", source="discord", discord_channel_id=888)
     dm_hit = await say(repos, DM, dm, "My cat Tama", 1, discord_id=999)
 
-    (hit,) = (await repos.recall.recall(A, "Mochi-Kinako")).hits
+    (hit,) = matching((await repos.recall.recall(A, "Mochi-Kinako")).hits)
     assert hit.id == hit_id and hit.author_name == "Alice" and hit.role == "user"
     assert [line.content for line in hit.before] == ["line three", "line four"]
     assert [line.content for line in hit.after] == ["What a lovely name!", "thanks"]
     assert hit.after[0].role == "assistant" and hit.after[0].author_name is None
     assert hit.jump_url == "https://discord.com/channels/111/555/777"
-    (dm_found,) = (await repos.recall.recall(DM, "Tama")).hits
+    (dm_found,) = matching((await repos.recall.recall(DM, "Tama")).hits)
     assert dm_found.id == dm_hit
     assert dm_found.jump_url == "https://discord.com/channels/@me/888/999"
     no_context = await repos.recall.recall(A, "Mochi-Kinako", context_lines=0)
@@ -185,11 +190,11 @@ async def test_japanese_two_character_terms_match(db: Database) -> None:
     await say(repos, A, s, "大阪のたこ焼きが好き", 2)
     await say(repos, A, s, "うちの猫はよく寝る", 3)
     result = await repos.recall.recall(A, "東京")
-    assert contents(result.hits) == ["来月東京タワーに行きます"]
+    assert contents(matching(result.hits)) == ["来月東京タワーに行きます"]
     # Particles and endings are dropped; the kanji and katakana words are the terms.
     result = await repos.recall.recall(A, "私の猫の名前は何ですか")
     assert result.terms.all == ("猫", "名前")
-    assert contents(result.hits) == ["うちの猫はよく寝る"]
+    assert contents(matching(result.hits)) == ["うちの猫はよく寝る"]
     mixed = await repos.recall.recall(A, "東京タワー たこ焼き")
     assert contents(mixed.hits)[:2] == ["来月東京タワーに行きます", "大阪のたこ焼きが好き"]
 
@@ -223,7 +228,55 @@ async def test_messages_of_a_member_with_memory_off_are_never_recalled(db: Datab
         result = await repos.recall.recall(A, query)
         assert hidden.id not in [hit.id for hit in result.hits], query
     found = await repos.recall.recall(A, "Kinako")
-    assert [hit.id for hit in found.hits] == [before]
-    # Nor as a neighbouring line of another hit.
-    (shown,) = await repos.recall.with_context(A, found.hits)
+    assert [hit.id for hit in matching(found.hits)] == [before]
+    # Nor as a neighbouring line of another hit, nor as a neighbour lifted by one.
+    assert hidden.id not in [hit.id for hit in found.hits]
+    (shown,) = await repos.recall.with_context(A, matching(found.hits))
     assert [line.content for line in shown.after] == ["hamster wheels are loud"]
+
+
+async def test_the_answer_after_a_strong_hit_joins_the_ranking_from_its_session_only(
+    db: Database,
+) -> None:
+    repos = Repositories.over(db)
+    chat = await session(repos, A, "pets")
+    other = await session(repos, A, "weather")
+    question = await say(repos, A, chat, "Did you finally adopt a dog?", 1, author="Bob")
+    between = await say(repos, A, other, "Rainy all week here", 2, author="Dan")
+    await say(repos, B, await session(repos, B, "b"), "Another space's line", 3)
+    answer = await say(repos, A, chat, "Yes! His name is Biscuit", 4, author="Carla")
+    weak = await session(repos, A, "walks")
+    for minute in range(5, 17):
+        await say(repos, A, weak, f"walked the dog at {minute}", minute, author="Dan")
+    hits = (await repos.recall.recall(A, "adopt dog", limit=10)).hits
+    ids = [hit.id for hit in hits]
+    # Twelve other messages hold a query term; the answer holds none, yet it is in the top
+    # ten, below the question that lifted it.
+    assert ids[0] == question and answer in ids
+    (lifted,) = [hit for hit in hits if hit.id == answer]
+    assert lifted.matched == () and lifted.author_name == "Carla"
+    # The neighbour is the session's, never another session's or another space's row.
+    assert between not in ids and all(hit.session_id != other for hit in hits)
+    assert {hit.session_id for hit in hits} <= {chat, weak}
+
+
+async def test_a_threads_opening_message_links_to_the_parent_channel(db: Database) -> None:
+    repos = Repositories.over(db)
+    # The bot opens a thread on the member's message: the thread gets that message's id.
+    thread = await session(
+        repos,
+        A,
+        "Trip",
+        source="discord",
+        discord_guild_id=111,
+        discord_channel_id=555,
+        parent_channel_id=444,
+    )
+    await say(repos, A, thread, "planning the Hokkaido trip", 1, discord_id=555)
+    await say(repos, A, thread, "Hokkaido in February then", 2, discord_id=777)
+    hits = matching((await repos.recall.recall(A, "Hokkaido")).hits)
+    links = {hit.content: hit.jump_url for hit in hits}
+    assert links == {
+        "planning the Hokkaido trip": "https://discord.com/channels/111/444/555",
+        "Hokkaido in February then": "https://discord.com/channels/111/555/777",
+    }

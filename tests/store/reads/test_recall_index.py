@@ -63,7 +63,7 @@ async def test_stems_speaker_names_and_months_match(db: Database, indexer: Recal
     await say(repos, A, s, "The weather is nice", author="Dan")
     await indexer.backfill()
     moving = await repos.recall.ranked(A, "Who is moving?", limit=5)
-    assert [hit.id for hit in moving.hits] == [moved]
+    assert [hit.id for hit in moving.hits if hit.matched] == [moved]
     assert moving.hits[0].matched == ("moving",)
     by_name = await repos.recall.ranked(A, "what did Carla adopt", limit=5)
     assert by_name.hits[0].id == greyhound
@@ -183,3 +183,42 @@ async def test_every_recall_query_uses_an_index(db: Database, indexer: RecallInd
             assert _TABLE_SCAN.search(plan) is None, f"{sql}\n{plan}"
             # The bounded word counts read the FTS5 index alone (MATCH … LIMIT).
             assert "SEARCH" in plan or "VIRTUAL TABLE INDEX 0:M" in plan, plan
+
+
+async def test_a_long_term_in_too_many_messages_is_left_out_of_the_ranked_text_match(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recall_reads, "TRIGRAM_COMMON_DOCS", 5)
+    monkeypatch.setattr(recall_reads, "TRIGRAM_ROWS_BUDGET", 10)
+    repos = Repositories.over(db)
+    s = await session(repos, A, "walks")
+    for n in range(4):  # with the last one: "walked" in exactly 5 messages (common), "kennel" 4
+        await say(repos, A, s, f"walked the dog {n}")
+    for n in range(3):
+        await say(repos, A, s, f"the kennel {n}")
+    both = await say(repos, A, s, "walked to the kennel with the greyhound")
+    recording = _Recording(db)
+    recall = Repositories.over(recording).recall  # type: ignore[arg-type]
+
+    def text_matches() -> list[str]:
+        """The terms of the ranked text read (PostgreSQL: its ILIKE patterns)."""
+        return [
+            " ".join(str(p) for p in (params[2:-1] if "similarity" in sql else params[:1]))
+            for sql, params in recording.reads
+            if "-similarity" in sql or "messages_fts.rank AS" in sql
+        ]
+
+    hits = (await recall.lexical(A, "walked kennel", limit=10)).hits
+    (ranked_match,) = text_matches()
+    # SQLite only: on PostgreSQL counting a term costs as much as ranking it.
+    common_left_out = db.dialect == "sqlite"
+    assert ("walked" not in ranked_match.casefold()) is common_left_out
+    assert "kennel" in ranked_match.casefold()
+    # The left-out term still counts: the message holding both comes first.
+    assert hits[0].id == both and set(hits[0].matched) == {"walked", "kennel"}
+    # Every term common: the newest messages holding them all, not a ranking of all rows.
+    await say(repos, A, s, "the kennel 3")
+    recording.reads.clear()
+    hits = (await recall.lexical(A, "walked kennel", limit=10)).hits
+    assert [hit.id for hit in hits][:1] == [both]
+    assert len(hits) == (1 if common_left_out else 9)

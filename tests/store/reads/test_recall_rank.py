@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from bot.store.reads.recall_rank import fuse, is_relevant, parse_terms, required_matches
+from bot.store.reads.recall_rank import (
+    fuse,
+    is_relevant,
+    parse_terms,
+    required_matches,
+    spread,
+)
 
 
 def test_terms_drop_stop_words_punctuation_and_possessives() -> None:
@@ -42,3 +48,15 @@ def test_reciprocal_rank_fusion() -> None:
     assert fuse([["a", "b"], ["c", "b"]]) == ["b", "a", "c"]
     assert fuse([["a", "b"], ["b", "a"]]) == ["a", "b"], "ties keep first-seen order"
     assert fuse([]) == []
+
+
+def test_spread_lifts_neighbours_but_never_past_the_item_that_lifted_them() -> None:
+    scores = {"strong": 1.0, "weak": 0.5, "weaker": 0.1}
+    near = {"strong": ["answer", "weak"], "weak": ["strong", "weaker"]}
+    out = spread(scores, near, 0.7)
+    assert out["answer"] == 0.7, "a new item gets its share"
+    assert out["strong"] == 1.0, "nothing flows up to a higher score"
+    assert out["weak"] < out["strong"], "capped below the item that lifted it"
+    assert out["weaker"] == 0.1 + 0.35
+    assert list(out)[:3] == ["strong", "weak", "weaker"], "new items join after"
+    assert spread(scores, {}, 0.7) == scores
