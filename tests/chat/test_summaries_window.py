@@ -9,6 +9,7 @@ import pytest
 
 from bot.chat.context import SUMMARY_PAGE, ContextBuilder, ContextRequest
 from bot.config import Settings
+from bot.prompts import prompts_for
 from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
 from bot.store.repos.memories import MemoryRepository
@@ -66,7 +67,8 @@ async def test_more_summaries_than_a_page_are_counted_exactly_and_the_newest_sho
     numbers = shown(text)
     assert numbers == list(range(total - len(numbers), total)), "the newest, oldest first"
     left = total - len(numbers)
-    assert f"[{left} older summaries left out to fit the context window.]" in text
+    marker = prompts_for("en").format("layer_memory_left_out", count=left)
+    assert marker in text
 
 
 async def test_a_new_summary_is_shown_and_counted_on_the_next_turn(db: Database) -> None:
