@@ -96,7 +96,7 @@ async def test_filter_errors_detail_paging_and_delete(ui: Ui) -> None:
     await expect(rows).to_have_count(2)
     await ui.page.get_by_role("button", name="Delete matching logs").click()
     await ui.page.get_by_role("button", name="Really delete?").click()
-    await expect(ui.status).to_contain_text("Deleted 2 log(s).")
+    await expect(ui.status).to_contain_text("Deleted 2 logs.")
     await expect(rows).to_have_text(["No logs match. Clear the filter to see every call."])
     errors = await ui.api("GET", "/api/logs", params={"errors_only": "true"})
     assert errors["items"] == []
@@ -125,7 +125,7 @@ async def test_delete_one_log_and_everything_needs_confirmation(ui: Ui) -> None:
     assert len((await ui.api("GET", "/api/logs", params={"limit": "200"}))["items"]) == OK_CALLS + 1
     await delete_all.click()
     await ui.page.get_by_role("button", name="Really delete ALL logs?").click()
-    await expect(ui.status).to_contain_text(f"Deleted {OK_CALLS + 1} log(s).")
+    await expect(ui.status).to_contain_text(f"Deleted {OK_CALLS + 1} logs.")
     assert (await ui.api("GET", "/api/logs"))["items"] == []
     ui.assert_clean()
 

@@ -111,7 +111,7 @@ async def test_keyboard_reorder_section_rename_and_delete(ui: Ui) -> None:
     field = ui.page.get_by_label("New name for section A")
     await field.fill("Alpha team")
     await field.press("Enter")
-    await expect(ui.status).to_contain_text("Section renamed on 1 page(s).")
+    await expect(ui.status).to_contain_text("Section renamed on 1 page.")
     await expect(ui.page.locator(".note-section-head h3").first).to_have_text("Alpha team")
     assert (await titles_in_api_order(ui))[0] == ("Two", "Alpha team")
 

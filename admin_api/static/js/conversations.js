@@ -1,7 +1,7 @@
 // Conversations: spaces → channels → threads → transcript (tool calls, sources, summaries,
 // archived messages), with full-text search whose hits open the transcript at the message.
 
-import {busy, fill, h, when} from './dom.js';
+import {busy, fill, h, plural, when} from './dom.js';
 import {SearchPanel} from './search.js';
 import {spaceLabel} from './spaces.js';
 
@@ -110,7 +110,7 @@ export class ConversationsScreen {
           'aria-current': this.channel === key ? 'true' : null,
           onclick: () => this.pickChannel(key)},
         h('span', {class: 'pick-name'}, channelLabel(channel)),
-        h('span', {class: 'meta'}, `${channel.threads} thread(s) · ${when(channel.last_activity)}`)));
+        h('span', {class: 'meta'}, `${plural(channel.threads, 'thread')} · ${when(channel.last_activity)}`)));
       })
       : h('li', {class: 'empty'}, 'No conversations in this space yet. They appear once ',
         'someone talks to the bot here; to start one yourself, use the Chat screen.'));
@@ -133,7 +133,7 @@ export class ConversationsScreen {
       ? page.items.map((thread) => h('li', {}, h('button', {type: 'button', class: 'pick',
         dataset: {session: thread.session_id}, onclick: () => this.openSession(thread.session_id)},
       h('span', {class: 'pick-name'}, thread.title || 'Untitled'),
-      h('span', {class: 'meta'}, `${thread.messages} message(s)`,
+      h('span', {class: 'meta'}, plural(thread.messages, 'message'),
         thread.archived_messages ? `, ${thread.archived_messages} archived` : '',
         ` · ${when(thread.updated_at)}`, thread.closed_at ? ' · closed' : ''))))
       : h('li', {class: 'empty'}, 'No threads in this channel yet. Mention the bot there in ',
@@ -261,7 +261,7 @@ export class ConversationsScreen {
 
   summary(summary) {
     const covers = summary.messages
-      ? `covers ${summary.messages} message(s), #${summary.first_message_id}–#${summary.last_message_id}`
+      ? `covers ${plural(summary.messages, 'message')}, #${summary.first_message_id}–#${summary.last_message_id}`
       : 'covers older summaries';
     return h('li', {class: 'summary', dataset: {summaryId: String(summary.id)}},
       h('div', {class: 'meta'}, `Summary ${summary.id}`, summary.level ? ` (level ${summary.level})` : '',

@@ -88,6 +88,11 @@ export async function busy(button, action) {
 }
 
 /** A stored ISO-8601 time as local, readable text. */
+/** "1 thread", "2 threads": a count with its noun. */
+export function plural(count, noun) {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
 export function when(iso) {
   if (!iso) return '—';
   const date = new Date(iso.endsWith('Z') || /[+-]\d\d:\d\d$/.test(iso) ? iso : `${iso}Z`);

@@ -2,7 +2,7 @@
 // masks secrets), filtered by level, text and logger, with pause / resume; the page keeps the
 // newest MAX_LINES.
 
-import {fill, h} from './dom.js';
+import {fill, h, plural} from './dom.js';
 
 export const MAX_LINES = 500;
 const BACKLOG = 200;
@@ -83,7 +83,7 @@ export class LiveLogScreen {
       if (this.paused) {
         this.held.push(entry);
         if (this.held.length > MAX_LINES) this.held.splice(0, this.held.length - MAX_LINES);
-        this.setState(`Paused; ${this.held.length} new line(s) waiting.`);
+        this.setState(`Paused; ${plural(this.held.length, 'new line')} waiting.`);
       } else {
         this.add([entry]);
       }
@@ -139,7 +139,7 @@ export class LiveLogScreen {
   line(entry) {
     if (entry.type === 'dropped') {
       return h('li', {class: 'live-dropped'},
-        `${entry.count} line(s) were skipped: the page read more slowly than PlayChat logged.`);
+        `${plural(entry.count, 'line')} skipped: the page read more slowly than PlayChat logged.`);
     }
     return h('li', {class: `live-line level-${entry.level.toLowerCase()}`, dataset: {id: String(entry.id)}},
       h('time', {datetime: entry.time}, clock(entry.time)), ' ',

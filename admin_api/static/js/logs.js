@@ -1,7 +1,7 @@
 // LLM call logs: filter (session, model, errors only, time), paging, detail, delete.
 
 import {TimeChart} from './chart.js';
-import {busy, clip, confirmButton, field, fill, h, labelCells, when} from './dom.js';
+import {busy, clip, confirmButton, field, fill, h, labelCells, plural, when} from './dom.js';
 
 const PAGE_SIZE = 50;
 
@@ -24,10 +24,6 @@ function tokens(row) {
   const show = (n) => (n === null || n === undefined ? '–' : String(n));
   const counts = `${show(row.prompt_tokens)} / ${show(row.completion_tokens)}`;
   return row.tokens_estimated ? `≈ ${counts}` : counts;
-}
-
-function plural(count, noun) {
-  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 /** Who the call answered: the member's name, with their Discord id as a tooltip. */
@@ -257,7 +253,7 @@ export class LogsScreen {
     const button = this.deleteSlot.firstChild;
     const result = await busy(button, () => this.status.guard(() => this.api.del('/api/logs', query)));
     if (!result) return;
-    this.status.info(`Deleted ${result.deleted} log(s).`);
+    this.status.info(`Deleted ${plural(result.deleted, 'log')}.`);
     this.cursors = [null];
     this.index = 0;
     fill(this.detail);

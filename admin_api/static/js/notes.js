@@ -2,7 +2,7 @@
 // drag-and-drop (and keyboard) reordering through POST /api/notes/reorder (within one space),
 // moving a page to another space.
 
-import {busy, confirmButton, field, fill, h} from './dom.js';
+import {busy, confirmButton, field, fill, h, plural} from './dom.js';
 import {renderMarkdown} from './markdown.js';
 
 const PREVIEW_DELAY_MS = 120;
@@ -241,7 +241,7 @@ export class NotesScreen {
       const result = await this.status.guard(() =>
         this.api.post('/api/notes/sections/rename', {old: section, new: input.value, space_id: space}));
       if (result) {
-        this.status.info(`Section renamed on ${result.renamed} page(s).`);
+        this.status.info(`Section renamed on ${plural(result.renamed, 'page')}.`);
         for (const draft of this.drafts.values()) {
           if (draft.section === section) draft.section = input.value.trim();
         }
