@@ -25,7 +25,7 @@ from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NoteOutline, NotesService
 from bot.memory.recall import RecallLabels, RecallService, hit_heading, hit_lines
 from bot.prompts import Prompts, prompts_for
-from bot.tools.kb_tools import continuation
+from bot.tools.kb_tools import KBFile, continuation
 
 log = logging.getLogger(__name__)
 
@@ -292,23 +292,8 @@ class LinkedNotesLayer:
         return Draft(full, lambda budget: fit_documents(header, documents, budget))
 
 
-class KBHitLike(Protocol):
+class KBHitLike(KBFile, Protocol):
     """What LocalKBLayer needs of a local KB hit (bot.memory.local_kb.KBHit fits)."""
-
-    @property
-    def path(self) -> str:
-        """Path of the file inside the knowledge base."""
-        ...
-
-    @property
-    def title(self) -> str:
-        """The file's title."""
-        ...
-
-    @property
-    def content(self) -> str:
-        """The file's text."""
-        ...
 
     @property
     def score(self) -> float:
