@@ -71,7 +71,10 @@ def _unfence(pages: list[str]) -> str:
 async def test_long_answer_arrives_as_three_messages_with_fences_intact(
     world: WorldFactory,
 ) -> None:
-    prose = "\n\n".join(f"Paragraph {i}: " + "words and more words " * 20 for i in range(4))
+    # Prose that does not repeat itself (a passage said over and over is stopped as a loop).
+    prose = "\n\n".join(
+        f"Paragraph {i}: " + " ".join(f"point{i}-{j}" for j in range(44)) for i in range(4)
+    )
     code = "```python\n" + "\n".join(f"value_{i} = compute({i})  # step {i}" for i in range(80))
     answer = f"{prose}\n\n{code}\n```\n\nThat is all."
     assert 4400 <= len(answer) <= 4700

@@ -105,7 +105,7 @@ async def test_the_directory_follows_channels_and_servers_and_topics_show_names(
             async with admin_api(w) as call:
                 listed = await call("GET", f"/api/directory?space={space}")
                 (shown,) = listed["servers"]
-                assert shown["space_id"] == space and shown["guild_id"] == server.guild_id
+                assert shown["space_id"] == space and shown["guild_id"] == str(server.guild_id)
                 assert "news" in [c["name"] for c in shown["channels"]]
                 everything = await call("GET", "/api/directory")
                 assert {s["name"] for s in everything["servers"]} >= {"Server B"}
