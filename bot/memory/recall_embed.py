@@ -4,8 +4,11 @@ When an embedding model is configured (EMBED_MODEL), after every turn (a turn ho
 the background through the task helper) and at start-up, visible messages without a vector of
 that model are embedded newest first, BATCH per gateway call, and their unit vectors stored
 in their space (`message_embeddings`). A failed call is logged and left for later: nothing is
-marked, so the same messages are picked again once RETRY_SECONDS have passed. Without an
-embedding model nothing here runs and recall stays lexical.
+marked, so the same messages are picked again once RETRY_SECONDS have passed. A complete pass
+remembers the highest message id it covered (per model, in this process), and the next pass
+reads only newer messages: after the first pass, a turn's pass costs its own messages, not a
+walk over the history (a message that gave no usable vector is not retried each turn either).
+Without an embedding model nothing here runs and recall stays lexical.
 
 At query time (`SemanticRecall.ranking`, used by the recall tool only) the query is embedded
 once and scored against the space's own vectors (at most VECTOR_WINDOW newest; numpy, in a
@@ -69,13 +72,18 @@ class RecallEmbedder:
         self._retry_seconds = retry_seconds
         self._lock = asyncio.Lock()
         self._failed_at: float | None = None
+        # Per model: every message up to this id has been handled by a complete pass.
+        self._covered: dict[str, int] = {}
 
-    async def embed_pending(self, model: str, limit: int = BATCH) -> int:
-        """Embed up to `limit` pending messages with `model`; returns how many were picked.
-        Raises what the gateway raises (nothing is stored then)."""
-        rows = await self._repo.unembedded_all_spaces(model, limit)
+    async def embed_pending(
+        self, model: str, limit: int = BATCH, *, above: int = 0, upto: int | None = None
+    ) -> list[int]:
+        """Embed up to `limit` pending messages with `model` (ids in (`above`, `upto`]);
+        returns the ids picked, newest first. Raises what the gateway raises (nothing is
+        stored then)."""
+        rows = await self._repo.unembedded_all_spaces(model, limit, above=above, upto=upto)
         if not rows:
-            return 0
+            return []
         texts = [row.content[:EMBED_CHARS] or " " for row in rows]
         vectors = await self._gateway.embed(texts, model=model, purpose="recall-embed")
         stored = [
@@ -84,30 +92,34 @@ class RecallEmbedder:
             if (unit := normalise(vector)) is not None
         ]
         await self._repo.store(model, stored)
-        return len(rows)
+        return [row.id for row in rows]
 
     async def backfill(self) -> int:
         """Embed every pending message, batch after batch; returns how many were handled.
         Nothing without an embedding model, or within RETRY_SECONDS of a failure."""
         model = configured_model(self._settings())
-        if model is None or self._lock.locked():
+        if model is None:
             return 0
         loop = asyncio.get_running_loop()
-        if self._failed_at is not None and loop.time() - self._failed_at < self._retry_seconds:
-            return 0
         done = 0
-        async with self._lock:
-            while True:
-                try:
-                    count = await self.embed_pending(model)
-                except Exception:  # a background job: logged, retried after RETRY_SECONDS
-                    log.warning("recall embedding with %s failed", model, exc_info=True)
-                    self._failed_at = loop.time()
-                    return done
-                self._failed_at = None
-                done += count
-                if count < BATCH:
-                    break
+        async with self._lock:  # one pass at a time; a turn's waits and takes what is left
+            if self._failed_at is not None and loop.time() - self._failed_at < self._retry_seconds:
+                return 0
+            above = self._covered.get(model, 0)
+            try:
+                top = upto = await self._repo.newest_id_all_spaces()
+                while True:  # down the ids: a message left without a vector is not picked again
+                    picked = await self.embed_pending(model, above=above, upto=upto)
+                    done += len(picked)
+                    if len(picked) < BATCH:
+                        break
+                    upto = picked[-1] - 1
+            except Exception:  # a background job: logged, retried after RETRY_SECONDS
+                log.warning("recall embedding with %s failed", model, exc_info=True)
+                self._failed_at = loop.time()
+                return done
+            self._failed_at = None
+            self._covered[model] = top
         if done:
             log.info("recall embeddings: %d messages embedded with %s", done, model)
         return done

@@ -178,6 +178,26 @@ async def test_batches_of_exactly_batch_then_the_rest(world: World) -> None:
     assert abs(sum(x * x for x in vector) - 1.0) < 1e-5
 
 
+async def test_a_pass_reads_only_what_came_since_and_skips_unusable_vectors(
+    world: World,
+) -> None:
+    w = world
+    w.llm.embedder = lambda text: [0.0] * 8 if "zero" in text else meaning_embedder(text)
+    await w.say(A, FACT)
+    for n in range(BATCH):  # the newest batch: none gives a usable vector
+        await w.say(A, f"zero vector {n}")
+    embedder = w.embedder()
+    assert await embedder.backfill() == BATCH + 1
+    assert [len(r.json["input"]) for r in w.embeds()] == [BATCH, 1]
+    assert len(await w.rows(A)) == 1
+    assert await embedder.backfill() == 0  # nothing new: no call, the zero ones not retried
+    assert len(w.embeds()) == 2
+    new = await w.say(A, "The band also plays on Sundays")
+    assert await embedder.backfill() == 1
+    assert w.embeds()[-1].json["input"] == ["The band also plays on Sundays"]
+    assert new in [r["message_id"] for r in await w.rows(A)]
+
+
 def test_top_k_at_its_limits_and_other_sizes_left_out() -> None:
     query = [1.0, 0.0]
     blobs = [to_blob([1.0, 0.0]), to_blob([0.6, 0.8]), to_blob([0.0, 1.0]), to_blob([1.0])]

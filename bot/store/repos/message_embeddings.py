@@ -62,15 +62,24 @@ class MessageEmbeddingRepository:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def unembedded_all_spaces(self, model: str, limit: int) -> list[Unembedded]:
-        """Visible messages of any space without a vector of `model`, newest first (a
-        maintenance read: each row carries its space, and its vector stays there)."""
+    async def newest_id_all_spaces(self) -> int:
+        """The highest message id of any space (0 without messages): where a pass stops."""
+        row = await self._db.fetchone("SELECT MAX(id) AS top FROM messages")
+        return int(row["top"]) if row is not None and row["top"] is not None else 0
+
+    async def unembedded_all_spaces(
+        self, model: str, limit: int, *, above: int = 0, upto: int | None = None
+    ) -> list[Unembedded]:
+        """Visible messages of any space with an id in (`above`, `upto`] and no vector of
+        `model`, newest first (a maintenance read: each row carries its space, and its vector
+        stays there). `above` keeps the read to what came since the last complete pass."""
         rows = await self._db.fetchall(
             "SELECT m.id, m.space_id, m.content FROM messages m "
-            "WHERE m.recall_hidden = 0 AND m.role IN ('user', 'assistant') AND NOT EXISTS "
+            "WHERE m.id > ? AND m.id <= ? AND m.recall_hidden = 0 "
+            "AND m.role IN ('user', 'assistant') AND NOT EXISTS "
             "(SELECT 1 FROM message_embeddings e WHERE e.message_id = m.id AND e.model = ?) "
             "ORDER BY m.id DESC LIMIT ?",
-            (model, max(limit, 0)),
+            (above, upto if upto is not None else 2**62, model, max(limit, 0)),
         )
         return [
             Unembedded(int(row["id"]), str(row["space_id"]), str(row["content"])) for row in rows
