@@ -209,14 +209,20 @@ def test_top_k_at_its_limits_and_other_sizes_left_out() -> None:
 
 
 async def test_a_turn_makes_no_embedding_call_before_its_answer(
-    llm: FakeLLMServer, make_settings: SettingsFactory, service_options: ServiceOptions
+    llm: FakeLLMServer,
+    make_settings: SettingsFactory,
+    service_options: ServiceOptions,
+    backend: str,
 ) -> None:
     llm.embedder = meaning_embedder
+    model = EMBED if backend == "ollama" else "openai/embed-model"
 
     def embeds() -> list[Any]:
         return [r for r in llm.requests if r.path in EMBED_PATHS]
 
-    async with open_services(make_settings(embed_model=EMBED), service_options) as services:
+    async with open_services(
+        make_settings(backend, embed_model=model), service_options
+    ) as services:
 
         async def turn(text: str) -> None:
             request = TurnRequest(text, None, space_id=LOCAL)
