@@ -7,6 +7,10 @@ synonyms, so this measures the plumbing (the fusion's effect on the ranking, the
 fill time, the search's cost with one query embedding and the cosine over the space's
 vectors), not what a real embedding model would add for paraphrases.
 
+Cost of the cosine list at size: VECTOR_SIZES random unit vectors of 768 dimensions in one
+space, the space's vectors read (`MessageEmbeddingRepository.vectors`) and scored (`_top`, the
+100 best), three rounds each; the median of each part reported.
+
 Run: .venv/bin/python bench/recall_hybrid.py
 Prints one JSON object, then a one-line summary. Not a timed test.
 """
@@ -32,12 +36,14 @@ from bench.recall_index import fill_index
 from bot.config import Settings
 from bot.llm.gateway import LLMGateway, RetryPolicy
 from bot.memory.recall import RecallService
-from bot.memory.recall_embed import RecallEmbedder, SemanticRecall
+from bot.memory.recall_embed import RecallEmbedder, SemanticRecall, _top
 from bot.store import Repositories
 from bot.store.engine.database import Database
 from tests.fakes.llm_server import FakeLLMServer
 
 EMBED = "ollama/embed-model"
+VECTOR_SIZES = (2_000, 20_000)
+DIMS = 768
 
 
 async def _recall_at(service: RecallService, evidence: dict[int, int]) -> dict[str, Any]:
@@ -95,10 +101,54 @@ async def measure(tmp: Path) -> dict[str, Any]:
     }
 
 
+async def vector_cost(tmp: Path, count: int) -> dict[str, float]:
+    """Median ms to read a space's `count` vectors and to score them (see the docstring)."""
+    import numpy as np
+
+    db = await Database.open(tmp / f"vectors{count}.db")
+    try:
+        repos = Repositories.over(db)
+        await repos.spaces.ensure(SPACE)
+        session = await repos.sessions.create(SPACE, title="t")
+        await db.executemany(
+            "INSERT INTO messages (id, space_id, session_id, role, content, created_at) "
+            "VALUES (?, ?, ?, 'user', 'x', '2026-01-01')",
+            [(n + 1, SPACE, session.id) for n in range(count)],
+        )
+        matrix = np.random.default_rng(count).standard_normal((count, DIMS)).astype("<f4")
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        await db.executemany(
+            "INSERT INTO message_embeddings (space_id, message_id, model, vector, created_at) "
+            "VALUES (?, ?, 'e', ?, '2026-01-01')",
+            [(SPACE, n + 1, matrix[n].tobytes()) for n in range(count)],
+        )
+        reads, scores = [], []
+        for _ in range(3):
+            started = time.perf_counter()
+            rows = await repos.message_embeddings.vectors(SPACE, "e")
+            read = time.perf_counter()
+            _top([r[0] for r in rows], [r[1] for r in rows], matrix[5].tolist(), 100)
+            reads.append((read - started) * 1000)
+            scores.append((time.perf_counter() - read) * 1000)
+    finally:
+        await db.close()
+    return {
+        "read_ms": round(statistics.median(reads), 1),
+        "score_ms": round(statistics.median(scores), 1),
+    }
+
+
+async def measure_all(tmp: Path) -> dict[str, Any]:
+    """Quality, then the cosine list's cost at each of VECTOR_SIZES."""
+    result = await measure(tmp)
+    result["vectors"] = {str(n): await vector_cost(tmp, n) for n in VECTOR_SIZES}
+    return result
+
+
 def main() -> None:
     """Measure and print the JSON and the summary line."""
     with tempfile.TemporaryDirectory() as tmp:
-        result = asyncio.run(measure(Path(tmp)))
+        result = asyncio.run(measure_all(Path(tmp)))
     print(json.dumps(result))
     lex, hyb = result["lexical"], result["hybrid"]
     print(
@@ -106,7 +156,11 @@ def main() -> None:
         f"{lex['recall_at_10']}, hybrid R@5 {hyb['recall_at_5']} / R@10 {hyb['recall_at_10']} "
         f"over {result['questions']} questions; {result['messages_embedded']} messages embedded "
         f"in {result['embed_fill_s']} s; search p50 {lex['search_p50_ms']} → "
-        f"{hyb['search_p50_ms']} ms"
+        f"{hyb['search_p50_ms']} ms; cosine list "
+        + ", ".join(
+            f"{int(n) // 1000}k vectors read {v['read_ms']} + score {v['score_ms']} ms"
+            for n, v in result["vectors"].items()
+        )
     )
 
 

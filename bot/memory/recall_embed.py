@@ -36,8 +36,9 @@ EMBED_CHARS: Final = 2000
 RETRY_SECONDS: Final = 300.0
 # The cosine list's length (the fusion reads this many, as the term index's WORD_CANDIDATES).
 CANDIDATES: Final = 100
-# Above this many vectors the scoring runs in a worker thread, off the event loop.
-INLINE_ROWS: Final = 2000
+# Above this many vectors the scoring runs in a worker thread, off the event loop (2,000
+# vectors of 768 dimensions took 8–21 ms on the 2-core VM: bench/recall_hybrid.py).
+INLINE_ROWS: Final = 500
 
 
 class Embedder(Protocol):
