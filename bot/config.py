@@ -200,8 +200,9 @@ class Settings(BaseSettings):
     )
     embed_model: str = Field(
         default="",
-        description="Embedding model for the local knowledge base; empty = "
-        "ollama/nomic-embed-text on Ollama, keyword ranking otherwise.",
+        description="Embedding model for the local knowledge base and recall; empty = "
+        "ollama/nomic-embed-text on Ollama for the knowledge base only, keyword ranking "
+        "otherwise.",
     )
     system_prompt_extra: str = Field(
         default="", description="Extra instructions appended to the system prompt."

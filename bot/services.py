@@ -32,6 +32,7 @@ from bot.memory.local_kb import LocalKnowledgeBase
 from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NotesService
 from bot.memory.recall import RecallService
+from bot.memory.recall_embed import RecallEmbedder, SemanticRecall
 from bot.memory.recall_index import RecallIndexer
 from bot.memory.spaces import SpaceService
 from bot.memory.tagging import Tagger
@@ -141,6 +142,7 @@ class _Memory:
     members: MemberMemory
     recall: RecallService
     recall_index: RecallIndexer
+    recall_embed: RecallEmbedder
 
 
 async def _open_core(stack: AsyncExitStack, settings: Settings, opts: ServiceOptions) -> _Core:
@@ -228,8 +230,12 @@ def _open_memory(
             core.repos.member_facts,
             placeholder=lambda: prompts_for(runtime().language)["member_erased_message"],
         ),
-        recall=RecallService(core.repos.recall),
+        recall=RecallService(
+            core.repos.recall,
+            SemanticRecall(gateway, core.repos.message_embeddings, runtime),
+        ),
         recall_index=RecallIndexer(analyzer, core.repos.recall_terms),
+        recall_embed=RecallEmbedder(gateway, core.repos.message_embeddings, runtime),
     )
 
 
@@ -359,9 +365,14 @@ def _add_engine_hooks(
         # The turn's messages and whatever else is pending (imports), one batch at a time.
         await memory.recall_index.backfill()
 
+    async def embed_for_recall(_result: TurnResult) -> None:
+        # Nothing without EMBED_MODEL; after a failure, again once its retry time has passed.
+        await memory.recall_embed.backfill()
+
     engine.add_turn_hook(summarize_after_turn)
     engine.add_turn_hook(remember_words_and_tags)
     engine.add_turn_hook(index_for_recall)
+    engine.add_turn_hook(embed_for_recall)
 
 
 def _open_readiness(core: _Core, mcp: McpTools) -> Readiness:
@@ -410,6 +421,7 @@ async def _warm_start(core: _Core, memory: _Memory) -> None:
     owned = core.runtime().shards.owns_space
     core.tasks.spawn(memory.tagger.backfill(owned=owned), name="tag-backfill")
     core.tasks.spawn(memory.recall_index.backfill(), name="recall-index-backfill")
+    core.tasks.spawn(memory.recall_embed.backfill(), name="recall-embed-backfill")
 
 
 def _open_live_log(stack: AsyncExitStack, core: _Core) -> LiveLog:

@@ -3,8 +3,10 @@ relevant hits of the other conversations behind the related-memories layer, and 
 reads to the model (the same for both).
 
 The ranking is lexical (`bot.store.reads.recall`: the trigram full-text list fused with the
-background term index's); a further ranking (embeddings) would join it through
-`bot.store.reads.recall_rank.fuse`.
+background term index's). With an embedding model configured, the recall tool's search fuses
+a third list, the space's messages nearest to the query by embedding
+(`bot.memory.recall_embed.SemanticRecall`: one embedding call per search). The related-memories
+layer, read on every turn, stays lexical: no embedding call on a turn's hot path.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from bot.memory.recall_embed import SemanticRecall
 from bot.prompts import Prompts
 from bot.store.reads.recall import Exclude, RecallHit, RecallLine, RecallRepository
 from bot.store.reads.recall_rank import Terms, is_relevant
@@ -41,12 +44,14 @@ class RecallPage:
 class RecallService:
     """Recall in one space: searches for the tool, relevant hits for the layer."""
 
-    def __init__(self, reads: RecallRepository) -> None:
+    def __init__(self, reads: RecallRepository, semantic: SemanticRecall | None = None) -> None:
         self._reads = reads
+        self._semantic = semantic
 
     async def search(self, space: str, query: str, *, offset: int = 0, count: int) -> RecallPage:
         """Up to `count` hits from rank `offset` on (of at most MAX_RESULTS), with context."""
-        ranked = await self._reads.ranked(space, query, limit=MAX_RESULTS)
+        nearest = await self._semantic.ranking(space, query) if self._semantic else []
+        ranked = await self._reads.ranked(space, query, limit=MAX_RESULTS, nearest=nearest)
         page = ranked.hits[offset : offset + count]
         hits = await self._reads.with_context(space, page)
         return RecallPage(ranked.terms, len(ranked.hits), offset, hits)

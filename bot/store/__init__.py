@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from bot.store.repos.local_kb_docs import LocalKBDocRepository
     from bot.store.repos.member_facts import MemberFactRepository
     from bot.store.repos.memories import MemoryRepository
+    from bot.store.repos.message_embeddings import MessageEmbeddingRepository
     from bot.store.repos.messages import MessageRepository
     from bot.store.repos.model_presets import ModelPresetRepository
     from bot.store.repos.notes import NoteRepository
@@ -69,6 +70,7 @@ class Repositories:
     directory: DirectoryRepository
     member_facts: MemberFactRepository
     recall_terms: RecallTermRepository
+    message_embeddings: MessageEmbeddingRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
@@ -89,6 +91,7 @@ class Repositories:
         from bot.store.repos.local_kb_docs import LocalKBDocRepository
         from bot.store.repos.member_facts import MemberFactRepository
         from bot.store.repos.memories import MemoryRepository
+        from bot.store.repos.message_embeddings import MessageEmbeddingRepository
         from bot.store.repos.messages import MessageRepository
         from bot.store.repos.model_presets import ModelPresetRepository
         from bot.store.repos.notes import NoteRepository
@@ -102,7 +105,6 @@ class Repositories:
         from bot.store.repos.topics import TopicRepository
         from bot.store.repos.word_pool import WordPoolRepository
 
-        tool_calls = ToolCallRepository(db)
         return cls(
             spaces=SpaceRepository(db),
             sessions=SessionRepository(db),
@@ -118,7 +120,7 @@ class Repositories:
             admin_sessions=AdminSessionRepository(db),
             word_pool=WordPoolRepository(db),
             token_factors=TokenFactorRepository(db),
-            tool_calls=tool_calls,
+            tool_calls=(tool_calls := ToolCallRepository(db)),
             notes=NoteRepository(db),
             knowledge=KnowledgeRepository(db),
             local_kb_docs=LocalKBDocRepository(db),
@@ -129,4 +131,5 @@ class Repositories:
             directory=DirectoryRepository(db),
             member_facts=MemberFactRepository(db),
             recall_terms=RecallTermRepository(db),
+            message_embeddings=MessageEmbeddingRepository(db),
         )

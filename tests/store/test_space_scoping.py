@@ -32,6 +32,7 @@ COMMUNITY_TABLES = (
     "member_facts",
     "member_memory",
     "recall_terms",
+    "message_embeddings",
 )
 # Schema definitions and their migrations, not queries.
 SCHEMA_ROOM = "schema"

@@ -27,10 +27,13 @@ words still count, after the match: candidates holding more query terms move up.
 After the fusion, the best candidates lift the messages just before and after them in their
 session (`recall_neighbours`): an answer that repeats none of the question's words joins the
 ranking, below the message that lifted it.
+With an embedding model, the recall tool adds a third list to that fusion: the space's messages
+nearest to the query by embedding (`nearest`, from `bot.memory.recall_embed`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
@@ -82,6 +85,8 @@ WORD_ROWS_BUDGET: Final = 200
 # lets a first place stand out (bench/recall.py: R@10 0.40 with k=60 unweighted, 0.50 so).
 FUSE_K: Final = 10
 FUSE_WEIGHTS: Final = (1.0, 2.0)
+# The embedding list's weight in that fusion, when the recall tool has one.
+EMBED_WEIGHT: Final = 1.0
 CONTEXT_LINES: Final = 2
 
 HitKind = Literal["message", "summary"]
@@ -305,28 +310,34 @@ class RecallRepository:
         limit: int,
         exclude: Exclude | None = None,
         newest: bool = False,
+        nearest: Sequence[int] = (),
     ) -> RecallResult:
         """The lexical list fused with the term index's, neighbours of strong hits moved up
         (see the module docstring and `recall_neighbours`). With `newest` (SQLite), each
         full-text list takes the newest matching messages instead of the best by bm25 (which
         scores every match: a cost in proportion to the history), for the related memories read
-        on every turn; the terms they hold still order them."""
+        on every turn; the terms they hold still order them. `nearest`: message ids of the
+        space by embedding similarity, best first (`bot.memory.recall_embed`), a third list
+        fused with EMBED_WEIGHT (ids of another space or hidden are never read)."""
         lexical = await self.lexical(
             space, query, limit=FUSE_CANDIDATES, exclude=exclude, newest=newest
         )
-        if limit <= 0 or not lexical.terms.all:
+        if limit <= 0 or not (lexical.terms.all or nearest):
             return RecallResult(lexical.terms, [])
         words: dict[tuple[str, int], tuple[Row, tuple[str, ...]]] = {
             ("message", int(row["id"])): (row, also)
             for row, also in await self._words(space, lexical.terms, exclude, newest=newest)
         }
         found: dict[tuple[str, int], RecallHit] = {(h.kind, h.id): h for h in lexical.hits}
-        scores = fuse_scores([list(found), list(words)], FUSE_K, FUSE_WEIGHTS)
+        near = [("message", int(n)) for n in nearest]
+        scores = fuse_scores(
+            [list(found), list(words), near], FUSE_K, (*FUSE_WEIGHTS, EMBED_WEIGHT)
+        )
         sources = [key for key in best_first(scores) if key[0] == "message"][:SPREAD_SOURCES]
-        near = await neighbour_ids(self._db, space, [key[1] for key in sources])
+        around = await neighbour_ids(self._db, space, [key[1] for key in sources])
         scores = spread(
             scores,
-            {("message", n): [("message", m) for m in ids] for n, ids in near.items()},
+            {("message", n): [("message", m) for m in ids] for n, ids in around.items()},
             SPREAD_SHARE,
         )
         order = best_first(scores)[:limit]

@@ -6,6 +6,7 @@ What goes, in the member's space only:
   usually repeats what it answers): replaced by a placeholder and hidden from recall; the
   SQLite FTS5 triggers take the old text out of `messages_fts`, PostgreSQL's trigram index
   follows the column;
+- their words in recall's term index and their vectors in its embeddings;
 - the tags of those messages, the arguments and sources of the tool calls their turns made;
 - the title of a session their message opened (a thread is named after its first message);
 - every summary holding one of those messages, and the summaries it was condensed into (with
@@ -133,6 +134,11 @@ async def _blank_messages(
         # Their words leave recall's term index too (the FTS triggers follow its rows).
         await conn.execute(
             f"DELETE FROM recall_terms WHERE space_id = ? AND id IN ({marks})", (space, *ids)
+        )
+        # And their vectors leave recall's embeddings.
+        await conn.execute(
+            f"DELETE FROM message_embeddings WHERE space_id = ? AND message_id IN ({marks})",
+            (space, *ids),
         )
         # tagged_at stays set: the tagger's backfill must not tag the placeholder.
         await conn.execute(

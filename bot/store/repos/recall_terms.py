@@ -85,6 +85,11 @@ class RecallTermRepository:
                 "DELETE FROM recall_terms WHERE space_id = ? AND id = ?",
                 [(space, message_id) for message_id in message_ids],
             )
+            # Their vectors too: the background embedder embeds the new text (if visible).
+            await conn.executemany(
+                "DELETE FROM message_embeddings WHERE space_id = ? AND message_id = ?",
+                [(space, message_id) for message_id in message_ids],
+            )
             await conn.executemany(
                 "UPDATE messages SET recall_indexed_at = NULL WHERE space_id = ? AND id = ?",
                 [(space, message_id) for message_id in message_ids],

@@ -368,4 +368,19 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
         ),
         since=7,
     ),
+    # Recall's message embeddings (bot/memory/recall_embed.py fills them in the background):
+    # one unit float32 vector per visible message and embedding model, read space by space.
+    Table(
+        "message_embeddings",
+        (
+            SPACE,
+            Column("message_id", INTEGER, references=References("messages", "CASCADE")),
+            Column("model", TEXT),
+            Column("vector", BLOB),
+            CREATED,
+        ),
+        primary_key=("message_id", "model"),
+        indexes=(Index("ix_message_embeddings_space", ("space_id", "model", "message_id")),),
+        since=10,
+    ),
 )

@@ -132,6 +132,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # rows, the first one looks seeded when it is what the seed wrote: no address, no key,
     # its label the model string's name.
     _with_steps(added_in(9), _MARK_SEEDED),
+    # 10: recall's message embeddings (`message_embeddings`: one vector per message and
+    # embedding model, filled in the background when an embedding model is configured).
+    added_in(10),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

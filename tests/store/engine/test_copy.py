@@ -42,6 +42,9 @@ OPERATOR_ROWS = (
     ("INSERT INTO recall_terms (id, space_id, terms) SELECT id, space_id, 'cat 東京 alic 2026' "
      "FROM messages WHERE recall_hidden = 0 LIMIT 1", ()),
     ("UPDATE messages SET recall_indexed_at = ? WHERE id IN (SELECT id FROM recall_terms)", (T,)),
+    ("INSERT INTO message_embeddings (space_id, message_id, model, vector, created_at) "
+     "SELECT space_id, id, 'e', X'0000803f0000c0bf', ? FROM messages WHERE recall_hidden = 0 "
+     "LIMIT 1", (T,)),
 )  # fmt: skip
 
 
