@@ -76,6 +76,10 @@ WORD_CANDIDATES: Final = 100
 # A query word in this many indexed messages or more is left out of the term index's match
 # (`recall_words.common_words`): scoring its rows made the read 25x slower at 100k messages.
 COMMON_WORD_DOCS: Final = 500
+# PostgreSQL: the newest rows per term (trigram) or per word match (term index) that are
+# ranked; the GIN index finds them, similarity / ts_rank score only these.
+TRIGRAM_MATCHES: Final = 300
+WORD_MATCHES: Final = 500
 # The rows one match may score, rarest words first (the rarest kept whatever its count).
 WORD_ROWS_BUDGET: Final = 200
 # Fusing the trigram list with the term index's: the term index counts twice, and a small k
@@ -411,7 +415,7 @@ class RecallRepository:
             match = [fts_words([word]) for word in words]
         sql = " UNION ALL ".join(f"SELECT {n} AS n, ({count}) AS docs" for n in range(len(words)))
         params = [value for query in match for value in (query, COMMON_WORD_DOCS)]
-        rows = await self._db.fetchall(sql, params)
+        rows = await self._db.fetchall(sql, params, indexes_only=True)
         docs = {int(row["n"]): int(row["docs"]) for row in rows}
         return {word: docs.get(n, 0) for n, word in enumerate(words)}
 
@@ -424,13 +428,25 @@ class RecallRepository:
         joins = f"JOIN messages m ON m.id = r.id {_SESSION_JOIN}"
         visible = f"m.space_id = ? AND m.recall_hidden = 0{skip}"
         if self._db.dialect == "postgresql":
+            # The GIN index finds the newest WORD_MATCHES rows (`id + 0`: no btree order to
+            # walk), and only those are ranked by ts_rank in the outer query.
             vector = words_tsvector("r.terms")
             return await self._db.fetchall(
-                f"{select}, -ts_rank({vector}, q.query) AS score FROM "
-                f"(SELECT CAST(? AS tsquery) AS query) q, recall_terms r {joins} "
-                f"WHERE r.space_id = ? AND {vector} @@ q.query AND {visible} "
-                "ORDER BY score, m.id DESC LIMIT ?",
-                (tsquery_words(words), space, space, *skip_params, WORD_CANDIDATES),
+                f"{select}, -ts_rank({vector}, CAST(? AS tsquery)) AS score FROM "
+                f"(SELECT id, terms FROM recall_terms WHERE space_id = ? "
+                f"AND {words_tsvector('terms')} @@ CAST(? AS tsquery) "
+                f"ORDER BY id + 0 DESC LIMIT ?) r {joins} "
+                f"WHERE {visible} ORDER BY score, m.id DESC LIMIT ?",
+                (
+                    tsquery_words(words),
+                    space,
+                    tsquery_words(words),
+                    WORD_MATCHES,
+                    space,
+                    *skip_params,
+                    WORD_CANDIDATES,
+                ),
+                indexes_only=True,
             )
         return await self._db.fetchall(
             f"{select}, recall_terms_fts.rank AS score FROM recall_terms_fts "
@@ -460,14 +476,7 @@ class RecallRepository:
         match = Terms(tuple(kept)) if kept else Terms(terms.long)
         skip, skip_params = _excluding(exclude, "m.session_id")
         if self._db.dialect == "postgresql":
-            clause, patterns = _any_like("m.content", match.long, "ILIKE", every=not ranked)
-            order = "score, m.id DESC" if ranked else "m.id DESC"
-            rows = await self._db.fetchall(
-                f"SELECT {_MESSAGE_COLUMNS}, -similarity(m.content, ?) AS score "
-                f"FROM messages m {_SESSION_JOIN} WHERE m.space_id = ? AND m.recall_hidden = 0 "
-                f"AND {clause}{skip} ORDER BY {order} LIMIT ?",
-                (" ".join(terms.long), space, *patterns, *skip_params, FTS_CANDIDATES),
-            )
+            rows = await self._trigram_rows(space, terms.long, exclude)
         else:
             if ranked or newest:
                 score, order = _fts_order("messages_fts", newest=newest)
@@ -486,6 +495,32 @@ class RecallRepository:
                 ),
             )
         return [_message_hit(row, terms, float(row["score"])) for row in rows]
+
+    async def _trigram_rows(
+        self, space: str, terms: tuple[str, ...], exclude: Exclude | None
+    ) -> list[Row]:
+        """PostgreSQL: the newest TRIGRAM_MATCHES messages holding each term, found through
+        the pg_trgm GIN index (`id + 0`: no btree order to walk), united; only those are
+        ranked by similarity, the best FTS_CANDIDATES kept."""
+        inner, inner_params = exclude.inner("session_id") if exclude else ("", [])
+        outer, outer_params = exclude.outer() if exclude else ("", [])
+        each = (
+            "SELECT id FROM (SELECT id FROM messages WHERE space_id = ? AND recall_hidden = 0 "
+            f"AND content ILIKE ? ESCAPE '\\'{inner} ORDER BY id + 0 DESC LIMIT ?) t{{n}}"
+        )
+        union = " UNION ".join(each.format(n=n) for n in range(len(terms)))
+        per_term = [
+            value
+            for term in terms
+            for value in (space, like_pattern(term), *inner_params, TRIGRAM_MATCHES)
+        ]
+        return await self._db.fetchall(
+            f"SELECT {_MESSAGE_COLUMNS}, -similarity(m.content, ?) AS score "
+            f"FROM messages m {_SESSION_JOIN} WHERE m.space_id = ? AND m.id IN ({union}){outer} "
+            "ORDER BY score, m.id DESC LIMIT ?",
+            (" ".join(terms), space, *per_term, *outer_params, FTS_CANDIDATES),
+            indexes_only=True,
+        )
 
     async def _term_counts(self, terms: tuple[str, ...]) -> dict[str, int]:
         """SQLite: each long term's number of matching messages (all spaces), counted up to
