@@ -13,7 +13,9 @@ chatter with the evidence planted, written with executemany in batches (build ti
 the questions are then asked twice each and the read's p50/p95 reported (target: p95 ≤ 30 ms
 at 1M).
 
-Run: .venv/bin/python bench/recall.py [--million] [--sizes 10000,100000]
+Run: .venv/bin/python bench/recall.py [--million] [--sizes 10000,100000] [--postgresql SIZES]
+(--postgresql: a temporary local cluster, as tests/fakes/postgres.py starts one; the quality
+set is then also measured there, and each size's read timed.)
 Prints one JSON object, then a one-line summary. Not a timed test.
 """
 
@@ -92,9 +94,13 @@ async def _import(db: Database, repos: Repositories) -> dict[int, int]:
     return evidence
 
 
-async def quality(tmp: Path) -> dict[str, Any]:
-    """Recall@5/@10 of the tool's read over the imported conversations."""
-    db = await Database.open(tmp / "quality.db")
+async def quality(where: Path | str) -> dict[str, Any]:
+    """Recall@5/@10 of the tool's read over the imported conversations (in a SQLite file in
+    the folder `where`, or in the empty PostgreSQL database at the URL `where`)."""
+    if isinstance(where, str):
+        db = await Database.connect(where)
+    else:
+        db = await Database.open(where / "quality.db")
     try:
         repos = Repositories.over(db)
         evidence = await _import(db, repos)
@@ -207,6 +213,7 @@ def latency_postgresql(sizes: list[int]) -> dict[str, Any] | str:
         return f"not available: {SKIP_REASON}"
     out: dict[str, Any] = {}
     with temp_postgres() as cluster:
+        out["quality"] = asyncio.run(quality(cluster.create_database("quality")))
         for size in sizes:
             url = cluster.create_database("recall")
             build_s = asyncio.run(build_postgresql(url, size))
@@ -258,7 +265,10 @@ def main() -> None:
     if args.million:
         sizes.append(1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
-        result = {"quality": asyncio.run(quality(Path(tmp))), "latency": latency(Path(tmp), sizes)}
+        result: dict[str, Any] = {
+            "quality": asyncio.run(quality(Path(tmp))),
+            "latency": latency(Path(tmp), sizes),
+        }
     pg_sizes = [int(size) for size in args.postgresql.split(",") if size]
     if pg_sizes:
         result["latency_postgresql"] = latency_postgresql(pg_sizes)
@@ -270,8 +280,14 @@ def main() -> None:
     )
     pg = result.get("latency_postgresql")
     if isinstance(pg, dict):
-        costs += "; postgresql " + ", ".join(
-            f"{int(n) // 1000}k p50 {v['p50_ms']} / p95 {v['p95_ms']} ms" for n, v in pg.items()
+        pg_q = pg["quality"]
+        costs += (
+            f"; postgresql R@5 {pg_q['recall_at_5']}, R@10 {pg_q['recall_at_10']}, "
+            + ", ".join(
+                f"{int(n) // 1000}k p50 {v['p50_ms']} / p95 {v['p95_ms']} ms"
+                for n, v in pg.items()
+                if n != "quality"
+            )
         )
     print(
         f"recall: R@5 {q['recall_at_5']}, R@10 {q['recall_at_10']} over {q['questions']} "

@@ -302,8 +302,19 @@ class Database:
         async with self._pool().connect() as conn:
             yield Connection(conn, self.dialect)
 
-    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        """Run a read query and return all rows."""
+    async def fetchall(
+        self, sql: str, params: Params = (), *, indexes_only: bool = False
+    ) -> list[Row]:
+        """Run a read query and return all rows. `indexes_only` (PostgreSQL; no effect on
+        SQLite): planned without sequential scans, for a read shaped for an index whose
+        per-row filter the planner prices too low (recall's tsvector and ILIKE matches)."""
+        if indexes_only and self._write_link is None:
+            self._started += 1
+            # Reads are autocommit: SET LOCAL needs the read's own transaction (it ends there,
+            # so the setting never reaches the pooled connection's next user).
+            async with self._pooled_transaction() as pooled:
+                await pooled.execute("SET LOCAL enable_seqscan = off")
+                return await pooled.execute_fetchall(sql, params)
         async with self._read() as conn:
             return await conn.execute_fetchall(sql, params)
 

@@ -60,7 +60,7 @@ from bot.store.reads.recall_words import (
     query_words,
     tsquery_words,
 )
-from bot.store.schema.fulltext import words_tsvector
+from bot.store.schema.fulltext import SEARCHABLE, words_tsvector
 
 FTS_CANDIDATES: Final = 200
 # Newest first (`ranked(newest=True)`), no engine score to rank by: the list the fusion keeps.
@@ -79,6 +79,12 @@ WORD_CANDIDATES: Final = 100
 # A query word in this many indexed messages or more is left out of the term index's match
 # (`recall_words.common_words`): scoring its rows made the read 25x slower at 100k messages.
 COMMON_WORD_DOCS: Final = 500
+# PostgreSQL: the newest rows per term (trigram) or per word match (term index) that are
+# ranked; the GIN index finds them, similarity / ts_rank score only these.
+TRIGRAM_MATCHES: Final = 300
+WALK_FROM: Final = 200_000
+WORDS_INDEX: Final = next(s.trigram_indexes[0] for s in SEARCHABLE if s.table == "recall_terms")
+WORD_MATCHES: Final = 500
 # The rows one match may score, rarest words first (the rarest kept whatever its count).
 WORD_ROWS_BUDGET: Final = 200
 # Fusing the trigram list with the term index's: the term index counts twice, and a small k
@@ -406,8 +412,14 @@ class RecallRepository:
     async def _word_counts(self, words: list[str]) -> dict[str, int]:
         """Each word's number of indexed messages (all spaces), counted up to COMMON_WORD_DOCS
         only: a bounded read however common the word (an `fts5vocab` row count would walk
-        the word's whole posting list)."""
+        the word's whole posting list). PostgreSQL: a word its statistics already call common
+        is not counted (`_common_by_statistics`)."""
+        known: dict[str, int] = {}
         if self._db.dialect == "postgresql":
+            known = await self._common_by_statistics(words)
+            words = [word for word in words if word not in known]
+            if not words:
+                return known
             vector = words_tsvector("r.terms")
             count = (
                 f"SELECT COUNT(*) FROM (SELECT 1 FROM recall_terms r "
@@ -422,9 +434,33 @@ class RecallRepository:
             match = [fts_words([word]) for word in words]
         sql = " UNION ALL ".join(f"SELECT {n} AS n, ({count}) AS docs" for n in range(len(words)))
         params = [value for query in match for value in (query, COMMON_WORD_DOCS)]
-        rows = await self._db.fetchall(sql, params)
+        rows = await self._db.fetchall(sql, params, indexes_only=True)
         docs = {int(row["n"]): int(row["docs"]) for row in rows}
-        return {word: docs.get(n, 0) for n, word in enumerate(words)}
+        return known | {word: docs.get(n, 0) for n, word in enumerate(words)}
+
+    async def _common_by_statistics(self, words: list[str]) -> dict[str, int]:
+        """PostgreSQL: the words that ANALYZE's sample of the term index puts in
+        COMMON_WORD_DOCS rows or more, with that estimate. The GIN index builds a word's whole
+        bitmap even to count it up to a limit (≈ 10 ms for a name in a quarter of 1M rows),
+        and a scan that stops at the limit runs through the table for a rare word."""
+        shares, total = await self._word_shares()
+        guesses = {word: int(shares.get(word, 0.0) * total) for word in words}
+        return {word: docs for word, docs in guesses.items() if docs >= COMMON_WORD_DOCS}
+
+    async def _word_shares(self) -> tuple[dict[str, float], float]:
+        """PostgreSQL: the term index's most common words with the share of rows holding
+        each (ANALYZE's sample; empty before one), and its row count."""
+        row = await self._db.fetchone(
+            "SELECT s.most_common_elems::text::text[] AS elems, "
+            "s.most_common_elem_freqs AS freqs, c.reltuples AS total "
+            "FROM pg_stats s JOIN pg_class c ON c.oid = CAST(? AS regclass) "
+            "WHERE s.schemaname = current_schema() AND s.tablename = ?",
+            ("recall_terms", WORDS_INDEX),
+        )
+        if row is None or row["elems"] is None:
+            return {}, 0.0
+        shares = dict(zip(row["elems"], row["freqs"], strict=False))
+        return shares, max(float(row["total"]), 0.0)
 
     async def _word_rows(
         self, space: str, words: list[str], exclude: Exclude | None, *, newest: bool = False
@@ -435,13 +471,25 @@ class RecallRepository:
         joins = f"JOIN messages m ON m.id = r.id {_SESSION_JOIN}"
         visible = f"m.space_id = ? AND m.recall_hidden = 0{skip}"
         if self._db.dialect == "postgresql":
+            # The GIN index finds the newest WORD_MATCHES rows (`id + 0`: no btree order to
+            # walk), and only those are ranked by ts_rank in the outer query.
             vector = words_tsvector("r.terms")
             return await self._db.fetchall(
-                f"{select}, -ts_rank({vector}, q.query) AS score FROM "
-                f"(SELECT CAST(? AS tsquery) AS query) q, recall_terms r {joins} "
-                f"WHERE r.space_id = ? AND {vector} @@ q.query AND {visible} "
-                "ORDER BY score, m.id DESC LIMIT ?",
-                (tsquery_words(words), space, space, *skip_params, WORD_CANDIDATES),
+                f"{select}, -ts_rank({vector}, CAST(? AS tsquery)) AS score FROM "
+                f"(SELECT id, terms FROM recall_terms WHERE space_id = ? "
+                f"AND {words_tsvector('terms')} @@ CAST(? AS tsquery) "
+                f"ORDER BY id + 0 DESC LIMIT ?) r {joins} "
+                f"WHERE {visible} ORDER BY score, m.id DESC LIMIT ?",
+                (
+                    tsquery_words(words),
+                    space,
+                    tsquery_words(words),
+                    WORD_MATCHES,
+                    space,
+                    *skip_params,
+                    WORD_CANDIDATES,
+                ),
+                indexes_only=True,
             )
         return await self._db.fetchall(
             f"{select}, recall_terms_fts.rank AS score FROM recall_terms_fts "
@@ -471,14 +519,7 @@ class RecallRepository:
         match = Terms(tuple(kept)) if kept else Terms(terms.long)
         skip, skip_params = _excluding(exclude, "m.session_id")
         if self._db.dialect == "postgresql":
-            clause, patterns = _any_like("m.content", match.long, "ILIKE", every=not ranked)
-            order = "score, m.id DESC" if ranked else "m.id DESC"
-            rows = await self._db.fetchall(
-                f"SELECT {_MESSAGE_COLUMNS}, -similarity(m.content, ?) AS score "
-                f"FROM messages m {_SESSION_JOIN} WHERE m.space_id = ? AND m.recall_hidden = 0 "
-                f"AND {clause}{skip} ORDER BY {order} LIMIT ?",
-                (" ".join(terms.long), space, *patterns, *skip_params, FTS_CANDIDATES),
-            )
+            rows = await self._trigram_rows(space, terms.long, exclude)
         else:
             if ranked or newest:
                 score, order = _fts_order("messages_fts", newest=newest)
@@ -497,6 +538,36 @@ class RecallRepository:
                 ),
             )
         return [_message_hit(row, terms, float(row["score"])) for row in rows]
+
+    async def _trigram_rows(
+        self, space: str, terms: tuple[str, ...], exclude: Exclude | None
+    ) -> list[Row]:
+        """PostgreSQL: the newest TRIGRAM_MATCHES messages holding each term, united; only
+        those are ranked by similarity, the best FTS_CANDIDATES kept. Below WALK_FROM indexed
+        messages each term is looked up in the pg_trgm GIN index (`id + 0`: no btree order to
+        walk), whose cost follows its matches; above, the planner may instead walk the space
+        newest first, which meets a common term's newest matches long before the index has
+        listed them all (its estimate misjudged rare terms as common in small histories)."""
+        inner, inner_params = exclude.inner("session_id") if exclude else ("", [])
+        outer, outer_params = exclude.outer() if exclude else ("", [])
+        order = "id" if (await self._word_shares())[1] >= WALK_FROM else "id + 0"
+        each = (
+            "SELECT id FROM (SELECT id FROM messages WHERE space_id = ? AND recall_hidden = 0 "
+            f"AND content ILIKE ? ESCAPE '\\'{inner} ORDER BY {order} DESC LIMIT ?) t{{n}}"
+        )
+        union = " UNION ".join(each.format(n=n) for n in range(len(terms)))
+        per_term = [
+            value
+            for term in terms
+            for value in (space, like_pattern(term), *inner_params, TRIGRAM_MATCHES)
+        ]
+        return await self._db.fetchall(
+            f"SELECT {_MESSAGE_COLUMNS}, -similarity(m.content, ?) AS score "
+            f"FROM messages m {_SESSION_JOIN} WHERE m.space_id = ? AND m.id IN ({union}){outer} "
+            "ORDER BY score, m.id DESC LIMIT ?",
+            (" ".join(terms), space, *per_term, *outer_params, FTS_CANDIDATES),
+            indexes_only=True,
+        )
 
     async def _term_counts(self, terms: tuple[str, ...]) -> dict[str, int]:
         """SQLite: each long term's number of matching messages (all spaces), counted up to
