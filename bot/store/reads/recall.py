@@ -491,11 +491,12 @@ class RecallRepository:
                 ),
                 indexes_only=True,
             )
+        score, order = _fts_order("recall_terms_fts", newest=newest)
         return await self._db.fetchall(
-            f"{select}, recall_terms_fts.rank AS score FROM recall_terms_fts "
+            f"{select}, {score} AS score FROM recall_terms_fts "
             f"JOIN recall_terms r ON r.id = recall_terms_fts.rowid {joins} "
             f"WHERE recall_terms_fts MATCH ? AND r.space_id = ? AND {visible} "
-            "ORDER BY recall_terms_fts.rank, m.id DESC LIMIT ?",
+            f"ORDER BY {order} LIMIT ?",
             (fts_words(words), space, space, *skip_params, WORD_CANDIDATES),
         )
 
