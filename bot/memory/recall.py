@@ -16,7 +16,8 @@ from typing import Final
 
 from bot.memory.recall_embed import SemanticRecall
 from bot.prompts import Prompts
-from bot.store.reads.recall import Exclude, RecallHit, RecallLine, RecallRepository
+from bot.store.reads.recall import RecallRepository
+from bot.store.reads.recall_hits import Exclude, RecallHit, RecallLine
 from bot.store.reads.recall_rank import Terms, is_relevant
 
 # How many ranked hits the tool pages through, at most.

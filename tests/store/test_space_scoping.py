@@ -64,9 +64,26 @@ def _text(node: ast.AST, constants: dict[str, str]) -> str | None:
     return None
 
 
+def _imported_constants(statement: ast.ImportFrom) -> dict[str, str]:
+    """The text constants an import takes from another bot.store module."""
+    module = statement.module or ""
+    source = STORE.joinpath(*module.split(".")[2:]).with_suffix(".py")
+    if not module.startswith("bot.store.") or not source.is_file():
+        return {}
+    theirs = _module_constants(ast.parse(source.read_text(encoding="utf-8")))
+    return {
+        alias.asname or alias.name: theirs[alias.name]
+        for alias in statement.names
+        if alias.name in theirs
+    }
+
+
 def _module_constants(tree: ast.Module) -> dict[str, str]:
+    """The module's text constants, and those it imports from other bot.store modules."""
     constants: dict[str, str] = {}
     for statement in tree.body:
+        if isinstance(statement, ast.ImportFrom):
+            constants |= _imported_constants(statement)
         if (
             isinstance(statement, ast.Assign)
             and len(statement.targets) == 1

@@ -34,11 +34,24 @@ nearest to the query by embedding (`nearest`, from `bot.memory.recall_embed`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Final, Literal
+from dataclasses import replace
+from typing import Final
 
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row, like_pattern
+from bot.store.reads.recall_hits import (
+    MESSAGE_COLUMNS,
+    SESSION_JOIN,
+    Exclude,
+    RecallHit,
+    RecallResult,
+    any_like,
+    excluding,
+    line_of,
+    message_hit,
+    summary_hit,
+    union,
+)
 from bot.store.reads.recall_neighbours import (
     SPREAD_SHARE,
     SPREAD_SOURCES,
@@ -95,151 +108,6 @@ FUSE_WEIGHTS: Final = (1.0, 2.0)
 EMBED_WEIGHT: Final = 1.0
 CONTEXT_LINES: Final = 2
 
-HitKind = Literal["message", "summary"]
-
-_MESSAGE_COLUMNS = (
-    "m.id, m.session_id, m.role, m.author_name, m.content, m.created_at, "
-    "m.discord_message_id, s.title, s.discord_guild_id, s.discord_channel_id, "
-    "s.parent_channel_id"
-)
-_SESSION_JOIN = "JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id"
-
-
-@dataclass(frozen=True)
-class Exclude:
-    """A thread left out of a search: its session and, on Discord, every session of its
-    channel (earlier ones a /reset closed), so that a reset thread does not get its past back.
-    """
-
-    session_id: str
-    channel_id: int | None = None
-
-    def inner(self, column: str) -> tuple[str, list[object]]:
-        """`AND <column> <> ?` for a message or summary row."""
-        return f" AND {column} <> ?", [self.session_id]
-
-    def outer(self) -> tuple[str, list[object]]:
-        """`AND` on the joined session `s`: not of the thread's channel."""
-        if self.channel_id is None:
-            return "", []
-        return " AND (s.discord_channel_id IS NULL OR s.discord_channel_id <> ?)", [self.channel_id]
-
-
-def _excluding(exclude: Exclude | None, column: str) -> tuple[str, list[object]]:
-    """The session and channel conditions of `exclude` ('' without one)."""
-    if exclude is None:
-        return "", []
-    inner, inner_params = exclude.inner(column)
-    outer, outer_params = exclude.outer()
-    return inner + outer, [*inner_params, *outer_params]
-
-
-@dataclass(frozen=True)
-class RecallLine:
-    """A neighbouring message shown around a hit."""
-
-    message_id: int
-    role: str
-    author_name: str | None
-    content: str
-    created_at: str
-
-
-@dataclass(frozen=True)
-class RecallHit:
-    """One match: a message (who said it, where, its neighbours) or a session's summary.
-
-    `author_name` is None for the bot's own messages; `score` is the engine's (lower is
-    better, 0 for LIKE matches); `matched` the query terms it contains.
-    """
-
-    kind: HitKind
-    id: int
-    session_id: str
-    session_title: str
-    role: str | None
-    author_name: str | None
-    content: str
-    created_at: str
-    discord_guild_id: int | None
-    discord_channel_id: int | None
-    discord_message_id: int | None
-    matched: tuple[str, ...]
-    score: float
-    before: tuple[RecallLine, ...] = ()
-    after: tuple[RecallLine, ...] = ()
-    parent_channel_id: int | None = None
-
-    @property
-    def jump_url(self) -> str | None:
-        """The Discord link to the message (`@me` in DMs), when it is on Discord: in the
-        thread it was said in, except a thread's opening message, which is in the parent
-        channel (the bot opens a thread on a message, so the thread has that message's id)."""
-        if self.discord_message_id is None or self.discord_channel_id is None:
-            return None
-        guild = self.discord_guild_id if self.discord_guild_id is not None else "@me"
-        channel = self.discord_channel_id
-        if self.discord_message_id == channel and self.parent_channel_id is not None:
-            channel = self.parent_channel_id
-        return f"https://discord.com/channels/{guild}/{channel}/{self.discord_message_id}"
-
-
-@dataclass(frozen=True)
-class RecallResult:
-    """The query's terms and its hits, best first."""
-
-    terms: Terms
-    hits: list[RecallHit]
-
-
-def _any_like(
-    column: str, terms: tuple[str, ...], like: str, *, every: bool = False
-) -> tuple[str, list[str]]:
-    """`(col LIKE ? OR …)` over `terms` and its patterns (AND-ed with `every`)."""
-    joiner = " AND " if every else " OR "
-    clause = joiner.join(f"{column} {like} ? ESCAPE '\\'" for _ in terms)
-    return f"({clause})", [like_pattern(term) for term in terms]
-
-
-def _message_hit(row: Row, terms: Terms, score: float, also: tuple[str, ...] = ()) -> RecallHit:
-    """A message row as a hit; `also`: terms it matched some other way (its index words)."""
-    return RecallHit(
-        kind="message",
-        id=row["id"],
-        session_id=row["session_id"],
-        session_title=row["title"] or "",
-        role=row["role"],
-        author_name=row["author_name"],
-        content=row["content"],
-        created_at=row["created_at"],
-        discord_guild_id=row["discord_guild_id"],
-        discord_channel_id=row["discord_channel_id"],
-        discord_message_id=row["discord_message_id"],
-        parent_channel_id=row["parent_channel_id"],
-        matched=_union(matched_terms(row["content"], terms), also)
-        if also
-        else matched_terms(row["content"], terms),
-        score=score,
-    )
-
-
-def _summary_hit(row: Row, terms: Terms) -> RecallHit:
-    return RecallHit(
-        kind="summary",
-        id=row["id"],
-        session_id=row["session_id"],
-        session_title=row["title"] or "",
-        role=None,
-        author_name=None,
-        content=row["summary"],
-        created_at=row["created_at"],
-        discord_guild_id=row["discord_guild_id"],
-        discord_channel_id=row["discord_channel_id"],
-        discord_message_id=None,
-        matched=matched_terms(row["summary"], terms),
-        score=0.0,
-    )
-
 
 def _fts_order(table: str, *, newest: bool) -> tuple[str, str]:
     """The score column and ORDER BY of an FTS5 read: bm25 rank, or the newest rows (the
@@ -247,14 +115,6 @@ def _fts_order(table: str, *, newest: bool) -> tuple[str, str]:
     if newest:
         return "0.0", f"{table}.rowid DESC"
     return f"{table}.rank", f"{table}.rank, m.id DESC"
-
-
-def _union(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys((*first, *second)))
-
-
-def _line(row: Row) -> RecallLine:
-    return RecallLine(row["id"], row["role"], row["author_name"], row["content"], row["created_at"])
 
 
 class RecallRepository:
@@ -358,7 +218,7 @@ class RecallRepository:
             return {}
         marks = ", ".join("?" for _ in ids)
         rows = await self._db.fetchall(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages m {_SESSION_JOIN} "
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m {SESSION_JOIN} "
             f"WHERE m.space_id = ? AND m.recall_hidden = 0 AND m.id IN ({marks})",
             (space, *ids),
         )
@@ -377,11 +237,11 @@ class RecallRepository:
         for key in order:
             hit, word = found.get(key), words.get(key)
             if word is not None and hit is None:
-                hit = _message_hit(word[0], terms, float(word[0]["score"]), word[1])
+                hit = message_hit(word[0], terms, float(word[0]["score"]), word[1])
             elif word is not None and hit is not None and word[1]:
-                hit = replace(hit, matched=_union(hit.matched, word[1]))
+                hit = replace(hit, matched=union(hit.matched, word[1]))
             elif hit is None and key[1] in extra:
-                hit = _message_hit(extra[key[1]], terms, 0.0)
+                hit = message_hit(extra[key[1]], terms, 0.0)
             if hit is not None:
                 hits.append(hit)
         return hits
@@ -406,7 +266,7 @@ class RecallRepository:
         found = [(row, matched_words(row["index_terms"], wanted)) for row in rows]
         # A stable sort: more query terms (in the words or the text) first, else the engine's.
         return sorted(
-            found, key=lambda item: -len(_union(item[1], matched_terms(item[0]["content"], terms)))
+            found, key=lambda item: -len(union(item[1], matched_terms(item[0]["content"], terms)))
         )
 
     async def _word_counts(self, words: list[str]) -> dict[str, int]:
@@ -466,9 +326,9 @@ class RecallRepository:
         self, space: str, words: list[str], exclude: Exclude | None, *, newest: bool = False
     ) -> list[Row]:
         """The best (or `newest`) WORD_CANDIDATES messages of `space` holding any of `words`."""
-        skip, skip_params = _excluding(exclude, "m.session_id")
-        select = f"SELECT {_MESSAGE_COLUMNS}, r.terms AS index_terms"
-        joins = f"JOIN messages m ON m.id = r.id {_SESSION_JOIN}"
+        skip, skip_params = excluding(exclude, "m.session_id")
+        select = f"SELECT {MESSAGE_COLUMNS}, r.terms AS index_terms"
+        joins = f"JOIN messages m ON m.id = r.id {SESSION_JOIN}"
         visible = f"m.space_id = ? AND m.recall_hidden = 0{skip}"
         if self._db.dialect == "postgresql":
             # The GIN index finds the newest WORD_MATCHES rows (`id + 0`: no btree order to
@@ -518,7 +378,7 @@ class RecallRepository:
             )
         ranked = bool(kept)
         match = Terms(tuple(kept)) if kept else Terms(terms.long)
-        skip, skip_params = _excluding(exclude, "m.session_id")
+        skip, skip_params = excluding(exclude, "m.session_id")
         if self._db.dialect == "postgresql":
             rows = await self._trigram_rows(space, terms.long, exclude)
         else:
@@ -527,8 +387,8 @@ class RecallRepository:
             else:  # every term common: the newest rows holding them all, bm25 for those only
                 score, order = "messages_fts.rank", "messages_fts.rowid DESC"
             rows = await self._db.fetchall(
-                f"SELECT {_MESSAGE_COLUMNS}, {score} AS score "
-                f"FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid {_SESSION_JOIN} "
+                f"SELECT {MESSAGE_COLUMNS}, {score} AS score "
+                f"FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid {SESSION_JOIN} "
                 f"WHERE messages_fts MATCH ? AND m.space_id = ? AND m.recall_hidden = 0{skip} "
                 f"ORDER BY {order} LIMIT ?",
                 (
@@ -538,7 +398,7 @@ class RecallRepository:
                     NEWEST_CANDIDATES if newest else FTS_CANDIDATES,
                 ),
             )
-        return [_message_hit(row, terms, float(row["score"])) for row in rows]
+        return [message_hit(row, terms, float(row["score"])) for row in rows]
 
     async def _trigram_rows(
         self, space: str, terms: tuple[str, ...], exclude: Exclude | None
@@ -563,8 +423,8 @@ class RecallRepository:
             for value in (space, like_pattern(term), *inner_params, TRIGRAM_MATCHES)
         ]
         return await self._db.fetchall(
-            f"SELECT {_MESSAGE_COLUMNS}, -similarity(m.content, ?) AS score "
-            f"FROM messages m {_SESSION_JOIN} WHERE m.space_id = ? AND m.id IN ({union}){outer} "
+            f"SELECT {MESSAGE_COLUMNS}, -similarity(m.content, ?) AS score "
+            f"FROM messages m {SESSION_JOIN} WHERE m.space_id = ? AND m.id IN ({union}){outer} "
             "ORDER BY score, m.id DESC LIMIT ?",
             (" ".join(terms), space, *per_term, *outer_params, FTS_CANDIDATES),
             indexes_only=True,
@@ -588,15 +448,15 @@ class RecallRepository:
         excluded session's own left out of the window)."""
         inner, inner_params = exclude.inner("session_id") if exclude else ("", [])
         outer, outer_params = exclude.outer() if exclude else ("", [])
-        clause, patterns = _any_like("m.content", terms.short, self._like)
+        clause, patterns = any_like("m.content", terms.short, self._like)
         rows = await self._db.fetchall(
-            f"SELECT {_MESSAGE_COLUMNS} FROM (SELECT * FROM messages WHERE space_id = ? "
+            f"SELECT {MESSAGE_COLUMNS} FROM (SELECT * FROM messages WHERE space_id = ? "
             f"AND recall_hidden = 0{inner} "
-            f"ORDER BY id DESC LIMIT ?) m {_SESSION_JOIN} WHERE {clause}{outer} "
+            f"ORDER BY id DESC LIMIT ?) m {SESSION_JOIN} WHERE {clause}{outer} "
             "ORDER BY m.id DESC LIMIT ?",
             (space, *inner_params, RECENT_WINDOW, *patterns, *outer_params, FTS_CANDIDATES),
         )
-        return [_message_hit(row, terms, 0.0) for row in rows]
+        return [message_hit(row, terms, 0.0) for row in rows]
 
     async def _summaries(
         self, space: str, terms: Terms, exclude: Exclude | None, *, newest: bool = False
@@ -608,16 +468,16 @@ class RecallRepository:
         outer, outer_params = exclude.outer() if exclude else ("", [])
         if newest and exclude is not None:
             inner, inner_params = "", []
-            outer, outer_params = _excluding(exclude, "m.session_id")
-        clause, patterns = _any_like("m.summary", terms.all, self._like)
+            outer, outer_params = excluding(exclude, "m.session_id")
+        clause, patterns = any_like("m.summary", terms.all, self._like)
         rows = await self._db.fetchall(
             "SELECT m.id, m.session_id, m.summary, m.created_at, s.title, s.discord_guild_id, "
             "s.discord_channel_id FROM (SELECT * FROM memories WHERE space_id = ? "
-            f"AND condensed_into IS NULL{inner} ORDER BY id DESC LIMIT ?) m {_SESSION_JOIN} "
+            f"AND condensed_into IS NULL{inner} ORDER BY id DESC LIMIT ?) m {SESSION_JOIN} "
             f"WHERE {clause}{outer} ORDER BY m.id DESC",
             (space, *inner_params, SUMMARY_WINDOW, *patterns, *outer_params),
         )
-        return [_summary_hit(row, terms) for row in rows]
+        return [summary_hit(row, terms) for row in rows]
 
     async def with_context(
         self, space: str, hits: list[RecallHit], lines: int = CONTEXT_LINES
@@ -639,6 +499,6 @@ class RecallRepository:
             "AND session_id = ? AND recall_hidden = 0 AND id > ? ORDER BY id LIMIT ?) a",
             (space, hit.session_id, hit.id, lines, space, hit.session_id, hit.id, lines),
         )
-        before = sorted((_line(r) for r in rows if r["id"] < hit.id), key=lambda x: x.message_id)
-        after = sorted((_line(r) for r in rows if r["id"] > hit.id), key=lambda x: x.message_id)
+        before = sorted((line_of(r) for r in rows if r["id"] < hit.id), key=lambda x: x.message_id)
+        after = sorted((line_of(r) for r in rows if r["id"] > hit.id), key=lambda x: x.message_id)
         return replace(hit, before=tuple(before), after=tuple(after))

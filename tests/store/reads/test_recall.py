@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from bot.store import Repositories
 from bot.store.engine.database import Database
-from bot.store.reads.recall import Exclude, RecallHit, RecallRepository
+from bot.store.reads.recall import RecallRepository
+from bot.store.reads.recall_hits import Exclude, RecallHit
 from bot.store.transfer import SessionExport, SessionTransfer
 
 A = "guild:111"

@@ -15,7 +15,8 @@ from bot.memory.recall_index import RecallIndexer
 from bot.store import Repositories
 from bot.store.engine.database import Database
 from bot.store.reads import recall as recall_reads
-from bot.store.reads.recall import RECENT_WINDOW, Exclude
+from bot.store.reads.recall import RECENT_WINDOW
+from bot.store.reads.recall_hits import Exclude
 from tests.store.reads.test_recall import A, B, say, session
 
 
