@@ -60,6 +60,7 @@ SCREENS = (
     "conversations",
     "chat",
     "words",
+    "members",
     "connections",
 )
 # The seven sections of the bar (navigation.js) and the screens inside each, as tabs.
@@ -67,7 +68,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "status": ("status", "activity", "logs", "live-log"),
     "conversations": ("conversations", "memory"),
     "chat": ("chat",),
-    "memory": ("notes", "words"),
+    "memory": ("notes", "words", "members"),
     "topics": ("topics",),
     "models": ("connections", "tools"),
     "settings": ("settings", "spaces"),

@@ -165,6 +165,20 @@ async def words(ui: Ui) -> None:
     await expect(ui.page.locator("#word-pool li", has_text="豚骨")).to_be_visible()
 
 
+async def members(ui: Ui) -> None:
+    pick = ui.screen("members").get_by_label("Space", exact=True)
+    await tab_to(ui, pick)
+    for _ in range(5):
+        if await ui.page.locator("#members-list li[data-fact]").count():
+            break
+        await ui.page.keyboard.press("ArrowDown")
+    delete = ui.page.get_by_role("button", name="Forget all facts of Aiko")
+    await tab_to(ui, delete)
+    await ui.page.keyboard.press("Enter")
+    await ui.page.keyboard.press("Enter")
+    await expect(ui.status).to_contain_text("Forgot Aiko's facts.")
+
+
 async def connections(ui: Ui) -> None:
     await tab_to(ui, ui.page.get_by_role("button", name="New connection"))
     await ui.page.keyboard.press("Enter")
@@ -191,6 +205,7 @@ STEPS: dict[str, Step] = {
     "conversations": conversations,
     "chat": chat,
     "words": words,
+    "members": members,
     "connections": connections,
 }
 
@@ -206,6 +221,9 @@ async def test_every_screen_and_its_main_action_by_keyboard_alone(ui: Ui) -> Non
         GUILD, title="Broth", source="discord", discord_channel_id=RAMEN
     )
     await services.repos.messages.add(GUILD, session.id, "user", "豚骨が好き")
+    await services.members.remember(
+        GUILD, "1300000000000000848", "Likes 豚骨", "request", member_name="Aiko"
+    )
 
     await ui.open()
     await expect(ui.page.get_by_label("Admin password")).to_be_focused()

@@ -17,6 +17,7 @@ import {Status, clearFieldErrors} from './status.js';
 import {StatusScreen} from './status_screen.js';
 import {ToolsScreen} from './tools.js';
 import {TopicsScreen} from './topics.js';
+import {MembersScreen} from './members.js';
 import {WordsScreen} from './words.js';
 
 const SCREENS = {
@@ -33,6 +34,7 @@ const SCREENS = {
   conversations: ConversationsScreen,
   chat: ChatScreen,
   words: WordsScreen,
+  members: MembersScreen,
   connections: withModelChoice(ConnectionsScreen),
 };
 const DEFAULT_SCREEN = 'status';

@@ -9,7 +9,7 @@ export const SECTIONS = [
   {name: 'conversations', label: 'Conversations', tabs: [['conversations', 'Browse & search'],
     ['memory', 'Sessions & memory']]},
   {name: 'chat', label: 'Chat', tabs: [['chat', 'Chat']]},
-  {name: 'memory', label: 'Memory', tabs: [['notes', 'Notes'], ['words', 'Words & tags']]},
+  {name: 'memory', label: 'Memory', tabs: [['notes', 'Notes'], ['words', 'Words & tags'], ['members', 'Members']]},
   {name: 'topics', label: 'Topics', tabs: [['topics', 'Topics']]},
   {name: 'models', label: 'Models', tabs: [['connections', 'Connections'], ['tools', 'Tools & MCP']]},
   {name: 'settings', label: 'Settings', tabs: [['settings', 'Settings'], ['spaces', 'Spaces']]},
