@@ -166,7 +166,7 @@ async def words(ui: Ui) -> None:
 
 
 async def members(ui: Ui) -> None:
-    pick = ui.screen("members").get_by_label("Space", exact=True)
+    pick = ui.screen("members").get_by_label("Space to show", exact=True)
     await tab_to(ui, pick)
     for _ in range(5):
         if await ui.page.locator("#members-list li[data-fact]").count():

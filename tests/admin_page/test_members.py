@@ -29,7 +29,7 @@ async def test_members_facts_can_be_deleted_forgotten_and_a_member_erased(ui: Ui
     await ui.login()
     await ui.go("members")
     screen = ui.screen("members")
-    await screen.get_by_label("Space").select_option(GUILD)
+    await screen.get_by_label("Space to show").select_option(GUILD)
     aiko = screen.locator(f'li[data-member="{AIKO}"]')
     ben = screen.locator(f'li[data-member="{BEN}"]')
     await expect(aiko).to_contain_text("Aiko")

@@ -19,7 +19,7 @@ export class MembersScreen {
         'to remember (or it saved with its remember tool). Members manage their own with /memory me; ',
         'here an operator can delete facts or erase a member (their messages become a placeholder).'),
       h('div', {class: 'card'},
-        h('div', {class: 'field'}, h('label', {for: 'members-space'}, 'Space'), this.pick),
+        h('div', {class: 'field'}, h('label', {for: 'members-space'}, 'Space to show'), this.pick),
         this.body));
   }
 
