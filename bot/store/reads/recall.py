@@ -33,6 +33,7 @@ nearest to the query by embedding (`nearest`, from `bot.memory.recall_embed`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Final
@@ -109,6 +110,14 @@ EMBED_WEIGHT: Final = 1.0
 CONTEXT_LINES: Final = 2
 
 
+async def _none() -> list[RecallHit]:
+    return []
+
+
+async def _same(hit: RecallHit) -> RecallHit:
+    return hit
+
+
 def _fts_order(table: str, *, newest: bool) -> tuple[str, str]:
     """The score column and ORDER BY of an FTS5 read: bm25 rank, or the newest rows (the
     index walks them newest first and stops at the LIMIT; no score to compute)."""
@@ -156,14 +165,18 @@ class RecallRepository:
         terms = parse_terms(query)
         if not terms.all or limit <= 0:
             return RecallResult(terms, [])
+        # Read together: on SQLite the three share one trip to the reader (`ReadBatcher`).
+        indexed, recent, summaries = await asyncio.gather(
+            self._indexed(space, terms, exclude, newest=newest) if terms.long else _none(),
+            self._recent(space, terms, exclude) if terms.short else _none(),
+            self._summaries(space, terms, exclude, newest=newest),
+        )
         found: dict[tuple[str, int], RecallHit] = {}
-        if terms.long:
-            for hit in await self._indexed(space, terms, exclude, newest=newest):
-                found[(hit.kind, hit.id)] = hit
-        if terms.short:
-            for hit in await self._recent(space, terms, exclude):
-                found.setdefault((hit.kind, hit.id), hit)
-        for hit in await self._summaries(space, terms, exclude, newest=newest):
+        for hit in indexed:
+            found[(hit.kind, hit.id)] = hit
+        for hit in recent:
+            found.setdefault((hit.kind, hit.id), hit)
+        for hit in summaries:
             found[(hit.kind, hit.id)] = hit
         ranked = lexical_order(hit for hit in found.values() if hit.matched)
         return RecallResult(terms, ranked[:limit])
@@ -185,14 +198,15 @@ class RecallRepository:
         on every turn; the terms they hold still order them. `nearest`: message ids of the
         space by embedding similarity, best first (`bot.memory.recall_embed`), a third list
         fused with EMBED_WEIGHT (ids of another space or hidden are never read)."""
-        lexical = await self.lexical(
-            space, query, limit=FUSE_CANDIDATES, exclude=exclude, newest=newest
+        # The term index's read needs nothing of the lexical list's: both go at once.
+        lexical, word_rows = await asyncio.gather(
+            self.lexical(space, query, limit=FUSE_CANDIDATES, exclude=exclude, newest=newest),
+            self._words(space, parse_terms(query), exclude, newest=newest),
         )
         if limit <= 0 or not (lexical.terms.all or nearest):
             return RecallResult(lexical.terms, [])
         words: dict[tuple[str, int], tuple[Row, tuple[str, ...]]] = {
-            ("message", int(row["id"])): (row, also)
-            for row, also in await self._words(space, lexical.terms, exclude, newest=newest)
+            ("message", int(row["id"])): (row, also) for row, also in word_rows
         }
         found: dict[tuple[str, int], RecallHit] = {(h.kind, h.id): h for h in lexical.hits}
         near = [("message", int(n)) for n in nearest]
@@ -485,9 +499,14 @@ class RecallRepository:
         """`hits` with up to `lines` messages before and after each message hit."""
         if lines <= 0:
             return list(hits)
-        return [
-            await self._around(space, hit, lines) if hit.kind == "message" else hit for hit in hits
-        ]
+        return list(
+            await asyncio.gather(
+                *(
+                    self._around(space, hit, lines) if hit.kind == "message" else _same(hit)
+                    for hit in hits
+                )
+            )
+        )
 
     async def _around(self, space: str, hit: RecallHit, lines: int) -> RecallHit:
         columns = "id, role, author_name, content, created_at"
