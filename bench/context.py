@@ -50,6 +50,7 @@ from bot.config import Settings  # noqa: E402
 from bot.llm.backend import ChatBackend  # noqa: E402
 from bot.llm.gateway import default_backend_factory  # noqa: E402
 from bot.memory.japanese import InProcessAnalyzer  # noqa: E402
+from bot.ops.heap import frozen_start_up_heap  # noqa: E402
 from bot.services import ServiceOptions, Services, open_services  # noqa: E402
 from bot.store.engine.database import Database  # noqa: E402
 from tests.fakes.llm_server import FakeLLMServer  # noqa: E402
@@ -154,6 +155,9 @@ async def open_bot(stack: contextlib.AsyncExitStack, tmp: Path, scale: Scale, ur
     services = await stack.enter_async_context(
         open_services(settings, ServiceOptions(backend_factory=factory))
     )
+    # As `bot.ops.startup.started_services` does once the services are open (the KB's files
+    # are read later, on the first search, in the bot as here).
+    stack.enter_context(frozen_start_up_heap())
     message_id = int(await services.db.scalar("SELECT MAX(id) FROM messages"))
     request = ContextRequest(SPACE, SESSION, QUERY, message_id, settings, member_id=MEMBER)
     started = time.perf_counter()
