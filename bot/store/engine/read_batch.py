@@ -39,17 +39,17 @@ class ReadBatcher:
         while not read.rows.done():
             async with self._lock:
                 if not read.rows.done():
-                    await self._trip()
+                    await self._trip(read)
         return read.rows.result()
 
-    async def _trip(self) -> None:
+    async def _trip(self, own: _Read) -> None:
         batch, self._queued = self._queued, []
         try:
             outcomes = await self._link.run_reads([(read.sql, read.params) for read in batch])
         except BaseException:
-            # Cancelled (or the trip itself failed): the reads of others go back to the
-            # front of the queue and the next trip runs them (a read may run twice: harmless).
-            self._queued[:0] = [read for read in batch if not read.rows.done()]
+            # Cancelled (or the trip itself failed): the others' reads go back to the front
+            # of the queue and the next trip runs them (a read may run twice: harmless).
+            self._queued[:0] = [read for read in batch if read is not own]
             raise
         for read, outcome in zip(batch, outcomes, strict=True):
             if read.rows.done():  # its caller is gone
