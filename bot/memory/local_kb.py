@@ -244,8 +244,10 @@ class LocalKnowledgeBase:
         clock: Callable[[], float] = time.monotonic,
         embed_retry_seconds: float = EMBED_RETRY_SECONDS,
         rescan_interval: float = RESCAN_SECONDS,
+        on_synced: Callable[[], None] | None = None,
     ) -> None:
         self._kb_dir = Path(kb_dir)
+        self._on_synced = on_synced  # the documents of a sync are in place (and long-lived)
         self._rescan_interval = self._base_interval = rescan_interval
         self._scanned_at: float | None = None
         self._repo = repo
@@ -401,6 +403,8 @@ class LocalKnowledgeBase:
             embedding_failed=failed,
         )
         log.info("local knowledge base synced: %s", report.describe())
+        if self._on_synced is not None:
+            self._on_synced()
         return report
 
     async def _contents(self, snapshot: Snapshot) -> dict[str, tuple[str, str]]:
