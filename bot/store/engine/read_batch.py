@@ -36,6 +36,9 @@ class ReadBatcher:
         """Run one read (on the next trip) and return its rows."""
         read = _Read(sql, params, asyncio.get_running_loop().create_future())
         self._queued.append(read)
+        if not self._lock.locked():
+            # One loop turn first: reads started alongside this one (a gather) queue too.
+            await asyncio.sleep(0)
         while not read.rows.done():
             async with self._lock:
                 if not read.rows.done():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -78,3 +79,28 @@ async def test_related_and_search_give_the_same_together_as_alone(
     assert at_once == pages
     assert all(page.hits for page in pages[:4])
     assert any(hit.before or hit.after for page in pages for hit in page.hits)
+
+
+async def test_the_related_read_takes_five_trips_to_the_sqlite_reader(
+    db: Database, indexer: RecallIndexer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its independent reads go together: the full-text, summaries and word-count reads on
+    one trip, then the word rows, the neighbours, their rows and every hit's context lines
+    (nine trips when each read went alone)."""
+    if db.dialect != "sqlite":
+        pytest.skip("trips to the reader's thread are SQLite's")
+    here = await history(db, indexer)
+    recall = RecallService(Repositories.over(db).recall)
+    reader = db._read_link
+    assert reader is not None
+    trips: list[int] = []
+    trip = reader._trip
+
+    async def counted(work: Any) -> Any:
+        trips.append(1)
+        return await trip(work)
+
+    monkeypatch.setattr(reader, "_trip", counted)
+    _terms, hits = await recall.related(A, QUERIES[0], here)
+    assert len(hits) == 3 and all(hit.before or hit.after for hit in hits)
+    assert len(trips) <= 5
