@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import Final
 
 from bot.store.engine.database import Database
-from bot.store.engine.dialect import Row, like_pattern
+from bot.store.engine.dialect import Row
 from bot.store.reads.recall_hits import (
     MESSAGE_COLUMNS,
     SESSION_JOIN,
@@ -57,6 +57,7 @@ from bot.store.reads.recall_neighbours import (
     SPREAD_SOURCES,
     neighbour_ids,
 )
+from bot.store.reads.recall_postgres import PostgresRecall
 from bot.store.reads.recall_rank import (
     Terms,
     best_first,
@@ -92,12 +93,7 @@ WORD_CANDIDATES: Final = 100
 # A query word in this many indexed messages or more is left out of the term index's match
 # (`recall_words.common_words`): scoring its rows made the read 25x slower at 100k messages.
 COMMON_WORD_DOCS: Final = 500
-# PostgreSQL: the newest rows per term (trigram) or per word match (term index) that are
-# ranked; the GIN index finds them, similarity / ts_rank score only these.
-TRIGRAM_MATCHES: Final = 300
-WALK_FROM: Final = 200_000
 WORDS_INDEX: Final = next(s.trigram_indexes[0] for s in SEARCHABLE if s.table == "recall_terms")
-WORD_MATCHES: Final = 500
 # The rows one match may score, rarest words first (the rarest kept whatever its count).
 WORD_ROWS_BUDGET: Final = 200
 # Fusing the trigram list with the term index's: the term index counts twice, and a small k
@@ -122,6 +118,7 @@ class RecallRepository:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._pg = PostgresRecall(db)
 
     @property
     def _like(self) -> str:
@@ -257,12 +254,11 @@ class RecallRepository:
         words = list(dict.fromkeys(word for found in wanted.values() for word in found))
         if not words:
             return []
-        kept, _common = common_words(
-            await self._word_counts(words), COMMON_WORD_DOCS, WORD_ROWS_BUDGET
-        )
+        counts = await self._word_counts(words)
+        kept, _common = common_words(counts, COMMON_WORD_DOCS, WORD_ROWS_BUDGET)
         if not kept:
             return []
-        rows = await self._word_rows(space, kept, exclude, newest=newest)
+        rows = await self._word_rows(space, kept, counts, exclude, newest=newest)
         found = [(row, matched_words(row["index_terms"], wanted)) for row in rows]
         # A stable sort: more query terms (in the words or the text) first, else the engine's.
         return sorted(
@@ -323,33 +319,23 @@ class RecallRepository:
         return shares, max(float(row["total"]), 0.0)
 
     async def _word_rows(
-        self, space: str, words: list[str], exclude: Exclude | None, *, newest: bool = False
+        self,
+        space: str,
+        words: list[str],
+        counts: dict[str, int],
+        exclude: Exclude | None,
+        *,
+        newest: bool = False,
     ) -> list[Row]:
-        """The best (or `newest`) WORD_CANDIDATES messages of `space` holding any of `words`."""
+        """The best (or `newest`) WORD_CANDIDATES messages of `space` holding any of `words`
+        (`counts`: each word's indexed messages, for PostgreSQL's bm25)."""
         skip, skip_params = excluding(exclude, "m.session_id")
         select = f"SELECT {MESSAGE_COLUMNS}, r.terms AS index_terms"
         joins = f"JOIN messages m ON m.id = r.id {SESSION_JOIN}"
         visible = f"m.space_id = ? AND m.recall_hidden = 0{skip}"
         if self._db.dialect == "postgresql":
-            # The GIN index finds the newest WORD_MATCHES rows (`id + 0`: no btree order to
-            # walk), and only those are ranked by ts_rank in the outer query.
-            vector = words_tsvector("r.terms")
-            return await self._db.fetchall(
-                f"{select}, -ts_rank({vector}, CAST(? AS tsquery)) AS score FROM "
-                f"(SELECT id, terms FROM recall_terms WHERE space_id = ? "
-                f"AND {words_tsvector('terms')} @@ CAST(? AS tsquery) "
-                f"ORDER BY id + 0 DESC LIMIT ?) r {joins} "
-                f"WHERE {visible} ORDER BY score, m.id DESC LIMIT ?",
-                (
-                    tsquery_words(words),
-                    space,
-                    tsquery_words(words),
-                    WORD_MATCHES,
-                    space,
-                    *skip_params,
-                    WORD_CANDIDATES,
-                ),
-                indexes_only=True,
+            return await self._pg.word_rows(
+                space, words, counts, exclude, newest=newest, limit=WORD_CANDIDATES
             )
         score, order = _fts_order("recall_terms_fts", newest=newest)
         return await self._db.fetchall(
@@ -365,70 +351,50 @@ class RecallRepository:
     ) -> list[RecallHit]:
         """Messages holding any long term, through the engine's full-text index: the terms in
         fewer than TRIGRAM_COMMON_DOCS messages (rarest first, within TRIGRAM_ROWS_BUDGET)
-        ranked by the engine; when every term is that common, the newest rows holding them
-        all. Ranking scores every matching row, so a common term made the tail slow. With
-        `newest` nothing is scored: the newest rows holding any term, so no counts are needed."""
-        if self._db.dialect == "postgresql" or newest:
-            # pg_trgm's GIN index builds a term's whole bitmap even to count it: the counts
-            # cost more than they saved (bench/README.md, recall.py), so every term is ranked.
-            kept = list(terms.long)
-        else:
-            kept, _common = common_words(
-                await self._term_counts(terms.long), TRIGRAM_COMMON_DOCS, TRIGRAM_ROWS_BUDGET
+        ranked by bm25; when every term is that common, the newest rows holding them all.
+        Ranking scores every matching row, so a common term made the tail slow. With
+        `newest` nothing is scored: the newest rows holding any term, so no counts are needed.
+        PostgreSQL: the same, bm25 computed in Python (`recall_postgres`)."""
+        if newest:
+            counts = {term: 0 for term in terms.long}
+        elif self._db.dialect == "postgresql":
+            shares, total = await self._word_shares()
+            counts = await self._pg.term_counts_all_spaces(
+                terms.long,
+                TRIGRAM_COMMON_DOCS,
+                {word: int(share * total) for word, share in shares.items()},
             )
+        else:
+            counts = await self._term_counts(terms.long)
+        kept = (
+            list(terms.long)
+            if newest
+            else common_words(counts, TRIGRAM_COMMON_DOCS, TRIGRAM_ROWS_BUDGET)[0]
+        )
         ranked = bool(kept)
         match = Terms(tuple(kept)) if kept else Terms(terms.long)
-        skip, skip_params = excluding(exclude, "m.session_id")
+        limit = NEWEST_CANDIDATES if newest else FTS_CANDIDATES
         if self._db.dialect == "postgresql":
-            rows = await self._trigram_rows(space, terms.long, exclude)
-        else:
-            if ranked or newest:
-                score, order = _fts_order("messages_fts", newest=newest)
-            else:  # every term common: the newest rows holding them all, bm25 for those only
-                score, order = "messages_fts.rank", "messages_fts.rowid DESC"
-            rows = await self._db.fetchall(
-                f"SELECT {MESSAGE_COLUMNS}, {score} AS score "
-                f"FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid {SESSION_JOIN} "
-                f"WHERE messages_fts MATCH ? AND m.space_id = ? AND m.recall_hidden = 0{skip} "
-                f"ORDER BY {order} LIMIT ?",
-                (
-                    match.fts_match if ranked else match.fts_match_all,
-                    space,
-                    *skip_params,
-                    NEWEST_CANDIDATES if newest else FTS_CANDIDATES,
-                ),
-            )
+            if newest:
+                rows = await self._pg.newest_rows(space, match.long, exclude, limit)
+            else:
+                rows = await self._pg.trigram_rows(
+                    space, match.long, counts, exclude, every=not ranked, limit=limit
+                )
+            return [message_hit(row, terms, float(row["score"])) for row in rows]
+        skip, skip_params = excluding(exclude, "m.session_id")
+        if ranked or newest:
+            score, order = _fts_order("messages_fts", newest=newest)
+        else:  # every term common: the newest rows holding them all, bm25 for those only
+            score, order = "messages_fts.rank", "messages_fts.rowid DESC"
+        rows = await self._db.fetchall(
+            f"SELECT {MESSAGE_COLUMNS}, {score} AS score "
+            f"FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid {SESSION_JOIN} "
+            f"WHERE messages_fts MATCH ? AND m.space_id = ? AND m.recall_hidden = 0{skip} "
+            f"ORDER BY {order} LIMIT ?",
+            (match.fts_match if ranked else match.fts_match_all, space, *skip_params, limit),
+        )
         return [message_hit(row, terms, float(row["score"])) for row in rows]
-
-    async def _trigram_rows(
-        self, space: str, terms: tuple[str, ...], exclude: Exclude | None
-    ) -> list[Row]:
-        """PostgreSQL: the newest TRIGRAM_MATCHES messages holding each term, united; only
-        those are ranked by similarity, the best FTS_CANDIDATES kept. Below WALK_FROM indexed
-        messages each term is looked up in the pg_trgm GIN index (`id + 0`: no btree order to
-        walk), whose cost follows its matches; above, the planner may instead walk the space
-        newest first, which meets a common term's newest matches long before the index has
-        listed them all (its estimate misjudged rare terms as common in small histories)."""
-        inner, inner_params = exclude.inner("session_id") if exclude else ("", [])
-        outer, outer_params = exclude.outer() if exclude else ("", [])
-        order = "id" if (await self._word_shares())[1] >= WALK_FROM else "id + 0"
-        each = (
-            "SELECT id FROM (SELECT id FROM messages WHERE space_id = ? AND recall_hidden = 0 "
-            f"AND content ILIKE ? ESCAPE '\\'{inner} ORDER BY {order} DESC LIMIT ?) t{{n}}"
-        )
-        union = " UNION ".join(each.format(n=n) for n in range(len(terms)))
-        per_term = [
-            value
-            for term in terms
-            for value in (space, like_pattern(term), *inner_params, TRIGRAM_MATCHES)
-        ]
-        return await self._db.fetchall(
-            f"SELECT {MESSAGE_COLUMNS}, -similarity(m.content, ?) AS score "
-            f"FROM messages m {SESSION_JOIN} WHERE m.space_id = ? AND m.id IN ({union}){outer} "
-            "ORDER BY score, m.id DESC LIMIT ?",
-            (" ".join(terms), space, *per_term, *outer_params, FTS_CANDIDATES),
-            indexes_only=True,
-        )
 
     async def _term_counts(self, terms: tuple[str, ...]) -> dict[str, int]:
         """SQLite: each long term's number of matching messages (all spaces), counted up to
