@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from bot.store.engine.database import Database
@@ -46,6 +47,16 @@ _LENGTHS: Final = {
 Scored = tuple[Row, float]
 
 
+@dataclass(frozen=True)
+class Statistics:
+    """What ANALYZE's sample says (empty before one): the term index's most common words
+    with the share of rows holding each, its row count, the most common speaker names."""
+
+    shares: dict[str, float]
+    total: float
+    authors: tuple[str, ...]
+
+
 class PostgresRecall:
     """The PostgreSQL side of `bot.store.reads.recall.RecallRepository`."""
 
@@ -54,6 +65,34 @@ class PostgresRecall:
         self._clock = clock
         self._corpus: dict[str, tuple[float, Corpus]] = {}
         self._common: dict[tuple[str, int], float] = {}
+        self._statistics: tuple[float, Statistics] | None = None
+
+    async def statistics(self, words_index: str) -> Statistics:
+        """The planner's statistics recall reads (one catalog read, kept CORPUS_TTL_S: they
+        change only when ANALYZE runs)."""
+        if self._statistics is not None and self._clock() - self._statistics[0] < CORPUS_TTL_S:
+            return self._statistics[1]
+        row = await self._db.fetchone(
+            "SELECT w.most_common_elems::text::text[] AS elems, "
+            "w.most_common_elem_freqs AS freqs, c.reltuples AS total, "
+            "(SELECT a.most_common_vals::text::text[] FROM pg_stats a "
+            "WHERE a.schemaname = current_schema() AND a.tablename = 'messages' "
+            "AND a.attname = 'author_name') AS authors "
+            "FROM pg_class c LEFT JOIN pg_stats w ON w.schemaname = current_schema() "
+            "AND w.tablename = ? WHERE c.oid = CAST('recall_terms' AS regclass)",
+            (words_index,),
+        )
+        found = Statistics({}, 0.0, ())
+        if row is not None:
+            elems, freqs = row["elems"] or [], row["freqs"] or []
+            found = Statistics(
+                dict(zip(elems, freqs, strict=False)) if elems else {},
+                max(float(row["total"]), 0.0),
+                tuple(str(name) for name in row["authors"] or []),
+            )
+        if found.shares:
+            self._statistics = (self._clock(), found)
+        return found
 
     async def corpus_all_spaces(self, table: str) -> Corpus:
         """`table`'s rows and tokens (trigrams of `messages`, words of `recall_terms`), as
@@ -90,19 +129,23 @@ class PostgresRecall:
         return Corpus(total, tokens / rows * total), True
 
     async def term_counts_all_spaces(
-        self, terms: Sequence[str], limit: int, word_docs: Mapping[str, int]
+        self,
+        terms: Sequence[str],
+        limit: int,
+        word_docs: Mapping[str, int],
+        authors: Sequence[str] = (),
     ) -> dict[str, int]:
         """Each long term's number of messages holding it (every space, as FTS5's postings),
         counted up to `limit` only: the pg_trgm index finds them, `limit` rows are checked
         (≈ 8-12 ms for a common term at 1M). Not counted: a term found that common within
         COMMON_TTL_S, or one `common_by_words` finds in `word_docs` (the term index's
-        statistics: word → estimated rows)."""
+        statistics: word → estimated rows; `authors`: the common speaker names)."""
         now = self._clock()
         known = {
             term: limit
             for term in terms
             if now - self._common.get((term.casefold(), limit), -COMMON_TTL_S) < COMMON_TTL_S
-        } | await self.common_by_words(terms, limit, word_docs)
+        } | common_by_words(terms, limit, word_docs, authors)
         counted = await self._count_all_spaces([term for term in terms if term not in known], limit)
         for term, docs in counted.items():
             if docs >= limit:
@@ -111,36 +154,6 @@ class PostgresRecall:
         while len(self._common) > COMMON_MEMO:
             del self._common[next(iter(self._common))]
         return {term: known.get(term, counted.get(term, 0)) for term in terms}
-
-    async def common_by_words(
-        self, terms: Sequence[str], limit: int, word_docs: Mapping[str, int]
-    ) -> dict[str, int]:
-        """The terms that are, as they are, a word of the term index its statistics put in
-        STATISTICS_MARGIN × `limit` rows or more: a message whose index words hold it has it
-        in its text, so the text match is at least as common. Not for words that may come
-        from elsewhere than the text: a common speaker's name, a date (year, month)."""
-        if not word_docs:
-            return {}
-        names = {word for name in await self._common_authors() for word in latin_words(name)}
-        dates = {stem(month) for month in MONTHS}
-        out: dict[str, int] = {}
-        for term in terms:
-            word = term.casefold()
-            if stem(word) != word or word in names or word in dates or word.isdigit():
-                continue
-            docs = word_docs.get(word, 0)
-            if docs >= STATISTICS_MARGIN * limit:
-                out[term] = docs
-        return out
-
-    async def _common_authors(self) -> list[str]:
-        """The messages' most common speaker names (ANALYZE's sample; none before one)."""
-        value = await self._db.scalar(
-            "SELECT most_common_vals::text::text[] FROM pg_stats "
-            "WHERE schemaname = current_schema() AND tablename = 'messages' "
-            "AND attname = 'author_name'"
-        )
-        return [str(name) for name in value or []]
 
     async def _count_all_spaces(self, terms: Sequence[str], limit: int) -> dict[str, int]:
         """Each term's messages (every space), counted up to `limit` in one read."""
@@ -198,9 +211,9 @@ class PostgresRecall:
         return _best(scored, limit)
 
     async def _visible(self, space: str, ids: list[int], exclude: Exclude | None) -> list[Row]:
-        """The messages of `ids` in `space` a recall may show (found first through a GIN
-        index alone: joined with it, the planner guessed 1% of the table and hashed every
-        session of the space)."""
+        """The messages of `ids` in `space` a recall may show, by primary key (found first
+        through a GIN index alone: joined with it, the planner guessed 1% of the table and
+        hashed every session of the space)."""
         if not ids:
             return []
         skip, skip_params = excluding(exclude, "m.session_id")
@@ -277,3 +290,25 @@ def _best(scored: list[Scored], limit: int) -> list[Row]:
     if not best:
         return []
     return make_rows([*best[0][0].keys(), "score"], [(*row, score) for row, score in best])
+
+
+def common_by_words(
+    terms: Sequence[str], limit: int, word_docs: Mapping[str, int], authors: Sequence[str]
+) -> dict[str, int]:
+    """The terms that are, as they are, a word of the term index its statistics put in
+    STATISTICS_MARGIN × `limit` rows or more: a message whose index words hold it has it
+    in its text, so the text match is at least as common. Not for words that may come
+    from elsewhere than the text: a common speaker's name, a date (year, month)."""
+    if not word_docs:
+        return {}
+    names = {word for name in authors for word in latin_words(name)}
+    dates = {stem(month) for month in MONTHS}
+    out: dict[str, int] = {}
+    for term in terms:
+        word = term.casefold()
+        if stem(word) != word or word in names or word in dates or word.isdigit():
+            continue
+        docs = word_docs.get(word, 0)
+        if docs >= STATISTICS_MARGIN * limit:
+            out[term] = docs
+    return out
