@@ -268,19 +268,36 @@ class PostgresRecall:
             indexes_only=True,
         )
         index_terms = {int(row["id"]): str(row["terms"]) for row in found}
-        visible = await self._visible(space, list(index_terms), exclude)
+        if newest:
+            order = sorted(index_terms, reverse=True)
+            score = dict.fromkeys(order, 0.0)
+        else:
+            corpus = await self.corpus_all_spaces("recall_terms") if found else Corpus(0, 0)
+            idfs = [idf(corpus, counts.get(word, 0)) for word in words]
+            score = {
+                n: words_score(terms, words, idfs, corpus.average)
+                for n, terms in index_terms.items()
+            }
+            order = sorted(score, key=lambda n: (score[n], -n))
+        visible = await self._visible_first(space, order, exclude, limit)
         rows = make_rows(
             [*visible[0].keys(), "index_terms"] if visible else [],
             [(*row, index_terms[int(row["id"])]) for row in visible],
         )
-        if newest or not rows:
-            return _best([(row, 0.0) for row in rows], limit)
-        corpus = await self.corpus_all_spaces("recall_terms")
-        idfs = [idf(corpus, counts.get(word, 0)) for word in words]
-        scored = [
-            (row, words_score(str(row["index_terms"]), words, idfs, corpus.average)) for row in rows
-        ]
-        return _best(scored, limit)
+        return _best([(row, score[int(row["id"])]) for row in rows], limit)
+
+    async def _visible_first(
+        self, space: str, order: list[int], exclude: Exclude | None, limit: int
+    ) -> list[Row]:
+        """The first `limit` messages of `order` a recall may show, read a few more than
+        needed at a time (the rest of a rare word's rows are never read)."""
+        rows: list[Row] = []
+        start = 0
+        while len(rows) < limit and start < len(order):
+            step = max(2 * (limit - len(rows)), 20)
+            rows += await self._visible(space, order[start : start + step], exclude)
+            start += step
+        return rows
 
 
 def _best(scored: list[Scored], limit: int) -> list[Row]:
