@@ -33,12 +33,14 @@ nearest to the query by embedding (`nearest`, from `bot.memory.recall_embed`).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Final
 
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
+from bot.store.engine.pinned import Reads
 from bot.store.reads.recall_hits import (
     MESSAGE_COLUMNS,
     SESSION_JOIN,
@@ -117,8 +119,15 @@ class RecallRepository:
     """Recall reads over one space's past conversations (see the module docstring)."""
 
     def __init__(self, db: Database) -> None:
-        self._db = db
+        self._db: Reads = db
+        self._pinnable: Database | None = db
         self._pg = PostgresRecall(db)
+
+    def _over(self, reads: Reads) -> RecallRepository:
+        """These reads through `reads` (`Database.pinned_reads`), remembering the same."""
+        view = copy.copy(self)
+        view._db, view._pinnable, view._pg = reads, None, self._pg.over(reads)
+        return view
 
     @property
     def _like(self) -> str:
@@ -182,6 +191,11 @@ class RecallRepository:
         on every turn; the terms they hold still order them. `nearest`: message ids of the
         space by embedding similarity, best first (`bot.memory.recall_embed`), a third list
         fused with EMBED_WEIGHT (ids of another space or hidden are never read)."""
+        if self._pinnable is not None and self._db.dialect == "postgresql":
+            async with self._pinnable.pinned_reads() as reads:
+                return await self._over(reads).ranked(
+                    space, query, limit=limit, exclude=exclude, newest=newest, nearest=nearest
+                )
         lexical = await self.lexical(
             space, query, limit=FUSE_CANDIDATES, exclude=exclude, newest=newest
         )

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
-from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row, like_pattern, make_rows
+from bot.store.engine.pinned import Reads
 from bot.store.reads.recall_bm25 import Corpus, idf, trigram_score, words_score
 from bot.store.reads.recall_hits import MESSAGE_COLUMNS, SESSION_JOIN, Exclude, excluding
 from bot.store.reads.recall_words import MONTHS, latin_words, stem, tsquery_words
@@ -47,6 +47,15 @@ _LENGTHS: Final = {
 Scored = tuple[Row, float]
 
 
+@dataclass
+class _Memo:
+    """What the reads remember between recalls (see CORPUS_TTL_S, COMMON_TTL_S)."""
+
+    corpus: dict[str, tuple[float, Corpus]] = field(default_factory=dict)
+    common: dict[tuple[str, int], float] = field(default_factory=dict)
+    statistics: dict[str, tuple[float, Statistics]] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Statistics:
     """What ANALYZE's sample says (empty before one): the term index's most common words
@@ -60,18 +69,26 @@ class Statistics:
 class PostgresRecall:
     """The PostgreSQL side of `bot.store.reads.recall.RecallRepository`."""
 
-    def __init__(self, db: Database, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        db: Reads,
+        clock: Callable[[], float] = time.monotonic,
+        memo: _Memo | None = None,
+    ) -> None:
         self._db = db
         self._clock = clock
-        self._corpus: dict[str, tuple[float, Corpus]] = {}
-        self._common: dict[tuple[str, int], float] = {}
-        self._statistics: tuple[float, Statistics] | None = None
+        self._memo = memo or _Memo()
+
+    def over(self, reads: Reads) -> PostgresRecall:
+        """The same reads (and what they remember) through `reads` (pinned reads)."""
+        return PostgresRecall(reads, self._clock, self._memo)
 
     async def statistics(self, words_index: str) -> Statistics:
         """The planner's statistics recall reads (one catalog read, kept CORPUS_TTL_S: they
         change only when ANALYZE runs)."""
-        if self._statistics is not None and self._clock() - self._statistics[0] < CORPUS_TTL_S:
-            return self._statistics[1]
+        kept = self._memo.statistics.get(words_index)
+        if kept is not None and self._clock() - kept[0] < CORPUS_TTL_S:
+            return kept[1]
         row = await self._db.fetchone(
             "SELECT w.most_common_elems::text::text[] AS elems, "
             "w.most_common_elem_freqs AS freqs, c.reltuples AS total, "
@@ -91,19 +108,19 @@ class PostgresRecall:
                 tuple(str(name) for name in row["authors"] or []),
             )
         if found.shares:
-            self._statistics = (self._clock(), found)
+            self._memo.statistics[words_index] = (self._clock(), found)
         return found
 
     async def corpus_all_spaces(self, table: str) -> Corpus:
         """`table`'s rows and tokens (trigrams of `messages`, words of `recall_terms`), as
         FTS5 keeps them for bm25: over every space, like the full-text table's postings.
         A sampled (large) table's figures are reused for CORPUS_TTL_S."""
-        kept = self._corpus.get(table)
+        kept = self._memo.corpus.get(table)
         if kept is not None and self._clock() - kept[0] < CORPUS_TTL_S:
             return kept[1]
         corpus, sampled = await self._measure(table)
         if sampled:
-            self._corpus[table] = (self._clock(), corpus)
+            self._memo.corpus[table] = (self._clock(), corpus)
         return corpus
 
     async def _measure(self, table: str) -> tuple[Corpus, bool]:
@@ -144,15 +161,15 @@ class PostgresRecall:
         known = {
             term: limit
             for term in terms
-            if now - self._common.get((term.casefold(), limit), -COMMON_TTL_S) < COMMON_TTL_S
+            if now - self._memo.common.get((term.casefold(), limit), -COMMON_TTL_S) < COMMON_TTL_S
         } | common_by_words(terms, limit, word_docs, authors)
         counted = await self._count_all_spaces([term for term in terms if term not in known], limit)
         for term, docs in counted.items():
             if docs >= limit:
-                self._common.pop((term.casefold(), limit), None)
-                self._common[(term.casefold(), limit)] = now
-        while len(self._common) > COMMON_MEMO:
-            del self._common[next(iter(self._common))]
+                self._memo.common.pop((term.casefold(), limit), None)
+                self._memo.common[(term.casefold(), limit)] = now
+        while len(self._memo.common) > COMMON_MEMO:
+            del self._memo.common[next(iter(self._memo.common))]
         return {term: known.get(term, counted.get(term, 0)) for term in terms}
 
     async def _count_all_spaces(self, terms: Sequence[str], limit: int) -> dict[str, int]:
@@ -181,26 +198,17 @@ class PostgresRecall:
     ) -> list[Row]:
         """Messages of `space` holding any of `terms` (`every`: all of them, the newest
         `limit`), scored as FTS5's bm25 over those phrases; the best `limit`."""
-        if every:
-            skip, skip_params = excluding(exclude, "m.session_id")
-            match = " AND ".join("m.content ILIKE ? ESCAPE '\\'" for _ in terms)
-            rows = await self._db.fetchall(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages m {SESSION_JOIN} "
-                f"WHERE m.space_id = ? AND m.recall_hidden = 0{skip} AND ({match}) "
-                "ORDER BY m.id DESC LIMIT ?",
-                (space, *skip_params, *(like_pattern(t) for t in terms), limit),
-                indexes_only=True,
-            )
-        else:
-            inner, inner_params = exclude.inner("session_id") if exclude else ("", [])
-            match = " OR ".join("content ILIKE ? ESCAPE '\\'" for _ in terms)
-            found = await self._db.fetchall(
-                f"SELECT id FROM messages WHERE space_id = ? AND recall_hidden = 0{inner} "
-                f"AND ({match})",
-                (space, *inner_params, *(like_pattern(t) for t in terms)),
-                indexes_only=True,
-            )
-            rows = await self._visible(space, [int(row["id"]) for row in found], exclude)
+        if not every:
+            return await self._any_term(space, terms, counts, exclude, limit)
+        skip, skip_params = excluding(exclude, "m.session_id")
+        match = " AND ".join("m.content ILIKE ? ESCAPE '\\'" for _ in terms)
+        rows = await self._db.fetchall(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m {SESSION_JOIN} "
+            f"WHERE m.space_id = ? AND m.recall_hidden = 0{skip} AND ({match}) "
+            "ORDER BY m.id DESC LIMIT ?",
+            (space, *skip_params, *(like_pattern(t) for t in terms), limit),
+            indexes_only=True,
+        )
         if not rows:
             return []
         corpus = await self.corpus_all_spaces("messages")
@@ -209,6 +217,36 @@ class PostgresRecall:
             (row, trigram_score(str(row["content"]), terms, idfs, corpus.average)) for row in rows
         ]
         return _best(scored, limit)
+
+    async def _any_term(
+        self,
+        space: str,
+        terms: Sequence[str],
+        counts: dict[str, int],
+        exclude: Exclude | None,
+        limit: int,
+    ) -> list[Row]:
+        """`trigram_rows` for any of the terms: every match's text scored, then only the
+        best messages read with their sessions (a few more than needed at a time)."""
+        inner, inner_params = exclude.inner("session_id") if exclude else ("", [])
+        match = " OR ".join("content ILIKE ? ESCAPE '\\'" for _ in terms)
+        found = await self._db.fetchall(
+            f"SELECT id, content FROM messages WHERE space_id = ? AND recall_hidden = 0{inner} "
+            f"AND ({match})",
+            (space, *inner_params, *(like_pattern(t) for t in terms)),
+            indexes_only=True,
+        )
+        if not found:
+            return []
+        corpus = await self.corpus_all_spaces("messages")
+        idfs = [idf(corpus, counts.get(term, 0)) for term in terms]
+        score = {
+            int(row["id"]): trigram_score(str(row["content"]), terms, idfs, corpus.average)
+            for row in found
+        }
+        order = sorted(score, key=lambda n: (score[n], -n))
+        visible = await self._visible_first(space, order, exclude, limit)
+        return _best([(row, score[int(row["id"])]) for row in visible], limit)
 
     async def _visible(self, space: str, ids: list[int], exclude: Exclude | None) -> list[Row]:
         """The messages of `ids` in `space` a recall may show, by primary key (found first

@@ -4,6 +4,7 @@ recall query served by indexes (no scan of a space's history)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -153,6 +154,11 @@ class _Recording:
         self.indexes_only.append(indexes_only)
         return await self.db.fetchall(sql, params, indexes_only=indexes_only)
 
+    @contextlib.asynccontextmanager
+    async def pinned_reads(self) -> AsyncIterator[_Recording]:
+        # Unpinned: each read recorded with the settings it would run with when pinned.
+        yield self
+
     async def fetchone(self, sql: str, params: Any = ()) -> Any:
         rows = await self.fetchall(sql, params)
         return rows[0] if rows else None
@@ -274,7 +280,7 @@ async def test_a_long_term_in_too_many_messages_is_left_out_of_the_ranked_text_m
         return [
             " ".join(str(p) for p in (params[1:] if "ILIKE" in sql else params[:1]))
             for sql, params in recording.reads
-            if "messages_fts.rank AS" in sql or sql.startswith("SELECT id FROM messages WHERE")
+            if "messages_fts.rank AS" in sql or sql.startswith("SELECT id, content FROM messages")
         ]
 
     hits = (await recall.lexical(A, "walked kennel", limit=10)).hits
