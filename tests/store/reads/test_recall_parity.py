@@ -82,9 +82,10 @@ async def _rankings(url: str) -> list[list[tuple[int, tuple[str, ...]]]]:
         )
         out = []
         for query in QUERIES:
-            for exclude in (None, Exclude(str(session))):
-                hits = (await recall.ranked(SPACE, query, limit=10, exclude=exclude)).hits
-                out.append([(hit.id, tuple(sorted(hit.matched))) for hit in hits])
+            # newest: the related-memories read (the newest matches, no engine score).
+            for exclude, newest in ((None, False), (Exclude(str(session)), False), (None, True)):
+                found = await recall.ranked(SPACE, query, limit=10, exclude=exclude, newest=newest)
+                out.append([(hit.id, tuple(sorted(hit.matched))) for hit in found.hits])
         return out
     finally:
         await db.close()
@@ -101,7 +102,7 @@ async def test_both_engines_return_the_same_hits_in_the_same_order(
     on_postgresql = await _rankings(postgres_db)
     assert sum(1 for hits in on_sqlite if len(hits) >= 3) >= len(QUERIES) // 2, on_sqlite
     for query, mine, theirs in zip(
-        [q for q in QUERIES for _ in (0, 1)], on_sqlite, on_postgresql, strict=True
+        [q for q in QUERIES for _ in (0, 1, 2)], on_sqlite, on_postgresql, strict=True
     ):
         assert theirs == mine, (query, mine, theirs)
 
