@@ -7,7 +7,7 @@ relevance rule are in `bot.store.reads.recall_rank`.
 Bounded on every engine, never a scan of the history:
 - terms of 3+ characters: the full-text index (SQLite FTS5 trigram `messages_fts`, the terms
   as quoted phrases OR-ed, best FTS_CANDIDATES by bm25; PostgreSQL: the pg_trgm GIN index
-  serving ILIKE, OR-ed, best FTS_CANDIDATES by trigram similarity);
+  serving ILIKE, OR-ed, the same bm25 computed in Python, `recall_postgres`);
 - shorter terms (東京, 猫): LIKE over the space's RECENT_WINDOW most recent messages, as
   `bot.store.reads.search` does;
 - summaries (no full-text index): LIKE over the space's SUMMARY_WINDOW newest live summaries.
@@ -17,9 +17,10 @@ on each side (same session, by id).
 `ranked` fuses that lexical list (reciprocal rank fusion, `recall_rank.fuse`) with a second
 one from the term index `recall_terms` (filled in the background: Janome words, English stems,
 the speaker's name, the date; see `bot.store.reads.recall_words`): SQLite FTS5 `unicode61`
-ranked by bm25, PostgreSQL the lexeme GIN index ranked by ts_rank; best WORD_CANDIDATES, newest
-first on ties; fused with FUSE_K and FUSE_WEIGHTS. A hit's `matched` then also holds the
-terms it matched through its words (`moving` in a message saying `moved`, a speaker's name).
+ranked by bm25, PostgreSQL the lexeme GIN index and the same bm25; best WORD_CANDIDATES, newest
+first on ties (both engines return the same hits in the same order); fused with FUSE_K and
+FUSE_WEIGHTS. A hit's `matched` then also holds the terms it matched through its words
+(`moving` in a message saying `moved`, a speaker's name).
 The match holds only the query's uncommon words (`recall_words.common_words`: each word's
 messages counted up to COMMON_WORD_DOCS, the rest kept rarest first within WORD_ROWS_BUDGET
 rows): a speaker's name or a year in most rows would have the engine score all of them. Those
