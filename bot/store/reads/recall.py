@@ -213,11 +213,9 @@ class RecallRepository:
         known = {key: hit.author_name for key, hit in found.items()}
         known |= {key: word[0]["author_name"] for key, word in words.items()}
         named = named_speakers(lexical.terms, known.values())
-        # Naming a speaker orders every candidate by its author: the recall tool reads the
-        # neighbours' rows now (≤ 2 × SPREAD_SOURCES); the related layer (`newest`), on every
-        # turn, only those of the hits kept, as before (its neighbours are not lifted).
-        every = named and not newest
-        new = [key for key in (scores if every else best_first(scores)[:limit]) if key not in known]
+        # Only the kept hits' new rows are read, as before: a neighbour outside them whose
+        # author is not known yet is not lifted, and so stays outside (a lift only raises).
+        new = [key for key in best_first(scores)[:limit] if key not in known]
         extra = await self._rows(space, [key[1] for key in new])
         known |= {("message", n): row["author_name"] for n, row in extra.items()}
         order = best_first(lift_speakers(scores, known, named))[:limit]
