@@ -27,7 +27,7 @@ words still count, after the match: candidates holding more query terms move up.
 After the fusion, the best candidates lift the messages just before and after them in their
 session (`recall_neighbours`): an answer that repeats none of the question's words joins the
 ranking, below the message that lifted it. Last, when the query names a speaker of the
-candidates, what that person said counts double (`recall_rank.lift_speakers`).
+candidates, what that person said counts ×1.3 (`recall_rank.lift_speakers`).
 With an embedding model, the recall tool adds a third list to that fusion: the space's messages
 nearest to the query by embedding (`nearest`, from `bot.memory.recall_embed`).
 """
