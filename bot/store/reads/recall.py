@@ -27,7 +27,8 @@ rows): a speaker's name or a year in most rows would have the engine score all o
 words still count, after the match: candidates holding more query terms move up.
 After the fusion, the best candidates lift the messages just before and after them in their
 session (`recall_neighbours`): an answer that repeats none of the question's words joins the
-ranking, below the message that lifted it.
+ranking, below the message that lifted it. Last, when the query names a speaker of the
+candidates, what that person said counts ×1.3 (`recall_rank.lift_speakers`).
 With an embedding model, the recall tool adds a third list to that fusion: the space's messages
 nearest to the query by embedding (`nearest`, from `bot.memory.recall_embed`).
 """
@@ -66,7 +67,9 @@ from bot.store.reads.recall_rank import (
     best_first,
     fuse_scores,
     lexical_order,
+    lift_speakers,
     matched_terms,
+    named_speakers,
     parse_terms,
     spread,
 )
@@ -75,6 +78,7 @@ from bot.store.reads.recall_words import (
     fts_words,
     matched_words,
     query_words,
+    term_weights,
     tsquery_words,
 )
 from bot.store.schema.fulltext import SEARCHABLE, words_tsvector
@@ -218,10 +222,15 @@ class RecallRepository:
             {("message", n): [("message", m) for m in ids] for n, ids in around.items()},
             SPREAD_SHARE,
         )
-        order = best_first(scores)[:limit]
-        extra = await self._rows(
-            space, [key[1] for key in order if key not in found and key not in words]
-        )
+        known = {key: hit.author_name for key, hit in found.items()}
+        known |= {key: word[0]["author_name"] for key, word in words.items()}
+        named = named_speakers(lexical.terms, known.values())
+        # Only the kept hits' new rows are read, as before: a neighbour outside them whose
+        # author is not known yet is not lifted, and so stays outside (a lift only raises).
+        new = [key for key in best_first(scores)[:limit] if key not in known]
+        extra = await self._rows(space, [key[1] for key in new])
+        known |= {("message", n): row["author_name"] for n, row in extra.items()}
+        order = best_first(lift_speakers(scores, known, named))[:limit]
         return RecallResult(lexical.terms, self._hits(order, found, words, extra, lexical.terms))
 
     async def _rows(self, space: str, ids: list[int]) -> dict[int, Row]:
@@ -275,9 +284,17 @@ class RecallRepository:
             return []
         rows = await self._word_rows(space, kept, counts, exclude, newest=newest)
         found = [(row, matched_words(row["index_terms"], wanted)) for row in rows]
-        # A stable sort: more query terms (in the words or the text) first, else the engine's.
+        weights = term_weights(wanted, counts, COMMON_WORD_DOCS)
+        # A stable sort: the query terms held (in the words or the text), each weighted by its
+        # rarity (`term_weights`), first; else the engine's order.
         return sorted(
-            found, key=lambda item: -len(union(item[1], matched_terms(item[0]["content"], terms)))
+            found,
+            key=lambda item: (
+                -sum(
+                    weights.get(term, 0.0)
+                    for term in union(item[1], matched_terms(item[0]["content"], terms))
+                )
+            ),
         )
 
     async def _word_counts(self, words: list[str]) -> dict[str, int]:

@@ -98,8 +98,9 @@ async def test_a_speaker_in_most_rows_is_left_out_of_the_match_but_still_boosts(
         if isinstance(p, str) and "adopt" in p
     ]
     assert matches and all("carla" not in match for match in matches)
-    # Among the rows the match found, hers comes first: it holds the name too.
-    assert [hit.id for hit in result.hits][:2] == [by_carla, by_ben]
+    # Among the rows the match found, hers comes first: she said it (the name counts).
+    ids = [hit.id for hit in result.hits]
+    assert ids[0] == by_carla and by_ben in ids
     assert set(result.hits[0].matched) == {"Carla", "adopt"}
 
 
@@ -296,3 +297,49 @@ async def test_a_long_term_in_too_many_messages_is_left_out_of_the_ranked_text_m
     hits = (await recall.lexical(A, "walked kennel", limit=10)).hits
     assert [hit.id for hit in hits][:1] == [both]
     assert len(hits) == 1
+
+
+async def test_a_question_naming_a_speaker_finds_what_they_said_first(
+    db: Database, indexer: RecallIndexer
+) -> None:
+    repos = Repositories.over(db)
+    # Each line in a session of its own (no neighbour lifts another); Ben's the oldest, so
+    # on a tie it would come last.
+    by_ben = await say(
+        repos, A, await session(repos, A, "c"), "I decided to buy a kayak", author="Ben"
+    )
+    by_carla = await say(
+        repos, A, await session(repos, A, "a"), "Ben should buy a bike", author="Carla"
+    )
+    by_dan = await say(
+        repos, A, await session(repos, A, "b"), "I'll buy bread for Ben", author="Dan"
+    )
+    await indexer.backfill()
+    result = await repos.recall.ranked(A, "What did Ben buy?", limit=3)
+    # Carla's and Dan's lines hold both words ("Ben" as text); Ben's holds "buy" and was
+    # said by Ben: what he said comes first, the others still follow.
+    assert result.hits[0].id == by_ben
+    assert {hit.id for hit in result.hits} == {by_ben, by_carla, by_dan}
+    # Nobody named: the lines holding more of the words come first, as before.
+    plain = await repos.recall.ranked(A, "buy bread", limit=3)
+    assert plain.hits[0].id == by_dan
+
+
+async def test_a_rare_word_outweighs_two_common_ones(
+    db: Database, indexer: RecallIndexer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recall_reads, "COMMON_WORD_DOCS", 5)
+    repos = Repositories.over(db)
+    for n in range(5):
+        await say(repos, A, await session(repos, A, f"w{n}"), f"a quiet weekend {n}", author="Dan")
+    kayaks = [
+        await say(repos, A, await session(repos, A, f"k{n}"), text, author="Dan")
+        for n, text in enumerate(["kayak weekend", "a kayak", "kayak again"])
+    ]
+    paddle = await say(repos, A, await session(repos, A, "p"), "new paddle", author="Dan")
+    await indexer.backfill()
+    result = await repos.recall.ranked(A, "weekend kayak paddle", limit=5)
+    # "weekend" is in 6 rows (common), "kayak" in 3, "paddle" in 1: the paddle line holds one
+    # term but the rarest, and comes before the line holding the two commoner ones.
+    ids = [hit.id for hit in result.hits]
+    assert ids[0] == paddle and ids.index(paddle) < ids.index(kayaks[0])
