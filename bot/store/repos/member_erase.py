@@ -12,7 +12,12 @@ What goes, in the member's space only:
 - every summary holding one of those messages, and the summaries it was condensed into (with
   their embeddings and tags): the messages they replaced are un-archived and the summaries
   they had condensed are live again, so the summariser rebuilds the thread's long-term memory
-  from what is left (`ErasedMember.sessions` lists the threads to summarise again).
+  from what is left (`ErasedMember.sessions` lists the threads to summarise again);
+- the pool words, attached files and API log bodies their texts left (`erase_traces`).
+
+An erase and the summariser's writes of the space take one lock (`hold_space_memory`), and a
+summary is stored only if the texts it was written from are unchanged: a summary written from
+their messages while the erase ran cannot bring their text back.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from bot.store.engine.connection import Connection, utcnow
+from bot.store.repos.erase_traces import find_traces, remove_traces
+from bot.store.repos.memories import hold_space_memory
 
 # Ids per IN (...) list: well under both engines' limits on bound parameters.
 CHUNK: Final = 500
@@ -36,6 +43,10 @@ class ErasedMember:
     tags: int
     summaries: int
     sessions: tuple[str, ...]
+    # (session, attachment id) of the files their messages attached, now deleted.
+    attachments: tuple[tuple[str, str], ...] = ()
+    # API log rows whose bodies were blanked.
+    logs: int = 0
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[tuple[str, tuple[int, ...]]]:
@@ -177,12 +188,15 @@ async def erase_member(
     `author` is the `messages.author_id` of their messages (None: the local user's, stored
     without one).
     """
+    await hold_space_memory(conn, space)
     authored, answers, holding = await _their_messages(conn, space, author)
     memory_ids, sessions = await _with_condensations(conn, space, holding)
     summaries = await _drop_summaries(conn, space, memory_ids)
     await _blank_turns(conn, space, author, authored, placeholder)
     erased = sorted([*authored, *answers])
+    traces = await find_traces(conn, space, erased)
     tags = await _blank_messages(conn, space, erased, placeholder)
+    logs = await remove_traces(conn, space, traces, placeholder)
     facts = await conn.execute(
         "DELETE FROM member_facts WHERE space_id = ? AND member_id = ?", (space, member_id)
     )
@@ -195,4 +209,6 @@ async def erase_member(
         tags=tags,
         summaries=summaries,
         sessions=tuple(sorted(sessions)),
+        attachments=tuple(sorted(traces.attachments)),
+        logs=logs,
     )

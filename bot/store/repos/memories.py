@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
-from bot.store.engine.connection import utcnow
+from bot.store.engine.connection import Connection, utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
 from bot.store.spaces import SpaceScope, in_space
@@ -25,6 +26,19 @@ class Memory:
 
 
 _COLUMNS = "id, space_id, session_id, summary, level, condensed_into, created_at"
+# The class half of the PostgreSQL advisory lock an erase and the summaries of a space share.
+_ERASE_LOCK: Final = 28
+
+
+async def hold_space_memory(conn: Connection, space: str) -> None:
+    """Hold the space's erase-and-summaries lock until the transaction ends.
+
+    PostgreSQL only: there several processes write, and at READ COMMITTED a summary's check
+    would not see an erase still running. SQLite has one writer, so its transactions are
+    serial already.
+    """
+    if conn.dialect == "postgresql":
+        await conn.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", (_ERASE_LOCK, space))
 
 
 def _memory(row: Row) -> Memory:
@@ -96,18 +110,30 @@ class MemoryRepository:
         return [_memory(row) for row in rows]
 
     async def summarize_messages(
-        self, space: str, session_id: str, message_ids: Sequence[int], summary: str
+        self,
+        space: str,
+        session_id: str,
+        message_ids: Sequence[int],
+        summary: str,
+        *,
+        written_from: Mapping[int, str] | None = None,
     ) -> Memory | None:
-        """Store a summary and archive its messages; None if any was archived meanwhile."""
+        """Store a summary and archive its messages; None if any was archived meanwhile, or
+        (`written_from`: the texts the summary was made of) its text changed (an erase)."""
         now = utcnow()
         placeholders = ",".join("?" for _ in message_ids)
         async with self._db.transaction() as conn:
+            await hold_space_memory(conn, space)
             rows = await conn.execute_fetchall(
-                f"SELECT COUNT(*) FROM messages WHERE id IN ({placeholders}) "
+                f"SELECT id, content FROM messages WHERE id IN ({placeholders}) "
                 "AND space_id = ? AND session_id = ? AND archived_at IS NULL",
                 (*message_ids, space, session_id),
             )
-            if next(iter(rows))[0] != len(message_ids):
+            if len(rows) != len(message_ids):
+                return None
+            if written_from is not None and any(
+                written_from.get(int(row["id"])) != row["content"] for row in rows
+            ):
                 return None
             memory_id = await conn.insert(
                 "INSERT INTO memories (space_id, session_id, summary, level, created_at) "
@@ -128,6 +154,7 @@ class MemoryRepository:
         now = utcnow()
         placeholders = ",".join("?" for _ in memory_ids)
         async with self._db.transaction() as conn:
+            await hold_space_memory(conn, space)
             rows = await conn.execute_fetchall(
                 f"SELECT COUNT(*) FROM memories WHERE id IN ({placeholders}) "
                 "AND space_id = ? AND session_id = ? AND condensed_into IS NULL",
