@@ -362,8 +362,13 @@ def _add_engine_hooks(
 
     async def remember_words_and_tags(result: TurnResult) -> None:
         messages = (result.user_message, result.answer)
+        # The answer's words count as the asker's: an erase takes both.
+        asker = result.user_message.author_id
         await topics.feed_conversation(
-            result.space_id, result.pool_channel_id, [message.content for message in messages]
+            result.space_id,
+            result.pool_channel_id,
+            [message.content for message in messages],
+            [asker, asker],
         )
         await memory.tagger.tag_messages(
             result.space_id,

@@ -1,8 +1,10 @@
 """What else an erase takes of a member's text (see `member_erase`), in the same transaction.
 
-- The word pool keeps nouns, not who said them: every pool word of the space found in one of
-  the erased texts leaves every channel's pool (even when others used it too), and the topic
-  posts made with such a word lose their topic, words and text.
+- The word pool: every word they brought (`word_pool_authors`: their channel messages and
+  conversations) and every pool word found in one of the erased texts (words from before
+  authors were kept, or seeded from a channel's history) leaves every channel's pool of the
+  space, even when others used it too; the topic posts made with such a word lose their
+  topic, words and text.
 - The files their messages attached (`attachment:<id>` in the message text, in that session):
   the stored bytes go, so `pdf_to_text` can no longer read them.
 - The API log: a call's request carries the context (history, summaries, related memories,
@@ -44,13 +46,22 @@ def _chunks(items: Sequence[object]) -> Iterator[tuple[str, tuple[object, ...]]]
         yield ",".join("?" for _ in part), part
 
 
-async def find_traces(conn: Connection, space: str, message_ids: Sequence[int]) -> Traces:
-    """Read the texts about to be erased: the pool words in them, the files they attached."""
+async def find_traces(
+    conn: Connection, space: str, author: str | None, message_ids: Sequence[int]
+) -> Traces:
+    """Read the texts about to be erased: the pool words they brought or hold, the files
+    they attached."""
     rows = await conn.execute_fetchall(
         "SELECT DISTINCT word FROM word_pool WHERE space_id = ?", (space,)
     )
     pool = [(str(row["word"]), str(row["word"]).casefold()) for row in rows]
     found = Traces()
+    if author is not None:
+        brought = await conn.execute_fetchall(
+            "SELECT DISTINCT word FROM word_pool_authors WHERE space_id = ? AND author_id = ?",
+            (space, author),
+        )
+        found.words.update(str(row["word"]) for row in brought)
     for marks, ids in _chunks(message_ids):
         texts = await conn.execute_fetchall(
             "SELECT session_id, content, created_at FROM messages "
@@ -72,9 +83,10 @@ async def find_traces(conn: Connection, space: str, message_ids: Sequence[int]) 
 async def _drop_words(conn: Connection, space: str, words: set[str], placeholder: str) -> None:
     """The words leave every pool of the space; topic posts made with them are blanked."""
     for marks, part in _chunks(sorted(words)):
-        await conn.execute(
-            f"DELETE FROM word_pool WHERE space_id = ? AND word IN ({marks})", (space, *part)
-        )
+        for table in ("word_pool", "word_pool_authors"):
+            await conn.execute(
+                f"DELETE FROM {table} WHERE space_id = ? AND word IN ({marks})", (space, *part)
+            )
     keys = [word.casefold() for word in words]
     posts = await conn.execute_fetchall(
         "SELECT id, topic, words_json, content FROM topic_posts WHERE space_id = ?", (space,)

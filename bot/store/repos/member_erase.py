@@ -194,7 +194,7 @@ async def erase_member(
     summaries = await _drop_summaries(conn, space, memory_ids)
     await _blank_turns(conn, space, author, authored, placeholder)
     erased = sorted([*authored, *answers])
-    traces = await find_traces(conn, space, erased)
+    traces = await find_traces(conn, space, author, erased)
     tags = await _blank_messages(conn, space, erased, placeholder)
     logs = await remove_traces(conn, space, traces, placeholder)
     facts = await conn.execute(

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.engine.connection import utcnow
+from bot.store.engine.connection import Connection, utcnow
 from bot.store.engine.database import Database
 from bot.store.repos.space_records import ensure_space_row
 from bot.store.spaces import SpaceScope, in_space
@@ -24,6 +24,16 @@ class PoolWord:
     last_seen: str
 
 
+async def _drop_orphan_authors(conn: Connection, space: str, channel_id: int) -> None:
+    """Forget who brought the words that left the channel's pool."""
+    await conn.execute(
+        "DELETE FROM word_pool_authors WHERE space_id = ? AND channel_id = ? AND NOT EXISTS ("
+        "SELECT 1 FROM word_pool p WHERE p.space_id = word_pool_authors.space_id "
+        "AND p.channel_id = word_pool_authors.channel_id AND p.word = word_pool_authors.word)",
+        (space, channel_id),
+    )
+
+
 class WordPoolRepository:
     """Reads and writes `word_pool`, keyed by (space, channel, word)."""
 
@@ -38,8 +48,11 @@ class WordPoolRepository:
         *,
         keep: int,
         at: str | None = None,
+        authored: Sequence[tuple[str, str]] = (),
     ) -> None:
-        """Count `words` for the channel, then keep only its `keep` most recently seen words."""
+        """Count `words` for the channel, then keep only its `keep` most recently seen words.
+
+        `authored`: (word, author id) pairs, who brought which word (an erase takes them)."""
         if not words:
             return
         now = at or utcnow()
@@ -52,12 +65,18 @@ class WordPoolRepository:
                 "count = word_pool.count + excluded.count, last_seen = excluded.last_seen",
                 [(space, channel_id, word, count, now) for word, count in counts.items()],
             )
+            await conn.executemany(
+                "INSERT INTO word_pool_authors (space_id, channel_id, word, author_id) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [(space, channel_id, word, author) for word, author in sorted(set(authored))],
+            )
             await conn.execute(
                 "DELETE FROM word_pool WHERE space_id = ? AND channel_id = ? AND word NOT IN ("
                 "SELECT word FROM word_pool WHERE space_id = ? AND channel_id = ? "
                 "ORDER BY last_seen DESC, count DESC, word LIMIT ?)",
                 (space, channel_id, space, channel_id, max(0, keep)),
             )
+            await _drop_orphan_authors(conn, space, channel_id)
 
     async def words(self, space: str, channel_id: int) -> list[PoolWord]:
         """The channel's pool, most recently seen first."""
@@ -88,4 +107,5 @@ class WordPoolRepository:
             cursor = await conn.execute(
                 "DELETE FROM word_pool WHERE space_id = ? AND channel_id = ?", (space, channel_id)
             )
+            await _drop_orphan_authors(conn, space, channel_id)
             return cursor.rowcount

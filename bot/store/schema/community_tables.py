@@ -383,4 +383,17 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
         indexes=(Index("ix_message_embeddings_space", ("space_id", "model", "message_id")),),
         since=10,
     ),
+    # Who a word of a channel's pool came from (for "erase me"); trimmed with the pool.
+    Table(
+        "word_pool_authors",
+        (
+            SPACE,
+            Column("channel_id", INTEGER),
+            Column("word", TEXT),
+            Column("author_id", TEXT),
+        ),
+        primary_key=("space_id", "channel_id", "word", "author_id"),
+        indexes=(Index("ix_word_pool_authors_author", ("space_id", "author_id")),),
+        since=11,
+    ),
 )

@@ -340,3 +340,30 @@ async def test_nothing_of_the_erased_text_is_left_anywhere_in_the_database(
     assert b_log is not None and SECRET in b_log.request_json, "another space's calls stay"
     kept_message = await w.repos.messages.get(A, y_said)
     assert kept_message is not None and KEPT in kept_message.content
+
+
+async def test_erase_takes_the_pool_words_they_brought_and_only_theirs(db: Database) -> None:
+    w = await _world(db)
+    pool = w.repos.word_pool
+
+    async def authors(space: str) -> set[tuple[str, str]]:
+        rows = await db.fetchall(
+            "SELECT word, author_id FROM word_pool_authors WHERE space_id = ?", (space,)
+        )
+        return {(str(row["word"]), str(row["author_id"])) for row in rows}
+
+    # Words from channel messages: no stored message holds them, only who brought them.
+    await pool.add(A, 7, ["Otaru", "tea"], keep=3, authored=[("Otaru", X), ("tea", X)])
+    await pool.add(A, 8, ["Otaru"], keep=3, authored=[("Otaru", X)])
+    await pool.add(A, 7, ["tea", "Kyoto"], keep=3, authored=[("tea", Y), ("Kyoto", Y)])
+    await pool.add(B, 7, ["Otaru"], keep=3, authored=[("Otaru", X)])
+    await pool.add(A, 9, ["gone"], keep=3, at="2026-01-01T00:00:00", authored=[("gone", X)])
+    await pool.add(A, 9, ["late", "later", "last"], keep=3, at="2026-01-02T00:00:00")
+    assert ("gone", X) not in await authors(A), "who brought a word leaves with the word"
+
+    await w.members.erase(A, X)
+
+    assert [p.word for p in await pool.words(A, 7)] == ["Kyoto"], "tea: X said it too"
+    assert await pool.words(A, 8) == []
+    assert {p.word for p in await pool.words(B, 7)} == {"Otaru"}
+    assert await authors(A) == {("Kyoto", Y)} and await authors(B) == {("Otaru", X)}

@@ -1,0 +1,129 @@
+"""/memory me erase through the real discord.py client takes what a member's text left beyond
+the messages: the words their channel messages brought to the topic word pool (the next
+opener's request holds none of them), the file they attached (the PDF text `pdf_to_text` read
+and cached is gone for the next request), and the API log bodies that carried either."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from bot.services import ServiceOptions
+from bot.store.repos.api_logs import ApiLogFilter
+from tests.conftest import FAST_RETRY
+from tests.discord.conftest import World, WorldFactory
+from tests.discord.test_member_memory import _ask, _sent
+from tests.fakes.discord_models import FakeUser
+from tests.fakes.llm_server import RecordedRequest, Text, ToolCalls
+from tests.tools.pdfgen import make_pdf
+
+SECRET = "HERON-42"
+
+
+@pytest.fixture
+def service_options() -> ServiceOptions:
+    """The built-in tools too: pdf_to_text reads the member's attachment (and caches it)."""
+    return ServiceOptions(retry=FAST_RETRY, builtin_tools=True, warm_start=False)
+
+
+async def _until(check: Callable[[], Awaitable[bool]]) -> None:
+    """Until `check()` holds (the bot handles gateway events on its own tasks)."""
+    async with asyncio.timeout(10):
+        while not await check():
+            await asyncio.sleep(0.02)
+
+
+async def _erase(w: World, user: FakeUser, channel_id: int) -> str:
+    asked = await w.server.inject_interaction(
+        "memory me erase", {"confirm": True}, user=user, channel_id=channel_id
+    )
+    return str((await w.server.wait_for_reply(asked)).content)
+
+
+async def _pool(w: World) -> set[str]:
+    return {word.word for word in await w.services.word_pool.words(w.space, w.server.channel_id)}
+
+
+async def test_erase_takes_the_words_their_channel_messages_brought(world: WorldFactory) -> None:
+    async with world() as w:
+        x, y = w.server.user, w.server.add_user("bob")
+        enabled = await w.server.inject_interaction("topic enable", user=w.server.admin_user)
+        assert "✅" in (await w.server.wait_for_reply(enabled)).content
+        await w.server.inject_message("小樽運河の夜景がきれい", author=x, mention_bot=False)
+        await _until(lambda: _pool_has_words(w))
+        theirs = await _pool(w)
+        await w.server.inject_message("京都のお寺で抹茶", author=y, mention_bot=False)
+        await _until(lambda: _pool_grew(w, theirs))
+        kept = await _pool(w) - theirs
+        assert theirs and kept
+
+        assert "Erased" in await _erase(w, x, w.server.channel_id)
+
+        assert await _pool(w) == kept
+        w.llm.script(Text("京都の話をしよう！", chunks=1))
+        now = await w.server.inject_interaction("topic now", user=w.server.admin_user)
+        assert "💬" in (await w.server.wait_for_reply(now)).content
+        opener = _sent(w.llm.chat_requests[-1])
+        assert not [word for word in theirs if word in opener]
+        assert [word for word in kept if word in opener], "the opener drew on the pool"
+
+
+async def _pool_has_words(w: World) -> bool:
+    return bool(await _pool(w))
+
+
+async def _pool_grew(w: World, before: set[str]) -> bool:
+    return bool(await _pool(w) - before)
+
+
+def _ref(request: RecordedRequest) -> str:
+    found = re.search(r"attachment:[0-9a-f]+", _sent(request))
+    assert found is not None
+    return found.group(0)
+
+
+def _tool_results(request: RecordedRequest) -> list[str]:
+    return [str(m["content"]) for m in request.messages if m["role"] == "tool"]
+
+
+async def test_erase_takes_their_attachment_its_cached_text_and_the_logged_bodies(
+    world: WorldFactory,
+) -> None:
+    pdf = make_pdf([f"Quarterly report. The code word is {SECRET}.", "Second page."])
+    refs: list[str] = []
+
+    def read_it(request: RecordedRequest) -> ToolCalls:
+        refs.append(_ref(request))
+        return ToolCalls([("pdf_to_text", {"url_or_path": refs[-1]})])
+
+    async with world() as w:
+        x, y = w.server.user, w.server.add_user("bob")
+        answered = Text("Read it.", chunks=1)
+        w.llm.script(read_it, answered)
+        sent = await w.server.inject_message(
+            "What is the code word?", author=x, attachments=[("r.pdf", pdf, "application/pdf")]
+        )
+        thread = await w.wait_thread(sent)
+        await w.wait_text(thread, answered.text)
+        await w.settle()
+        assert SECRET in _tool_results(w.llm.chat_requests[-1])[0], "read and cached"
+
+        assert "Erased" in await _erase(w, x, thread)
+
+        stored = await w.services.repos.attachments.list_for_session(
+            w.space, str((await w.services.repos.sessions.open_for_channel(w.space, thread)).id)
+        )
+        assert stored == []
+        nothing = Text("It is gone.", chunks=1)
+        w.llm.script(ToolCalls([("pdf_to_text", {"url_or_path": refs[0]})]), nothing)
+        _, request = await _ask(w, "Read that PDF again", nothing, author=y, thread_id=thread)
+        [result] = _tool_results(request)
+        assert "Attachment not found" in result
+        assert SECRET not in _sent(request)
+        logs = await w.services.repos.api_logs.list(ApiLogFilter(space_id=w.space), limit=100)
+        bodies = [f"{log.request_json} {log.response_text}" for log in logs]
+        assert len(bodies) >= 4
+        assert not [body for body in bodies if SECRET in body]
