@@ -369,6 +369,7 @@ def _add_engine_hooks(
             result.pool_channel_id,
             [message.content for message in messages],
             [asker, asker],
+            [message.id for message in messages],
         )
         await memory.tagger.tag_messages(
             result.space_id,

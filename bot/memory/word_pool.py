@@ -47,9 +47,11 @@ class WordPool:
         channel_id: int,
         texts: Sequence[str],
         authors: Sequence[str | None] = (),
+        from_messages: Sequence[int] = (),
     ) -> None:
         """Add the nouns of several messages to the channel's pool at once; `authors[i]`
-        (when given) brought `texts[i]`."""
+        (when given) brought `texts[i]`; none when a stored message of `from_messages` was
+        erased meanwhile."""
         per_text = await self._analyzer.nouns_many(texts)
         words = [noun for nouns in per_text for noun in nouns]
         authored = [
@@ -58,7 +60,14 @@ class WordPool:
             if author
             for noun in nouns
         ]
-        await self._repo.add(space, channel_id, words, keep=self._maxlen, authored=authored)
+        await self._repo.add(
+            space,
+            channel_id,
+            words,
+            keep=self._maxlen,
+            authored=authored,
+            from_messages=from_messages,
+        )
 
     async def words(self, space: str, channel_id: int) -> list[PoolWord]:
         """The channel's pool, most recently seen first."""

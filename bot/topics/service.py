@@ -171,12 +171,14 @@ class TopicService:
         channel_id: int | None,
         texts: list[str],
         authors: Sequence[str | None] = (),
+        message_ids: Sequence[int] = (),
     ) -> bool:
-        """Add a conversation's messages (`authors[i]` brought `texts[i]`) to the word pool of
-        the channel it hangs off, if topics are enabled there; returns whether they were."""
+        """Add a conversation's messages (`authors[i]` brought `texts[i]`; stored as
+        `message_ids`, unless erased meanwhile) to the word pool of the channel it hangs off,
+        if topics are enabled there; returns whether topics are enabled there."""
         if channel_id is None or self._pool is None or not self._enabled(space, channel_id):
             return False
-        await self._pool.add_texts(space, channel_id, texts, authors)
+        await self._pool.add_texts(space, channel_id, texts, authors, message_ids)
         return True
 
     async def configure(

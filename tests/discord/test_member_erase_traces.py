@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from bot.memory.member_memory import ERASED_PLACEHOLDER
 from bot.services import ServiceOptions
 from bot.store.repos.api_logs import ApiLogFilter
 from tests.conftest import FAST_RETRY
@@ -127,3 +128,38 @@ async def test_erase_takes_their_attachment_its_cached_text_and_the_logged_bodie
         bodies = [f"{log.request_json} {log.response_text}" for log in logs]
         assert len(bodies) >= 4
         assert not [body for body in bodies if SECRET in body]
+
+
+async def test_a_turn_in_flight_during_the_erase_stores_nothing_of_their_text(
+    world: WorldFactory,
+) -> None:
+    async with world() as w:
+        x, y = w.server.user, w.server.add_user("bob")
+        enabled = await w.server.inject_interaction("topic enable", user=w.server.admin_user)
+        assert "✅" in (await w.server.wait_for_reply(enabled)).content
+        opened, _ = await _ask(w, "hello there", author=x)
+        await w.settle()
+        await w.services.tasks.drain()
+        pooled = await _pool(w)
+        held = asyncio.Event()
+        w.llm.script(Text(f"{SECRET} is a lovely name for a heron!", chunks=1, after=held))
+        await w.server.inject_message(f"My heron is called {SECRET}", author=x, channel_id=opened)
+        await w.llm.wait_for_requests(2)  # the turn is in flight, its message stored
+
+        assert "Erased" in await _erase(w, x, opened)
+        held.set()
+        await w.wait_text(opened, f"{SECRET} is a lovely name for a heron!")
+        await w.settle()
+        await w.services.tasks.drain()  # the turn's tags, pool words and summary check
+
+        rows = await w.services.db.fetchall(
+            "SELECT m.content, t.tag FROM messages m LEFT JOIN message_tags t "
+            "ON t.space_id = m.space_id AND t.message_id = m.id WHERE m.space_id = ?",
+            (w.space,),
+        )
+        assert not [r for r in rows if SECRET.lower() in f"{r['content']} {r['tag']}".lower()]
+        assert not [r for r in rows if r["tag"] and r["content"] == ERASED_PLACEHOLDER]
+        # X's earlier words left with the erase; the erased turn's never came in.
+        assert pooled and await _pool(w) == set()
+        _, request = await _ask(w, "What was the heron called?", author=y, thread_id=opened)
+        assert SECRET not in _sent(request)

@@ -15,9 +15,10 @@ What goes, in the member's space only:
   from what is left (`ErasedMember.sessions` lists the threads to summarise again);
 - the pool words, attached files and API log bodies their texts left (`erase_traces`).
 
-An erase and the summariser's writes of the space take one lock (`hold_space_memory`), and a
-summary is stored only if the texts it was written from are unchanged: a summary written from
-their messages while the erase ran cannot bring their text back.
+Erased messages carry `erased_at`. What is written from a message while it is being erased
+cannot bring its text back: a summary is stored only if the texts it was made of are unchanged,
+an answer to an erased question is stored as the placeholder, tags and pool words of an erased
+message are not written (see `erase_lock` for PostgreSQL's concurrent transactions).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from bot.store.engine.connection import Connection, utcnow
+from bot.store.repos.erase_lock import hold_for_erase
 from bot.store.repos.erase_traces import find_traces, remove_traces
-from bot.store.repos.memories import hold_space_memory
 
 # Ids per IN (...) list: well under both engines' limits on bound parameters.
 CHUNK: Final = 500
@@ -153,9 +154,9 @@ async def _blank_messages(
         )
         # tagged_at stays set: the tagger's backfill must not tag the placeholder.
         await conn.execute(
-            "UPDATE messages SET content = ?, recall_hidden = 1, "
+            "UPDATE messages SET content = ?, recall_hidden = 1, erased_at = ?, "
             f"tagged_at = COALESCE(tagged_at, ?) WHERE space_id = ? AND id IN ({marks})",
-            (placeholder, now, space, *ids),
+            (placeholder, now, now, space, *ids),
         )
     return tags
 
@@ -188,7 +189,7 @@ async def erase_member(
     `author` is the `messages.author_id` of their messages (None: the local user's, stored
     without one).
     """
-    await hold_space_memory(conn, space)
+    await hold_for_erase(conn, space)
     authored, answers, holding = await _their_messages(conn, space, author)
     memory_ids, sessions = await _with_condensations(conn, space, holding)
     summaries = await _drop_summaries(conn, space, memory_ids)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
 
-from bot.store.engine.connection import Connection, utcnow
+from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
+from bot.store.repos.erase_lock import hold_against_erase
 from bot.store.spaces import SpaceScope, in_space
 
 
@@ -26,19 +26,6 @@ class Memory:
 
 
 _COLUMNS = "id, space_id, session_id, summary, level, condensed_into, created_at"
-# The class half of the PostgreSQL advisory lock an erase and the summaries of a space share.
-_ERASE_LOCK: Final = 28
-
-
-async def hold_space_memory(conn: Connection, space: str) -> None:
-    """Hold the space's erase-and-summaries lock until the transaction ends.
-
-    PostgreSQL only: there several processes write, and at READ COMMITTED a summary's check
-    would not see an erase still running. SQLite has one writer, so its transactions are
-    serial already.
-    """
-    if conn.dialect == "postgresql":
-        await conn.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", (_ERASE_LOCK, space))
 
 
 def _memory(row: Row) -> Memory:
@@ -123,7 +110,7 @@ class MemoryRepository:
         now = utcnow()
         placeholders = ",".join("?" for _ in message_ids)
         async with self._db.transaction() as conn:
-            await hold_space_memory(conn, space)
+            await hold_against_erase(conn, space)
             rows = await conn.execute_fetchall(
                 f"SELECT id, content FROM messages WHERE id IN ({placeholders}) "
                 "AND space_id = ? AND session_id = ? AND archived_at IS NULL",
@@ -154,7 +141,7 @@ class MemoryRepository:
         now = utcnow()
         placeholders = ",".join("?" for _ in memory_ids)
         async with self._db.transaction() as conn:
-            await hold_space_memory(conn, space)
+            await hold_against_erase(conn, space)
             rows = await conn.execute_fetchall(
                 f"SELECT COUNT(*) FROM memories WHERE id IN ({placeholders}) "
                 "AND space_id = ? AND session_id = ? AND condensed_into IS NULL",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from bot.store.engine.connection import Connection, utcnow
 from bot.store.engine.database import Database
+from bot.store.repos.erase_lock import hold_against_erase
 from bot.store.repos.space_records import ensure_space_row
 from bot.store.spaces import SpaceScope, in_space
 
@@ -34,6 +35,16 @@ async def _drop_orphan_authors(conn: Connection, space: str, channel_id: int) ->
     )
 
 
+async def _any_erased(conn: Connection, space: str, message_ids: Sequence[int]) -> bool:
+    """Whether an erase took one of the messages (their words must not come back)."""
+    marks = ", ".join("?" for _ in message_ids)
+    rows = await conn.execute_fetchall(
+        f"SELECT 1 FROM messages WHERE space_id = ? AND id IN ({marks}) AND erased_at IS NOT NULL",
+        (space, *message_ids),
+    )
+    return bool(rows)
+
+
 class WordPoolRepository:
     """Reads and writes `word_pool`, keyed by (space, channel, word)."""
 
@@ -49,15 +60,20 @@ class WordPoolRepository:
         keep: int,
         at: str | None = None,
         authored: Sequence[tuple[str, str]] = (),
-    ) -> None:
-        """Count `words` for the channel, then keep only its `keep` most recently seen words.
+        from_messages: Sequence[int] = (),
+    ) -> bool:
+        """Count `words` for the channel, then keep only its `keep` most recently seen words;
+        False (nothing added) when one of the stored messages they came from was erased.
 
         `authored`: (word, author id) pairs, who brought which word (an erase takes them)."""
         if not words:
-            return
+            return True
         now = at or utcnow()
         counts = Counter(words)
         async with self._db.transaction() as conn:
+            await hold_against_erase(conn, space)
+            if from_messages and await _any_erased(conn, space, from_messages):
+                return False
             await ensure_space_row(conn, space)
             await conn.executemany(
                 "INSERT INTO word_pool (space_id, channel_id, word, count, last_seen) "
@@ -77,6 +93,7 @@ class WordPoolRepository:
                 (space, channel_id, space, channel_id, max(0, keep)),
             )
             await _drop_orphan_authors(conn, space, channel_id)
+        return True
 
     async def words(self, space: str, channel_id: int) -> list[PoolWord]:
         """The channel's pool, most recently seen first."""

@@ -110,6 +110,8 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
             Column("recall_hidden", INTEGER, default=0, since=6),
             # When the background recall indexer handled it (`recall_terms`); NULL: pending.
             Column("recall_indexed_at", TEXT, null=True, since=7),
+            # When "erase me" replaced its text: nothing written later may bring it back.
+            Column("erased_at", TEXT, null=True, since=11),
         ),
         foreign_keys=(IN_SESSION,),
         indexes=(

@@ -136,7 +136,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     # embedding model, filled in the background when an embedding model is configured).
     added_in(10),
     # 11: who each word of a channel's word pool came from (`word_pool_authors`), so that
-    # erasing a member takes the words they brought.
+    # erasing a member takes the words they brought; `messages.erased_at` marks an erased
+    # message, so that a write racing the erase (an answer, tags, pool words) keeps out.
     added_in(11),
 )
 
