@@ -161,5 +161,9 @@ async def test_a_turn_in_flight_during_the_erase_stores_nothing_of_their_text(
         assert not [r for r in rows if r["tag"] and r["content"] == ERASED_PLACEHOLDER]
         # X's earlier words left with the erase; the erased turn's never came in.
         assert pooled and await _pool(w) == set()
+        # The in-flight call's log row, written after the erase, keeps no body either.
+        logs = await w.services.repos.api_logs.list(ApiLogFilter(space_id=w.space), limit=100)
+        assert [log for log in logs if log.request_json == ERASED_PLACEHOLDER]
+        assert not [log for log in logs if SECRET in f"{log.request_json} {log.response_text}"]
         _, request = await _ask(w, "What was the heron called?", author=y, thread_id=opened)
         assert SECRET not in _sent(request)

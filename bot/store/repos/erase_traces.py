@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -119,12 +118,11 @@ async def _drop_attachments(conn: Connection, space: str, found: set[tuple[str, 
 
 async def _blank_logs(conn: Connection, space: str, since: str, placeholder: str) -> int:
     """Blank the bodies of the API log rows that may carry their text; how many."""
-    blank = json.dumps({"erased": placeholder}, ensure_ascii=False)
     cursor = await conn.execute(
         "UPDATE api_logs SET request_json = ?, "
         "response_text = CASE WHEN response_text IS NULL THEN NULL ELSE ? END "
         "WHERE (space_id = ? OR space_id IS NULL) AND created_at >= ? AND request_json <> ?",
-        (blank, placeholder, space, since, blank),
+        (placeholder, placeholder, space, since, placeholder),
     )
     return int(cursor.rowcount)
 

@@ -131,6 +131,8 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
             # Recall's recent window (the space's newest messages) reads this backwards.
             Index("ix_messages_space", ("space_id", "id"), since=7),
             Index("ix_messages_unindexed", ("id",), where="recall_indexed_at IS NULL", since=7),
+            # An API log row checks for an erase since its call began (few rows: erased ones).
+            Index("ix_messages_erased", ("erased_at",), where="erased_at IS NOT NULL", since=11),
         ),
     ),
     Table(
