@@ -11,6 +11,7 @@ from bot.memory.member_memory import ERASED_PLACEHOLDER, LOCAL_MEMBER, ErasedMem
 from bot.prompts import prompts_for
 from bot.store import Repositories
 from bot.store.engine.database import Database
+from bot.store.repos.message_embeddings import StoredVector
 from bot.store.repos.recall_terms import IndexedWords
 from bot.store.schema.tables import TABLES
 
@@ -367,3 +368,32 @@ async def test_erase_takes_the_pool_words_they_brought_and_only_theirs(db: Datab
     assert await pool.words(A, 8) == []
     assert {p.word for p in await pool.words(B, 7)} == {"Otaru"}
     assert await authors(A) == {("Kyoto", Y)} and await authors(B) == {("Otaru", X)}
+
+
+async def test_an_index_or_embedding_read_before_the_erase_writes_nothing_of_it(
+    db: Database,
+) -> None:
+    w = await _world(db)
+    session = (await w.repos.sessions.create(A, title="pets")).id
+    asked, answer = await _say(w, A, session, X, f"my cat is {SECRET}")
+    kept, _ = await _say(w, A, session, Y, f"I had {KEPT} today")
+    # The background indexer and embedder read the texts; the erase runs; they write.
+    pending = await w.repos.recall_terms.unindexed_all_spaces(10)
+    unembedded = await w.repos.message_embeddings.unembedded_all_spaces("e", 10)
+    await w.members.erase(A, X)
+    words = [IndexedWords(row.space_id, row.id, row.content.lower()) for row in pending]
+    await w.repos.recall_terms.store(pending, words)
+    await w.repos.message_embeddings.store(
+        "e", [StoredVector(row.space_id, row.id, [1.0, 0.0]) for row in unembedded]
+    )
+
+    rows = await db.fetchall("SELECT id, terms FROM recall_terms WHERE space_id = ?", (A,))
+    assert not [row for row in rows if SECRET.lower() in str(row["terms"])]
+    assert kept in {int(row["id"]) for row in rows}
+    vectors = await db.fetchall(
+        "SELECT message_id FROM message_embeddings WHERE space_id = ?", (A,)
+    )
+    assert {int(row["message_id"]) for row in vectors} == {
+        row.id for row in unembedded if row.id not in (asked, answer)
+    }
+    assert {asked, answer} <= {row.id for row in unembedded}
