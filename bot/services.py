@@ -240,15 +240,17 @@ def _open_memory(
     )
 
 
-def _forget_erased_files(memory: _Memory, tool_deps: ToolDeps | None) -> None:
-    """An erase deletes the files the member attached: their text leaves the tools' cache."""
-    if tool_deps is None:
-        return
-    cache = tool_deps.doc_cache
+def _after_erase(memory: _Memory, tool_deps: ToolDeps | None) -> None:
+    """After an erase: the knowledge their searches saved goes (with its files), and the
+    text of the files they attached leaves the tools' cache."""
+    cache = tool_deps.doc_cache if tool_deps is not None else None
 
     async def forget(space: str, erased: ErasedMember) -> None:
+        for entry_id in erased.knowledge:
+            await memory.knowledge.delete(space, entry_id)
         for session_id, attachment_id in erased.attachments:
-            cache.forget(attachment_key(space, session_id, attachment_id))
+            if cache is not None:
+                cache.forget(attachment_key(space, session_id, attachment_id))
 
     memory.members.add_erase_listener(forget)
 
@@ -468,7 +470,7 @@ async def open_services(
         core = await _open_core(stack, settings, opts)
         tool_deps = _open_builtin_tools(stack, core, opts)
         memory = _open_memory(stack, core, tool_deps, analyzer)
-        _forget_erased_files(memory, tool_deps)
+        _after_erase(memory, tool_deps)
         # Loads off the event loop (threads) while the rest opens; done before we are ready.
         warming = asyncio.ensure_future(_warm_up(core, memory, opts))
         stack.push_async_callback(_settle, warming)

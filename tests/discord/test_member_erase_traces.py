@@ -27,7 +27,12 @@ SECRET = "HERON-42"
 @pytest.fixture
 def service_options() -> ServiceOptions:
     """The built-in tools too: pdf_to_text reads the member's attachment (and caches it)."""
-    return ServiceOptions(retry=FAST_RETRY, builtin_tools=True, warm_start=False)
+    return ServiceOptions(retry=FAST_RETRY, builtin_tools=True, warm_start=False, search_fn=_search)
+
+
+def _search(query: str, count: int) -> list[dict[str, str]]:
+    """The web search: one hit naming what was asked."""
+    return [{"title": f"On {query}", "href": "https://example.org/a", "body": f"{query}."}]
 
 
 async def _until(check: Callable[[], Awaitable[bool]]) -> None:
@@ -167,3 +172,39 @@ async def test_a_turn_in_flight_during_the_erase_stores_nothing_of_their_text(
         assert not [log for log in logs if SECRET in f"{log.request_json} {log.response_text}"]
         _, request = await _ask(w, "What was the heron called?", author=y, thread_id=opened)
         assert SECRET not in _sent(request)
+
+
+async def test_erase_takes_the_web_knowledge_their_searches_saved(world: WorldFactory) -> None:
+    def model(request: RecordedRequest) -> ToolCalls | Text:
+        asked = str([m for m in request.messages if m["role"] == "user"][-1]["content"])
+        if not request.tools:  # the knowledge summary of the search results
+            return Text(f"# {asked[:40]}\nWhat the page says.", chunks=1)
+        if _tool_results(request):
+            return Text("Found it.", chunks=1)
+        return ToolCalls([("web_search", {"query": asked.rsplit(": ", maxsplit=1)[-1]})])
+
+    async with world() as w:
+        x, y = w.server.user, w.server.add_user("bob")
+        w.llm.default_reply = model
+        for who, topic in ((x, f"{SECRET} breeders"), (y, "ramen in Sapporo")):
+            sent = await w.server.inject_message(f"search the web: {topic}", author=who)
+            thread = await w.wait_thread(sent)
+            await w.server.wait_for(  # the answer, then its sources
+                lambda t=thread: any("Found it." in m.content for m in w.bot_messages(t))
+            )
+            await w.settle()
+        await w.services.tasks.drain()
+        saved = await w.services.knowledge.latest(w.space, 10)
+        assert sorted(e.query for e in saved) == sorted([f"{SECRET} breeders", "ramen in Sapporo"])
+        files = [w.services.knowledge.kb_dir() / str(e.md_path) for e in saved]
+        assert all(path.is_file() for path in files)
+
+        assert "Erased" in await _erase(w, x, w.server.channel_id)
+
+        [kept] = await w.services.knowledge.latest(w.space, 10)
+        assert kept.query == "ramen in Sapporo"
+        assert [path.is_file() for path in files] == [e.id == kept.id for e in saved]
+        rows = await w.services.db.fetchall(
+            "SELECT query, title, summary FROM knowledge_entries WHERE space_id = ?", (w.space,)
+        )
+        assert not [row for row in rows if SECRET in " ".join(map(str, row))]

@@ -12,10 +12,14 @@
   embedding batch) since their first message may hold their words, or a paraphrase of them.
   Those rows keep their metadata (model, purpose, latency, tokens, cost); their request and
   response bodies become the placeholder.
+- Web knowledge their searches saved: the entries whose query is the query of a `web_search`
+  their turn made (or, without one, their message's text). The caller deletes them through
+  the knowledge service, which also removes their Markdown files.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +31,9 @@ from bot.store.engine.connection import Connection
 CHUNK: Final = 500
 # `attachment:<id>` as the attachment reference writes it (ids are 16 hex digits).
 ATTACHMENT_REF: Final = re.compile(r"attachment:([0-9a-f]{16})(?![0-9a-f])")
+# As the knowledge service keeps a query: one line, control characters as spaces, bounded.
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+MAX_QUERY_CHARS: Final = 500
 
 
 @dataclass
@@ -77,6 +84,40 @@ async def find_traces(
             if found.since is None or created < found.since:
                 found.since = created
     return found
+
+
+def _query(text: str) -> str:
+    """A query as a knowledge entry keeps it."""
+    return " ".join(_CONTROL.sub(" ", text).split())[:MAX_QUERY_CHARS].strip()
+
+
+async def knowledge_they_caused(
+    conn: Connection, space: str, authored: Sequence[int]
+) -> tuple[int, ...]:
+    """The space's knowledge entries saved from the web searches of their turns."""
+    queries: set[str] = set()
+    for marks, ids in _chunks(authored):
+        rows = await conn.execute_fetchall(
+            "SELECT t.arguments_json, m.content FROM tool_calls t JOIN messages m "
+            "ON m.space_id = t.space_id AND m.id = t.message_id WHERE t.space_id = ? "
+            f"AND t.tool = 'web_search' AND t.message_id IN ({marks})",
+            (space, *ids),
+        )
+        for row in rows:
+            try:
+                asked = json.loads(str(row["arguments_json"])).get("query")
+            except (ValueError, AttributeError):
+                asked = None
+            text = asked if isinstance(asked, str) and asked.strip() else str(row["content"])
+            queries.add(_query(text))
+    found: set[int] = set()
+    for marks, part in _chunks(sorted(queries)):
+        entries = await conn.execute_fetchall(
+            f"SELECT id FROM knowledge_entries WHERE space_id = ? AND query IN ({marks})",
+            (space, *part),
+        )
+        found.update(int(row["id"]) for row in entries)
+    return tuple(sorted(found))
 
 
 async def _drop_words(conn: Connection, space: str, words: set[str], placeholder: str) -> None:

@@ -13,7 +13,8 @@ What goes, in the member's space only:
   their embeddings and tags): the messages they replaced are un-archived and the summaries
   they had condensed are live again, so the summariser rebuilds the thread's long-term memory
   from what is left (`ErasedMember.sessions` lists the threads to summarise again);
-- the pool words, attached files and API log bodies their texts left (`erase_traces`).
+- the pool words, attached files, API log bodies and web knowledge their texts left
+  (`erase_traces`).
 
 Erased messages carry `erased_at`. What is written from a message while it is being erased
 cannot bring its text back: a summary is stored only if the texts it was made of are unchanged,
@@ -29,7 +30,7 @@ from typing import Final
 
 from bot.store.engine.connection import Connection, utcnow
 from bot.store.repos.erase_lock import hold_for_erase
-from bot.store.repos.erase_traces import find_traces, remove_traces
+from bot.store.repos.erase_traces import find_traces, knowledge_they_caused, remove_traces
 
 # Ids per IN (...) list: well under both engines' limits on bound parameters.
 CHUNK: Final = 500
@@ -48,6 +49,8 @@ class ErasedMember:
     attachments: tuple[tuple[str, str], ...] = ()
     # API log rows whose bodies were blanked.
     logs: int = 0
+    # Knowledge entries their web searches saved (the knowledge service deletes them).
+    knowledge: tuple[int, ...] = ()
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[tuple[str, tuple[int, ...]]]:
@@ -193,6 +196,7 @@ async def erase_member(
     authored, answers, holding = await _their_messages(conn, space, author)
     memory_ids, sessions = await _with_condensations(conn, space, holding)
     summaries = await _drop_summaries(conn, space, memory_ids)
+    knowledge = await knowledge_they_caused(conn, space, authored)
     await _blank_turns(conn, space, author, authored, placeholder)
     erased = sorted([*authored, *answers])
     traces = await find_traces(conn, space, author, erased)
@@ -212,4 +216,5 @@ async def erase_member(
         sessions=tuple(sorted(sessions)),
         attachments=tuple(sorted(traces.attachments)),
         logs=logs,
+        knowledge=knowledge,
     )
