@@ -1,9 +1,9 @@
 """What else an erase takes of a member's text (see `member_erase`), in the same transaction.
 
 - The word pool: every word they brought (`word_pool_authors`: their channel messages and
-  conversations) and every pool word found in one of the erased texts (words from before
-  authors were kept, or seeded from a channel's history) leaves every channel's pool of the
-  space, even when others used it too; the topic posts made with such a word lose their
+  conversations) and every pool word of unknown author (pooled before authors were kept, or
+  seeded from a channel's history) found in one of the erased texts leaves every channel's
+  pool of the space, even when others used it too; the topic posts made with such a word lose their
   topic, words and text.
 - The files their messages attached (`attachment:<id>` in the message text, in that session):
   the stored bytes go, so `pdf_to_text` can no longer read them.
@@ -57,8 +57,13 @@ async def find_traces(
 ) -> Traces:
     """Read the texts about to be erased: the pool words they brought or hold, the files
     they attached."""
+    # Words whose authors are recorded are found by author; only the others (pooled before
+    # authors were kept, or seeded from a channel's history) are looked for in the texts.
     rows = await conn.execute_fetchall(
-        "SELECT DISTINCT word FROM word_pool WHERE space_id = ?", (space,)
+        "SELECT DISTINCT p.word FROM word_pool p WHERE p.space_id = ? AND NOT EXISTS ("
+        "SELECT 1 FROM word_pool_authors a WHERE a.space_id = p.space_id "
+        "AND a.channel_id = p.channel_id AND a.word = p.word)",
+        (space,),
     )
     pool = [(str(row["word"]), str(row["word"]).casefold()) for row in rows]
     found = Traces()
