@@ -79,10 +79,14 @@ async def find_traces(
             f"WHERE space_id = ? AND id IN ({marks})",
             (space, *ids),
         )
+        # One search per word over the chunk's texts (a NUL between them: no word spans two);
+        # a word found once is not looked for again.
+        joined = "\0".join(str(row["content"] or "") for row in texts).casefold()
+        hits = {word for word, key in pool if key and key in joined}
+        found.words |= hits
+        pool = [(word, key) for word, key in pool if word not in hits]
         for row in texts:
             content = str(row["content"] or "")
-            folded = content.casefold()
-            found.words.update(word for word, key in pool if key and key in folded)
             session = str(row["session_id"])
             found.attachments.update((session, ref) for ref in ATTACHMENT_REF.findall(content))
             created = str(row["created_at"])
