@@ -23,9 +23,10 @@ words) over the same messages of the conversation, the question as the query.
 Tuning hygiene: `--conversations 26,30` restricts the run (the tuning subset); the summary
 line also gives the figure over the other conversations alone (`held_out`).
 
-Run: .venv/bin/python bench/recall_heldout.py [DIR] [--conversations 26,30]
+Run: .venv/bin/python bench/recall_heldout.py [DIR] [--conversations 26,30] [--database URL]
      (DIR or $LOCOMO_DIR: the folder of LoCoMo's per-conversation JSON files, e.g.
-     locomo10_v2/{26,30,…}.json, or one locomo10.json holding a list of them.)
+     locomo10_v2/{26,30,…}.json, or one locomo10.json holding a list of them; --database:
+     an empty database's URL, e.g. on PostgreSQL, instead of a temporary SQLite file.)
 Prints one JSON object, then a one-line summary. Not a timed test.
 """
 
@@ -153,9 +154,10 @@ def _score(tops: list[tuple[list[str], list[str]]]) -> dict[str, Any]:
     }
 
 
-async def evaluate(path: Path, convos: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Rankings of the product and of BM25 for every question, scored per conversation."""
-    db = await Database.open(path)
+async def evaluate(path: Path | str, convos: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Rankings of the product and of BM25 for every question, scored per conversation (in a
+    SQLite file at `path`, or in the empty database at the URL `path`)."""
+    db = await (Database.connect(path) if isinstance(path, str) else Database.open(path))
     per: dict[str, Any] = {}
     dropped = 0
     try:
@@ -195,6 +197,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", nargs="?", default=os.environ.get("LOCOMO_DIR"))
     parser.add_argument("--conversations", default="", help="only these, e.g. 26,30")
+    parser.add_argument(
+        "--database", default="", help="an empty database's URL instead (e.g. postgresql://…)"
+    )
     args = parser.parse_args()
     if not args.directory or not Path(args.directory).is_dir():
         sys.exit(
@@ -208,7 +213,7 @@ def main() -> None:
     if not convos:
         sys.exit(f"recall_heldout: no LoCoMo conversation found in {args.directory}")
     with tempfile.TemporaryDirectory() as tmp:
-        result = asyncio.run(evaluate(Path(tmp) / "locomo.db", convos))
+        result = asyncio.run(evaluate(args.database or Path(tmp) / "locomo.db", convos))
     names = sorted(convos)
     held = [name for name in names if name not in TUNING]
     report = {

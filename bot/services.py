@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -29,7 +29,7 @@ from bot.llm.gateway import (
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
 from bot.memory.local_kb import LocalKnowledgeBase
-from bot.memory.member_memory import MemberMemory
+from bot.memory.member_memory import ErasedMember, MemberMemory
 from bot.memory.notes import NotesService
 from bot.memory.recall import RecallService
 from bot.memory.recall_embed import RecallEmbedder, SemanticRecall
@@ -52,6 +52,7 @@ from bot.tools.knowledge_tools import register_knowledge_tools
 from bot.tools.mcp.status import McpTools, NoMcp
 from bot.tools.member_tools import register_member_tools
 from bot.tools.notes_tools import NotesUpdatedHook, register_notes_tools
+from bot.tools.pdf import attachment_key
 from bot.tools.recall_tool import register_recall_tool
 from bot.tools.safe_http import FetchPolicy
 from bot.tools.web_search import SearchFn
@@ -245,6 +246,21 @@ def _open_memory(
     )
 
 
+def _after_erase(memory: _Memory, tool_deps: ToolDeps | None) -> None:
+    """After an erase: the knowledge their searches saved goes (with its files), and the
+    text of the files they attached leaves the tools' cache."""
+    cache = tool_deps.doc_cache if tool_deps is not None else None
+
+    async def forget(space: str, erased: ErasedMember) -> None:
+        for entry_id in erased.knowledge:
+            await memory.knowledge.delete(space, entry_id)
+        for session_id, attachment_id in erased.attachments:
+            if cache is not None:
+                cache.forget(attachment_key(space, session_id, attachment_id))
+
+    memory.members.add_erase_listener(forget)
+
+
 async def _open_topics(core: _Core, memory: _Memory) -> TopicService:
     """Idle chats and periodic posts, with the configured channels loaded."""
     picker = TopicPicker(memory.word_pool, core.repos.tags)
@@ -298,10 +314,10 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
         pending=pending,
     )
 
-    async def summarize_after_erase(space: str, sessions: Sequence[str]) -> None:
+    async def summarize_after_erase(space: str, erased: ErasedMember) -> None:
         # The erase took the summaries holding the member's messages and un-archived what they
         # replaced: the summariser rebuilds them from the placeholders, off the caller's path.
-        for session_id in sessions:
+        for session_id in erased.sessions:
             core.tasks.spawn(
                 summarizer.maybe_summarize(space, session_id), name=f"resummarize-{session_id}"
             )
@@ -354,8 +370,14 @@ def _add_engine_hooks(
 
     async def remember_words_and_tags(result: TurnResult) -> None:
         messages = (result.user_message, result.answer)
+        # The answer's words count as the asker's: an erase takes both.
+        asker = result.user_message.author_id
         await topics.feed_conversation(
-            result.space_id, result.pool_channel_id, [message.content for message in messages]
+            result.space_id,
+            result.pool_channel_id,
+            [message.content for message in messages],
+            [asker, asker],
+            [message.id for message in messages],
         )
         await memory.tagger.tag_messages(
             result.space_id,
@@ -454,6 +476,7 @@ async def open_services(
         core = await _open_core(stack, settings, opts)
         tool_deps = _open_builtin_tools(stack, core, opts)
         memory = _open_memory(stack, core, tool_deps, analyzer)
+        _after_erase(memory, tool_deps)
         # Loads off the event loop (threads) while the rest opens; done before we are ready.
         warming = asyncio.ensure_future(_warm_up(core, memory, opts))
         stack.push_async_callback(_settle, warming)

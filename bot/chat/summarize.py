@@ -130,8 +130,13 @@ class Summarizer:
         if not summary:
             log.warning("summary of session %s was empty; postponed", session_id)
             return None
+        # Only if the texts are still those it read: an erase meanwhile voids the summary.
         memory = await self._memories.summarize_messages(
-            space, session_id, [message.id for message in batch], summary
+            space,
+            session_id,
+            [message.id for message in batch],
+            summary,
+            written_from={message.id: message.content for message in batch},
         )
         if memory is not None:
             log.info("session %s: %d messages summarised", session_id, len(batch))

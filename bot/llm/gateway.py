@@ -20,6 +20,7 @@ from bot.llm.tokens import prompt_tokens, tool_tokens
 from bot.llm.tool_sets import PerToolSet
 from bot.llm.types import Completion, Embeddings, Message, StreamDelta, ToolSchema, Usage
 from bot.llm.usage_estimate import PromptShape, counted_usage
+from bot.store.engine.connection import utcnow
 from bot.store.repos.api_logs import ApiLogRepository
 from bot.store.repos.token_factors import TokenFactorRepository
 from bot.utils.durations import elapsed_ms, loop_now
@@ -127,6 +128,8 @@ class _CallLog:
     # What was sent, for the estimate of its tokens when the server does not count them.
     shape: PromptShape = field(default_factory=PromptShape)
     embedding: bool = False
+    # Wall-clock start: a member erased since then may be in the request (see api_logs).
+    started_at: str = field(default_factory=utcnow)
 
 
 @dataclass
@@ -289,6 +292,7 @@ class LLMGateway:
                 completion_tokens=counts.completion_tokens,
                 cost=counts.cost,
                 tokens_estimated=counts.estimated,
+                started_at=call.started_at,
             )
         except Exception:
             log.exception("could not write api log")

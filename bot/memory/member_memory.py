@@ -12,7 +12,7 @@ kept about them (the `/memory me` commands); while it is off nothing is saved ab
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.errors import UserFacingError, ValidationError
@@ -60,8 +60,8 @@ _JA_BEFORE = re.compile(
 _TRAILING = " \t\n.!?。！？、,，"
 ERASED_PLACEHOLDER = "[erased at the member's request]"
 
-# Told the space and the sessions whose summaries an erase removed (to summarise them again).
-EraseListener = Callable[[str, Sequence[str]], Awaitable[None]]
+# Told the space and what an erase removed (threads to summarise again, files to forget).
+EraseListener = Callable[[str, ErasedMember], Awaitable[None]]
 
 
 class MemoryOffError(UserFacingError):
@@ -137,7 +137,7 @@ class MemberMemory:
         self._erase_listeners: list[EraseListener] = []
 
     def add_erase_listener(self, listener: EraseListener) -> None:
-        """Call `listener(space, sessions)` after each erase that removed summaries."""
+        """Call `listener(space, erased)` after each erase."""
         self._erase_listeners.append(listener)
 
     async def remember(
@@ -213,7 +213,6 @@ class MemberMemory:
         local = member == LOCAL_MEMBER and parse_space(space).kind == "local"
         author = None if local else member
         erased = await self._repo.erase(space, member, author, self._placeholder())
-        if erased.sessions:
-            for listener in self._erase_listeners:
-                await listener(space, erased.sessions)
+        for listener in self._erase_listeners:
+            await listener(space, erased)
         return erased

@@ -31,17 +31,43 @@ class WordPool:
         self._repo = repo
         self._maxlen = maxlen
 
-    async def add_text(self, space: str, channel_id: int, text: str) -> list[str]:
-        """Add the nouns of one message to the channel's pool; returns them."""
+    async def add_text(
+        self, space: str, channel_id: int, text: str, *, author: str | None = None
+    ) -> list[str]:
+        """Add the nouns of one message (by `author`, when known) to the channel's pool;
+        returns them."""
         nouns = await self._analyzer.nouns_async(text)
-        await self._repo.add(space, channel_id, nouns, keep=self._maxlen)
+        authored = [(noun, author) for noun in nouns] if author else []
+        await self._repo.add(space, channel_id, nouns, keep=self._maxlen, authored=authored)
         return nouns
 
-    async def add_texts(self, space: str, channel_id: int, texts: Sequence[str]) -> None:
-        """Add the nouns of several messages to the channel's pool at once."""
+    async def add_texts(
+        self,
+        space: str,
+        channel_id: int,
+        texts: Sequence[str],
+        authors: Sequence[str | None] = (),
+        from_messages: Sequence[int] = (),
+    ) -> None:
+        """Add the nouns of several messages to the channel's pool at once; `authors[i]`
+        (when given) brought `texts[i]`; none when a stored message of `from_messages` was
+        erased meanwhile."""
         per_text = await self._analyzer.nouns_many(texts)
         words = [noun for nouns in per_text for noun in nouns]
-        await self._repo.add(space, channel_id, words, keep=self._maxlen)
+        authored = [
+            (noun, author)
+            for nouns, author in zip(per_text, authors, strict=False)
+            if author
+            for noun in nouns
+        ]
+        await self._repo.add(
+            space,
+            channel_id,
+            words,
+            keep=self._maxlen,
+            authored=authored,
+            from_messages=from_messages,
+        )
 
     async def words(self, space: str, channel_id: int) -> list[PoolWord]:
         """The channel's pool, most recently seen first."""

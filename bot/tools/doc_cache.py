@@ -108,6 +108,10 @@ class DocumentCache:
             self._drop(key)
         self._evict()
 
+    def forget(self, key: CacheKey) -> None:
+        """Forget one document (its source is gone: an erased member's attachment)."""
+        self._drop(key)
+
     def clear(self) -> None:
         """Forget every document."""
         self._entries.clear()

@@ -51,6 +51,11 @@ _ATTACHMENT_RE = re.compile(r"attachment:([A-Za-z0-9_-]{1,64})")
 _WINDOWS_PATH_RE = re.compile(r"[A-Za-z]:[\\/]")
 
 
+def attachment_key(space: str, session_id: str, attachment_id: str) -> CacheKey:
+    """The document cache's key of a conversation's attachment read as a PDF."""
+    return ("pdf", f"attachment:{space}:{session_id}:{attachment_id}")
+
+
 class NotPdfError(ExtractionError):
     """The bytes are not a PDF at all; the message says which source."""
 
@@ -304,7 +309,7 @@ class PdfToText:
             raise ToolError(ATTACHMENT_NOT_FOUND.format(ref=source[:80]))
         if owner is None or self._attachments is None:
             raise ToolError(NO_SESSION)
-        key: CacheKey = ("pdf", f"attachment:{owner[0]}:{owner[1]}:{match.group(1)}")
+        key = attachment_key(owner[0], owner[1], match.group(1))
         return key, self._attachment_loader(owner, match.group(1), max_bytes)
 
     def _url_loader(self, url: str, max_bytes: int) -> Callable[[], Awaitable[CachedDocument]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -148,23 +148,37 @@ class TopicService:
         return self._configured.get(channel_id) == (space, True)
 
     async def record_activity(
-        self, space: str, channel_id: int, text: str = "", at: datetime | None = None
+        self,
+        space: str,
+        channel_id: int,
+        text: str = "",
+        at: datetime | None = None,
+        *,
+        author: str | None = None,
     ) -> None:
-        """A person wrote `text` in `channel_id` of `space`: remember when, and add its nouns
-        to the channel's word pool if topics are enabled there (cheap no-op elsewhere)."""
+        """A person (`author`) wrote `text` in `channel_id` of `space`: remember when, and add
+        its nouns to the channel's word pool if topics are enabled there (no-op elsewhere)."""
         known = self._configured.get(channel_id)
         if known is None or known[0] != space:
             return
         await self.repo.record_human_activity(space, channel_id, _utc(at or self.now()))
         if known[1] and text.strip() and self._pool is not None:
-            await self._pool.add_text(space, channel_id, text)
+            await self._pool.add_text(space, channel_id, text, author=author)
 
-    async def feed_conversation(self, space: str, channel_id: int | None, texts: list[str]) -> bool:
-        """Add a conversation's messages to the word pool of the channel it hangs off, if
-        topics are enabled there; returns whether they were added."""
+    async def feed_conversation(
+        self,
+        space: str,
+        channel_id: int | None,
+        texts: list[str],
+        authors: Sequence[str | None] = (),
+        message_ids: Sequence[int] = (),
+    ) -> bool:
+        """Add a conversation's messages (`authors[i]` brought `texts[i]`; stored as
+        `message_ids`, unless erased meanwhile) to the word pool of the channel it hangs off,
+        if topics are enabled there; returns whether topics are enabled there."""
         if channel_id is None or self._pool is None or not self._enabled(space, channel_id):
             return False
-        await self._pool.add_texts(space, channel_id, texts)
+        await self._pool.add_texts(space, channel_id, texts, authors, message_ids)
         return True
 
     async def configure(

@@ -51,6 +51,13 @@ async def test_erase_a_member_in_one_space(admin: Admin) -> None:
     kept = await repos.messages.add(A, here.id, "user", "ramen", author_id=Y)
     elsewhere = await repos.messages.add(B, there.id, "user", f"cat {SECRET}", author_id=X)
     await members.remember(A, X, f"my cat is {SECRET}", "request")
+    logged = {
+        space: await repos.api_logs.add(
+            session_id=session, model="m", purpose="chat", request_json=f'"{SECRET}"',
+            response_text=f"So, {SECRET}.", error=None, latency_ms=3,
+        )
+        for space, session in ((A, here.id), (B, there.id))
+    }  # fmt: skip
 
     erased = await admin.post(f"/api/memory/members/{A}/{X}/erase")
     assert erased.status == 200
@@ -63,3 +70,8 @@ async def test_erase_a_member_in_one_space(admin: Admin) -> None:
     far = await repos.messages.get(B, elsewhere.id)
     assert far is not None and SECRET in far.content
     assert (await admin.get(f"/api/memory/members/{A}")).json == {"members": []}
+    # The Logs page shows the call, its bodies replaced by the placeholder.
+    shown = (await admin.get(f"/api/logs/{logged[A]}")).json
+    assert shown["request_json"] == shown["response_text"] == stored.content
+    assert shown["model"] == "m" and shown["latency_ms"] == 3
+    assert SECRET in (await admin.get(f"/api/logs/{logged[B]}")).json["request_json"]

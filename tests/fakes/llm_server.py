@@ -175,13 +175,15 @@ def _check_pieces(text: str, chunks: int | Sequence[str] | None, what: str) -> l
 
 @dataclass(frozen=True)
 class Text:
-    """The model answers `text`, streamed in `chunks` pieces (None: one piece per word)."""
+    """The model answers `text`, streamed in `chunks` pieces (None: one piece per word);
+    with `after`, only once the test sets that event (a turn held in flight)."""
 
     text: str
     chunks: int | list[str] | None = None
     delay: float = 0.0
     prompt_tokens: int = 10
     completion_tokens: int | None = None
+    after: asyncio.Event | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
@@ -804,6 +806,13 @@ class FakeLLMServer:
         if transport is not None:
             transport.abort()
 
+    async def _reply_when_due(self, recorded: RecordedRequest) -> Reply | str:
+        """The next reply, once the event a `Text(after=...)` waits for is set."""
+        reply = self._next_reply(recorded)
+        if isinstance(reply, Text) and reply.after is not None:
+            await reply.after.wait()
+        return reply
+
     def _next_reply(self, recorded: RecordedRequest) -> Reply | str:
         """The reply for this chat request, or an error message for a 500."""
         if self._queue:
@@ -865,7 +874,7 @@ class FakeLLMServer:
         if not isinstance(body.get("messages"), list):
             return _json_response(400, wire.error(400, "FakeLLMServer: 'messages' must be a list"))
 
-        reply = self._next_reply(recorded)
+        reply = await self._reply_when_due(recorded)
         if isinstance(reply, str):
             return _json_response(500, {"error": reply})
         if isinstance(reply, HttpError):

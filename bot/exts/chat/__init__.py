@@ -225,7 +225,7 @@ class Chat(commands.Cog):
         if message.guild is not None and channel_id is not None:
             text = "" if in_thread or _addressed(message, me) else message.content
             await self.deps.services.topics.record_activity(
-                space_of_message(message), channel_id, text
+                space_of_message(message), channel_id, text, author=str(message.author.id)
             )
 
     async def _route(self, message: discord.Message, me: discord.ClientUser) -> Route | None:

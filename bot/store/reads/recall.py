@@ -7,7 +7,7 @@ relevance rule are in `bot.store.reads.recall_rank`.
 Bounded on every engine, never a scan of the history:
 - terms of 3+ characters: the full-text index (SQLite FTS5 trigram `messages_fts`, the terms
   as quoted phrases OR-ed, best FTS_CANDIDATES by bm25; PostgreSQL: the pg_trgm GIN index
-  serving ILIKE, OR-ed, best FTS_CANDIDATES by trigram similarity);
+  serving ILIKE, OR-ed, the same bm25 computed in Python, `recall_postgres`);
 - shorter terms (東京, 猫): LIKE over the space's RECENT_WINDOW most recent messages, as
   `bot.store.reads.search` does;
 - summaries (no full-text index): LIKE over the space's SUMMARY_WINDOW newest live summaries.
@@ -17,16 +17,18 @@ on each side (same session, by id).
 `ranked` fuses that lexical list (reciprocal rank fusion, `recall_rank.fuse`) with a second
 one from the term index `recall_terms` (filled in the background: Janome words, English stems,
 the speaker's name, the date; see `bot.store.reads.recall_words`): SQLite FTS5 `unicode61`
-ranked by bm25, PostgreSQL the lexeme GIN index ranked by ts_rank; best WORD_CANDIDATES, newest
-first on ties; fused with FUSE_K and FUSE_WEIGHTS. A hit's `matched` then also holds the
-terms it matched through its words (`moving` in a message saying `moved`, a speaker's name).
+ranked by bm25, PostgreSQL the lexeme GIN index and the same bm25; best WORD_CANDIDATES, newest
+first on ties (both engines return the same hits in the same order); fused with FUSE_K and
+FUSE_WEIGHTS. A hit's `matched` then also holds the terms it matched through its words
+(`moving` in a message saying `moved`, a speaker's name).
 The match holds only the query's uncommon words (`recall_words.common_words`: each word's
 messages counted up to COMMON_WORD_DOCS, the rest kept rarest first within WORD_ROWS_BUDGET
 rows): a speaker's name or a year in most rows would have the engine score all of them. Those
 words still count, after the match: candidates holding more query terms move up.
 After the fusion, the best candidates lift the messages just before and after them in their
 session (`recall_neighbours`): an answer that repeats none of the question's words joins the
-ranking, below the message that lifted it.
+ranking, below the message that lifted it. Last, when the query names a speaker of the
+candidates, what that person said counts ×1.3 (`recall_rank.lift_speakers`).
 With an embedding model, the recall tool adds a third list to that fusion: the space's messages
 nearest to the query by embedding (`nearest`, from `bot.memory.recall_embed`).
 """
@@ -34,12 +36,14 @@ nearest to the query by embedding (`nearest`, from `bot.memory.recall_embed`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import copy
+from collections.abc import Coroutine, Sequence
 from dataclasses import replace
-from typing import Final
+from typing import Any, Final
 
 from bot.store.engine.database import Database
-from bot.store.engine.dialect import Row, like_pattern
+from bot.store.engine.dialect import Row
+from bot.store.engine.pinned import Reads
 from bot.store.reads.recall_hits import (
     MESSAGE_COLUMNS,
     SESSION_JOIN,
@@ -58,12 +62,15 @@ from bot.store.reads.recall_neighbours import (
     SPREAD_SOURCES,
     neighbour_ids,
 )
+from bot.store.reads.recall_postgres import PostgresRecall
 from bot.store.reads.recall_rank import (
     Terms,
     best_first,
     fuse_scores,
     lexical_order,
+    lift_speakers,
     matched_terms,
+    named_speakers,
     parse_terms,
     spread,
 )
@@ -72,6 +79,7 @@ from bot.store.reads.recall_words import (
     fts_words,
     matched_words,
     query_words,
+    term_weights,
     tsquery_words,
 )
 from bot.store.schema.fulltext import SEARCHABLE, words_tsvector
@@ -93,12 +101,7 @@ WORD_CANDIDATES: Final = 100
 # A query word in this many indexed messages or more is left out of the term index's match
 # (`recall_words.common_words`): scoring its rows made the read 25x slower at 100k messages.
 COMMON_WORD_DOCS: Final = 500
-# PostgreSQL: the newest rows per term (trigram) or per word match (term index) that are
-# ranked; the GIN index finds them, similarity / ts_rank score only these.
-TRIGRAM_MATCHES: Final = 300
-WALK_FROM: Final = 200_000
 WORDS_INDEX: Final = next(s.trigram_indexes[0] for s in SEARCHABLE if s.table == "recall_terms")
-WORD_MATCHES: Final = 500
 # The rows one match may score, rarest words first (the rarest kept whatever its count).
 WORD_ROWS_BUDGET: Final = 200
 # Fusing the trigram list with the term index's: the term index counts twice, and a small k
@@ -110,14 +113,6 @@ EMBED_WEIGHT: Final = 1.0
 CONTEXT_LINES: Final = 2
 
 
-async def _none() -> list[RecallHit]:
-    return []
-
-
-async def _same(hit: RecallHit) -> RecallHit:
-    return hit
-
-
 def _fts_order(table: str, *, newest: bool) -> tuple[str, str]:
     """The score column and ORDER BY of an FTS5 read: bm25 rank, or the newest rows (the
     index walks them newest first and stops at the LIMIT; no score to compute)."""
@@ -126,11 +121,39 @@ def _fts_order(table: str, *, newest: bool) -> tuple[str, str]:
     return f"{table}.rank", f"{table}.rank, m.id DESC"
 
 
+async def _none() -> list[RecallHit]:
+    return []
+
+
+async def _in_turn(dialect: str, *reads: Coroutine[Any, Any, Any]) -> list[Any]:
+    """The results of `reads`, in order: issued together on SQLite (they share a trip to the
+    reader, `bot.store.engine.read_batch`), one after another on PostgreSQL (recall's reads
+    there are pinned to one connection, which serves one statement at a time)."""
+    if dialect == "sqlite":
+        return list(await asyncio.gather(*reads))
+    results: list[Any] = []
+    try:
+        for read in reads:
+            results.append(await read)
+    finally:
+        for unread in reads[len(results) + 1 :]:
+            unread.close()
+    return results
+
+
 class RecallRepository:
     """Recall reads over one space's past conversations (see the module docstring)."""
 
     def __init__(self, db: Database) -> None:
-        self._db = db
+        self._db: Reads = db
+        self._pinnable: Database | None = db
+        self._pg = PostgresRecall(db)
+
+    def _over(self, reads: Reads) -> RecallRepository:
+        """These reads through `reads` (`Database.pinned_reads`), remembering the same."""
+        view = copy.copy(self)
+        view._db, view._pinnable, view._pg = reads, None, self._pg.over(reads)
+        return view
 
     @property
     def _like(self) -> str:
@@ -165,8 +188,8 @@ class RecallRepository:
         terms = parse_terms(query)
         if not terms.all or limit <= 0:
             return RecallResult(terms, [])
-        # Read together: on SQLite the three share one trip to the reader (`ReadBatcher`).
-        indexed, recent, summaries = await asyncio.gather(
+        indexed, recent, summaries = await _in_turn(
+            self._db.dialect,
             self._indexed(space, terms, exclude, newest=newest) if terms.long else _none(),
             self._recent(space, terms, exclude) if terms.short else _none(),
             self._summaries(space, terms, exclude, newest=newest),
@@ -198,8 +221,14 @@ class RecallRepository:
         on every turn; the terms they hold still order them. `nearest`: message ids of the
         space by embedding similarity, best first (`bot.memory.recall_embed`), a third list
         fused with EMBED_WEIGHT (ids of another space or hidden are never read)."""
-        # The term index's read needs nothing of the lexical list's: both go at once.
-        lexical, word_rows = await asyncio.gather(
+        if self._pinnable is not None and self._db.dialect == "postgresql":
+            async with self._pinnable.pinned_reads() as reads:
+                return await self._over(reads).ranked(
+                    space, query, limit=limit, exclude=exclude, newest=newest, nearest=nearest
+                )
+        # The term index's read needs only the parsed terms, not the lexical list.
+        lexical, word_rows = await _in_turn(
+            self._db.dialect,
             self.lexical(space, query, limit=FUSE_CANDIDATES, exclude=exclude, newest=newest),
             self._words(space, parse_terms(query), exclude, newest=newest),
         )
@@ -220,10 +249,15 @@ class RecallRepository:
             {("message", n): [("message", m) for m in ids] for n, ids in around.items()},
             SPREAD_SHARE,
         )
-        order = best_first(scores)[:limit]
-        extra = await self._rows(
-            space, [key[1] for key in order if key not in found and key not in words]
-        )
+        known = {key: hit.author_name for key, hit in found.items()}
+        known |= {key: word[0]["author_name"] for key, word in words.items()}
+        named = named_speakers(lexical.terms, known.values())
+        # Only the kept hits' new rows are read, as before: a neighbour outside them whose
+        # author is not known yet is not lifted, and so stays outside (a lift only raises).
+        new = [key for key in best_first(scores)[:limit] if key not in known]
+        extra = await self._rows(space, [key[1] for key in new])
+        known |= {("message", n): row["author_name"] for n, row in extra.items()}
+        order = best_first(lift_speakers(scores, known, named))[:limit]
         return RecallResult(lexical.terms, self._hits(order, found, words, extra, lexical.terms))
 
     async def _rows(self, space: str, ids: list[int]) -> dict[int, Row]:
@@ -271,16 +305,23 @@ class RecallRepository:
         words = list(dict.fromkeys(word for found in wanted.values() for word in found))
         if not words:
             return []
-        kept, _common = common_words(
-            await self._word_counts(words), COMMON_WORD_DOCS, WORD_ROWS_BUDGET
-        )
+        counts = await self._word_counts(words)
+        kept, _common = common_words(counts, COMMON_WORD_DOCS, WORD_ROWS_BUDGET)
         if not kept:
             return []
-        rows = await self._word_rows(space, kept, exclude, newest=newest)
+        rows = await self._word_rows(space, kept, counts, exclude, newest=newest)
         found = [(row, matched_words(row["index_terms"], wanted)) for row in rows]
-        # A stable sort: more query terms (in the words or the text) first, else the engine's.
+        weights = term_weights(wanted, counts, COMMON_WORD_DOCS)
+        # A stable sort: the query terms held (in the words or the text), each weighted by its
+        # rarity (`term_weights`), first; else the engine's order.
         return sorted(
-            found, key=lambda item: -len(union(item[1], matched_terms(item[0]["content"], terms)))
+            found,
+            key=lambda item: (
+                -sum(
+                    weights.get(term, 0.0)
+                    for term in union(item[1], matched_terms(item[0]["content"], terms))
+                )
+            ),
         )
 
     async def _word_counts(self, words: list[str]) -> dict[str, int]:
@@ -324,46 +365,27 @@ class RecallRepository:
     async def _word_shares(self) -> tuple[dict[str, float], float]:
         """PostgreSQL: the term index's most common words with the share of rows holding
         each (ANALYZE's sample; empty before one), and its row count."""
-        row = await self._db.fetchone(
-            "SELECT s.most_common_elems::text::text[] AS elems, "
-            "s.most_common_elem_freqs AS freqs, c.reltuples AS total "
-            "FROM pg_stats s JOIN pg_class c ON c.oid = CAST(? AS regclass) "
-            "WHERE s.schemaname = current_schema() AND s.tablename = ?",
-            ("recall_terms", WORDS_INDEX),
-        )
-        if row is None or row["elems"] is None:
-            return {}, 0.0
-        shares = dict(zip(row["elems"], row["freqs"], strict=False))
-        return shares, max(float(row["total"]), 0.0)
+        found = await self._pg.statistics(WORDS_INDEX)
+        return found.shares, found.total
 
     async def _word_rows(
-        self, space: str, words: list[str], exclude: Exclude | None, *, newest: bool = False
+        self,
+        space: str,
+        words: list[str],
+        counts: dict[str, int],
+        exclude: Exclude | None,
+        *,
+        newest: bool = False,
     ) -> list[Row]:
-        """The best (or `newest`) WORD_CANDIDATES messages of `space` holding any of `words`."""
+        """The best (or `newest`) WORD_CANDIDATES messages of `space` holding any of `words`
+        (`counts`: each word's indexed messages, for PostgreSQL's bm25)."""
         skip, skip_params = excluding(exclude, "m.session_id")
         select = f"SELECT {MESSAGE_COLUMNS}, r.terms AS index_terms"
         joins = f"JOIN messages m ON m.id = r.id {SESSION_JOIN}"
         visible = f"m.space_id = ? AND m.recall_hidden = 0{skip}"
         if self._db.dialect == "postgresql":
-            # The GIN index finds the newest WORD_MATCHES rows (`id + 0`: no btree order to
-            # walk), and only those are ranked by ts_rank in the outer query.
-            vector = words_tsvector("r.terms")
-            return await self._db.fetchall(
-                f"{select}, -ts_rank({vector}, CAST(? AS tsquery)) AS score FROM "
-                f"(SELECT id, terms FROM recall_terms WHERE space_id = ? "
-                f"AND {words_tsvector('terms')} @@ CAST(? AS tsquery) "
-                f"ORDER BY id + 0 DESC LIMIT ?) r {joins} "
-                f"WHERE {visible} ORDER BY score, m.id DESC LIMIT ?",
-                (
-                    tsquery_words(words),
-                    space,
-                    tsquery_words(words),
-                    WORD_MATCHES,
-                    space,
-                    *skip_params,
-                    WORD_CANDIDATES,
-                ),
-                indexes_only=True,
+            return await self._pg.word_rows(
+                space, words, counts, exclude, newest=newest, limit=WORD_CANDIDATES
             )
         score, order = _fts_order("recall_terms_fts", newest=newest)
         return await self._db.fetchall(
@@ -379,70 +401,51 @@ class RecallRepository:
     ) -> list[RecallHit]:
         """Messages holding any long term, through the engine's full-text index: the terms in
         fewer than TRIGRAM_COMMON_DOCS messages (rarest first, within TRIGRAM_ROWS_BUDGET)
-        ranked by the engine; when every term is that common, the newest rows holding them
-        all. Ranking scores every matching row, so a common term made the tail slow. With
-        `newest` nothing is scored: the newest rows holding any term, so no counts are needed."""
-        if self._db.dialect == "postgresql" or newest:
-            # pg_trgm's GIN index builds a term's whole bitmap even to count it: the counts
-            # cost more than they saved (bench/README.md, recall.py), so every term is ranked.
-            kept = list(terms.long)
-        else:
-            kept, _common = common_words(
-                await self._term_counts(terms.long), TRIGRAM_COMMON_DOCS, TRIGRAM_ROWS_BUDGET
+        ranked by bm25; when every term is that common, the newest rows holding them all.
+        Ranking scores every matching row, so a common term made the tail slow. With
+        `newest` nothing is scored: the newest rows holding any term, so no counts are needed.
+        PostgreSQL: the same, bm25 computed in Python (`recall_postgres`)."""
+        if newest:
+            counts = {term: 0 for term in terms.long}
+        elif self._db.dialect == "postgresql":
+            shares, total = await self._word_shares()
+            counts = await self._pg.term_counts_all_spaces(
+                terms.long,
+                TRIGRAM_COMMON_DOCS,
+                {word: int(share * total) for word, share in shares.items()},
+                (await self._pg.statistics(WORDS_INDEX)).authors,
             )
+        else:
+            counts = await self._term_counts(terms.long)
+        kept = (
+            list(terms.long)
+            if newest
+            else common_words(counts, TRIGRAM_COMMON_DOCS, TRIGRAM_ROWS_BUDGET)[0]
+        )
         ranked = bool(kept)
         match = Terms(tuple(kept)) if kept else Terms(terms.long)
-        skip, skip_params = excluding(exclude, "m.session_id")
+        limit = NEWEST_CANDIDATES if newest else FTS_CANDIDATES
         if self._db.dialect == "postgresql":
-            rows = await self._trigram_rows(space, terms.long, exclude)
-        else:
-            if ranked or newest:
-                score, order = _fts_order("messages_fts", newest=newest)
-            else:  # every term common: the newest rows holding them all, bm25 for those only
-                score, order = "messages_fts.rank", "messages_fts.rowid DESC"
-            rows = await self._db.fetchall(
-                f"SELECT {MESSAGE_COLUMNS}, {score} AS score "
-                f"FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid {SESSION_JOIN} "
-                f"WHERE messages_fts MATCH ? AND m.space_id = ? AND m.recall_hidden = 0{skip} "
-                f"ORDER BY {order} LIMIT ?",
-                (
-                    match.fts_match if ranked else match.fts_match_all,
-                    space,
-                    *skip_params,
-                    NEWEST_CANDIDATES if newest else FTS_CANDIDATES,
-                ),
-            )
+            if newest:
+                rows = await self._pg.newest_rows(space, match.long, exclude, limit)
+            else:
+                rows = await self._pg.trigram_rows(
+                    space, match.long, counts, exclude, every=not ranked, limit=limit
+                )
+            return [message_hit(row, terms, float(row["score"])) for row in rows]
+        skip, skip_params = excluding(exclude, "m.session_id")
+        if ranked or newest:
+            score, order = _fts_order("messages_fts", newest=newest)
+        else:  # every term common: the newest rows holding them all, bm25 for those only
+            score, order = "messages_fts.rank", "messages_fts.rowid DESC"
+        rows = await self._db.fetchall(
+            f"SELECT {MESSAGE_COLUMNS}, {score} AS score "
+            f"FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid {SESSION_JOIN} "
+            f"WHERE messages_fts MATCH ? AND m.space_id = ? AND m.recall_hidden = 0{skip} "
+            f"ORDER BY {order} LIMIT ?",
+            (match.fts_match if ranked else match.fts_match_all, space, *skip_params, limit),
+        )
         return [message_hit(row, terms, float(row["score"])) for row in rows]
-
-    async def _trigram_rows(
-        self, space: str, terms: tuple[str, ...], exclude: Exclude | None
-    ) -> list[Row]:
-        """PostgreSQL: the newest TRIGRAM_MATCHES messages holding each term, united; only
-        those are ranked by similarity, the best FTS_CANDIDATES kept. Below WALK_FROM indexed
-        messages each term is looked up in the pg_trgm GIN index (`id + 0`: no btree order to
-        walk), whose cost follows its matches; above, the planner may instead walk the space
-        newest first, which meets a common term's newest matches long before the index has
-        listed them all (its estimate misjudged rare terms as common in small histories)."""
-        inner, inner_params = exclude.inner("session_id") if exclude else ("", [])
-        outer, outer_params = exclude.outer() if exclude else ("", [])
-        order = "id" if (await self._word_shares())[1] >= WALK_FROM else "id + 0"
-        each = (
-            "SELECT id FROM (SELECT id FROM messages WHERE space_id = ? AND recall_hidden = 0 "
-            f"AND content ILIKE ? ESCAPE '\\'{inner} ORDER BY {order} DESC LIMIT ?) t{{n}}"
-        )
-        union = " UNION ".join(each.format(n=n) for n in range(len(terms)))
-        per_term = [
-            value
-            for term in terms
-            for value in (space, like_pattern(term), *inner_params, TRIGRAM_MATCHES)
-        ]
-        return await self._db.fetchall(
-            f"SELECT {MESSAGE_COLUMNS}, -similarity(m.content, ?) AS score "
-            f"FROM messages m {SESSION_JOIN} WHERE m.space_id = ? AND m.id IN ({union}){outer} "
-            "ORDER BY score, m.id DESC LIMIT ?",
-            (" ".join(terms), space, *per_term, *outer_params, FTS_CANDIDATES),
-            indexes_only=True,
-        )
 
     async def _term_counts(self, terms: tuple[str, ...]) -> dict[str, int]:
         """SQLite: each long term's number of matching messages (all spaces), counted up to
@@ -496,28 +499,34 @@ class RecallRepository:
     async def with_context(
         self, space: str, hits: list[RecallHit], lines: int = CONTEXT_LINES
     ) -> list[RecallHit]:
-        """`hits` with up to `lines` messages before and after each message hit."""
-        if lines <= 0:
+        """`hits` with up to `lines` messages before and after each message hit (one read for
+        all of them: a round trip each was a tenth of the read on PostgreSQL)."""
+        wanted = [hit for hit in hits if hit.kind == "message"]
+        if lines <= 0 or not wanted:
             return list(hits)
-        return list(
-            await asyncio.gather(
-                *(
-                    self._around(space, hit, lines) if hit.kind == "message" else _same(hit)
-                    for hit in hits
-                )
-            )
-        )
-
-    async def _around(self, space: str, hit: RecallHit, lines: int) -> RecallHit:
         columns = "id, role, author_name, content, created_at"
-        rows = await self._db.fetchall(
-            f"SELECT * FROM (SELECT {columns} FROM messages WHERE space_id = ? "
-            "AND session_id = ? AND recall_hidden = 0 AND id < ? "
-            "ORDER BY id DESC LIMIT ?) b UNION ALL "
-            f"SELECT * FROM (SELECT {columns} FROM messages WHERE space_id = ? "
-            "AND session_id = ? AND recall_hidden = 0 AND id > ? ORDER BY id LIMIT ?) a",
-            (space, hit.session_id, hit.id, lines, space, hit.session_id, hit.id, lines),
+        side = (
+            "SELECT * FROM (SELECT {n} AS hit, {columns} FROM messages WHERE space_id = ? "
+            "AND session_id = ? AND recall_hidden = 0 AND id {op} ? ORDER BY id {order} "
+            "LIMIT ?) {alias}{n}"
         )
-        before = sorted((line_of(r) for r in rows if r["id"] < hit.id), key=lambda x: x.message_id)
-        after = sorted((line_of(r) for r in rows if r["id"] > hit.id), key=lambda x: x.message_id)
-        return replace(hit, before=tuple(before), after=tuple(after))
+        parts, params = [], []
+        for n, hit in enumerate(wanted):
+            for op, order, alias in (("<", "DESC", "b"), (">", "ASC", "a")):
+                parts.append(side.format(n=n, columns=columns, op=op, order=order, alias=alias))
+                params += [space, hit.session_id, hit.id, lines]
+        rows = await self._db.fetchall(" UNION ALL ".join(parts), params)
+        around: dict[int, list[Row]] = {}
+        for row in rows:
+            around.setdefault(wanted[int(row["hit"])].id, []).append(row)
+        return [
+            _with_lines(hit, around.get(hit.id, [])) if hit.kind == "message" else hit
+            for hit in hits
+        ]
+
+
+def _with_lines(hit: RecallHit, rows: list[Row]) -> RecallHit:
+    """`hit` with the rows around it as its lines before and after."""
+    before = sorted((line_of(r) for r in rows if r["id"] < hit.id), key=lambda x: x.message_id)
+    after = sorted((line_of(r) for r in rows if r["id"] > hit.id), key=lambda x: x.message_id)
+    return replace(hit, before=tuple(before), after=tuple(after))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from bot.store.engine.database import Database
+from bot.store.engine.pinned import Reads
 
 # bench/recall_heldout.py, tuning conversations 26 and 30: R@10 0.528 without spreading, 0.56 /
 # 0.579 / 0.602 with an uncapped share of 0.2 / 0.3 / 0.5, 0.595 / 0.618 / 0.602 capped at
@@ -32,7 +32,7 @@ def _step(direction: str) -> str:
     )
 
 
-async def neighbour_ids(db: Database, space: str, ids: Sequence[int]) -> dict[int, list[int]]:
+async def neighbour_ids(db: Reads, space: str, ids: Sequence[int]) -> dict[int, list[int]]:
     """Each message of `ids` → the visible messages just before and after it in its session."""
     if not ids:
         return {}

@@ -14,6 +14,7 @@ turn's hot path.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -172,6 +173,20 @@ def common_words(
         [word for n, word in enumerate(words) if n in keep],
         [word for n, word in enumerate(words) if n not in keep],
     )
+
+
+def term_weights(
+    wanted: Mapping[str, Sequence[str]], counts: Mapping[str, int], limit: int
+) -> dict[str, float]:
+    """Each query term's weight, an inverse document frequency: log(1 + limit / docs) of its
+    rarest index word (`docs` counted up to `limit`, so a word that common weighs log 2, as
+    does a term with no index word). A speaker's name or a chatter word then counts for less
+    than a rare word when candidates are ordered by the terms they hold."""
+    weights: dict[str, float] = {}
+    for term, words in wanted.items():
+        docs = min((counts.get(word, limit) for word in words), default=limit)
+        weights[term] = math.log(1 + limit / min(max(docs, 1), limit))
+    return weights
 
 
 def fts_words(words: Iterable[str]) -> str:

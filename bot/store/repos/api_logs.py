@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.store.engine.connection import utcnow
+from bot.store.engine.connection import Connection, utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
+from bot.store.repos.erase_lock import hold_against_erase
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,27 @@ def _log(row: Row) -> ApiLog:
     return ApiLog(**values)
 
 
+async def _erased_since(conn: Connection, space: str | None, since: str) -> str | None:
+    """The placeholder of a message erased since `since` in `space` (any space: None)."""
+    if space is None:
+        return await _erased_since_all_spaces(conn, since)
+    await hold_against_erase(conn, space)
+    rows = await conn.execute_fetchall(
+        "SELECT content FROM messages WHERE space_id = ? AND erased_at >= ? "
+        "ORDER BY erased_at LIMIT 1",
+        (space, since),
+    )
+    return str(rows[0]["content"]) if rows else None
+
+
+async def _erased_since_all_spaces(conn: Connection, since: str) -> str | None:
+    """Any space's: a call outside a conversation (an embedding batch) may mix spaces."""
+    rows = await conn.execute_fetchall(
+        "SELECT content FROM messages WHERE erased_at >= ? ORDER BY erased_at LIMIT 1", (since,)
+    )
+    return str(rows[0]["content"]) if rows else None
+
+
 class ApiLogRepository:
     """Writes and queries api_logs."""
 
@@ -107,30 +129,46 @@ class ApiLogRepository:
         completion_tokens: int | None = None,
         cost: float | None = None,
         tokens_estimated: bool = False,
+        started_at: str | None = None,
     ) -> int:
         """Insert one log row (callers pass already-redacted text).
 
-        The row's space is its session's (NULL for calls outside a conversation).
+        The row's space is its session's (NULL for calls outside a conversation). A call that
+        started (`started_at`) before a member of its space (of any space, for a call outside
+        a conversation) was erased may carry their text: its bodies are stored as the erase's
+        placeholder, as the erase blanked the rows before it.
         """
-        return await self._db.insert(
-            f"INSERT INTO api_logs ({_COLUMNS.removeprefix('id, ')}) VALUES (?, "
-            "(SELECT space_id FROM sessions WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                session_id,
-                session_id,
-                model,
-                purpose,
-                request_json,
-                response_text,
-                error,
-                latency_ms,
-                prompt_tokens,
-                completion_tokens,
-                cost,
-                utcnow(),
-                int(tokens_estimated),
-            ),
-        )
+        async with self._db.transaction() as conn:
+            space = None
+            if session_id is not None:
+                found = await conn.execute_fetchall(
+                    "SELECT space_id FROM sessions WHERE id = ?", (session_id,)
+                )
+                space = str(found[0]["space_id"]) if found else None
+            if started_at is not None:
+                erased = await _erased_since(conn, space, started_at)
+                if erased is not None:
+                    request_json = erased
+                    response_text = None if response_text is None else erased
+            return await conn.insert(
+                f"INSERT INTO api_logs ({_COLUMNS.removeprefix('id, ')}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    space,
+                    model,
+                    purpose,
+                    request_json,
+                    response_text,
+                    error,
+                    latency_ms,
+                    prompt_tokens,
+                    completion_tokens,
+                    cost,
+                    utcnow(),
+                    int(tokens_estimated),
+                ),
+            )
 
     async def list(
         self, log_filter: ApiLogFilter, *, limit: int = 50, before_id: int | None = None

@@ -12,7 +12,14 @@ What goes, in the member's space only:
 - every summary holding one of those messages, and the summaries it was condensed into (with
   their embeddings and tags): the messages they replaced are un-archived and the summaries
   they had condensed are live again, so the summariser rebuilds the thread's long-term memory
-  from what is left (`ErasedMember.sessions` lists the threads to summarise again).
+  from what is left (`ErasedMember.sessions` lists the threads to summarise again);
+- the pool words, attached files, API log bodies and web knowledge their texts left
+  (`erase_traces`).
+
+Erased messages carry `erased_at`. What is written from a message while it is being erased
+cannot bring its text back: a summary is stored only if the texts it was made of are unchanged,
+an answer to an erased question is stored as the placeholder, tags and pool words of an erased
+message are not written (see `erase_lock` for PostgreSQL's concurrent transactions).
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from bot.store.engine.connection import Connection, utcnow
+from bot.store.repos.erase_lock import hold_for_erase
+from bot.store.repos.erase_traces import find_traces, knowledge_they_caused, remove_traces
 
 # Ids per IN (...) list: well under both engines' limits on bound parameters.
 CHUNK: Final = 500
@@ -36,6 +45,12 @@ class ErasedMember:
     tags: int
     summaries: int
     sessions: tuple[str, ...]
+    # (session, attachment id) of the files their messages attached, now deleted.
+    attachments: tuple[tuple[str, str], ...] = ()
+    # API log rows whose bodies were blanked.
+    logs: int = 0
+    # Knowledge entries their web searches saved (the knowledge service deletes them).
+    knowledge: tuple[int, ...] = ()
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[tuple[str, tuple[int, ...]]]:
@@ -142,9 +157,9 @@ async def _blank_messages(
         )
         # tagged_at stays set: the tagger's backfill must not tag the placeholder.
         await conn.execute(
-            "UPDATE messages SET content = ?, recall_hidden = 1, "
+            "UPDATE messages SET content = ?, recall_hidden = 1, erased_at = ?, "
             f"tagged_at = COALESCE(tagged_at, ?) WHERE space_id = ? AND id IN ({marks})",
-            (placeholder, now, space, *ids),
+            (placeholder, now, now, space, *ids),
         )
     return tags
 
@@ -177,12 +192,16 @@ async def erase_member(
     `author` is the `messages.author_id` of their messages (None: the local user's, stored
     without one).
     """
+    await hold_for_erase(conn, space)
     authored, answers, holding = await _their_messages(conn, space, author)
     memory_ids, sessions = await _with_condensations(conn, space, holding)
     summaries = await _drop_summaries(conn, space, memory_ids)
+    knowledge = await knowledge_they_caused(conn, space, authored)
     await _blank_turns(conn, space, author, authored, placeholder)
     erased = sorted([*authored, *answers])
+    traces = await find_traces(conn, space, author, erased)
     tags = await _blank_messages(conn, space, erased, placeholder)
+    logs = await remove_traces(conn, space, traces, placeholder)
     facts = await conn.execute(
         "DELETE FROM member_facts WHERE space_id = ? AND member_id = ?", (space, member_id)
     )
@@ -195,4 +214,7 @@ async def erase_member(
         tags=tags,
         summaries=summaries,
         sessions=tuple(sorted(sessions)),
+        attachments=tuple(sorted(traces.attachments)),
+        logs=logs,
+        knowledge=knowledge,
     )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
+from bot.store.repos.erase_lock import hold_against_erase
 from bot.store.spaces import SpaceScope, in_space
 
 
@@ -90,18 +91,30 @@ class MemoryRepository:
         return [_memory(row) for row in rows]
 
     async def summarize_messages(
-        self, space: str, session_id: str, message_ids: Sequence[int], summary: str
+        self,
+        space: str,
+        session_id: str,
+        message_ids: Sequence[int],
+        summary: str,
+        *,
+        written_from: Mapping[int, str] | None = None,
     ) -> Memory | None:
-        """Store a summary and archive its messages; None if any was archived meanwhile."""
+        """Store a summary and archive its messages; None if any was archived meanwhile, or
+        (`written_from`: the texts the summary was made of) its text changed (an erase)."""
         now = utcnow()
         placeholders = ",".join("?" for _ in message_ids)
         async with self._db.transaction() as conn:
+            await hold_against_erase(conn, space)
             rows = await conn.execute_fetchall(
-                f"SELECT COUNT(*) FROM messages WHERE id IN ({placeholders}) "
+                f"SELECT id, content FROM messages WHERE id IN ({placeholders}) "
                 "AND space_id = ? AND session_id = ? AND archived_at IS NULL",
                 (*message_ids, space, session_id),
             )
-            if next(iter(rows))[0] != len(message_ids):
+            if len(rows) != len(message_ids):
+                return None
+            if written_from is not None and any(
+                written_from.get(int(row["id"])) != row["content"] for row in rows
+            ):
                 return None
             memory_id = await conn.insert(
                 "INSERT INTO memories (space_id, session_id, summary, level, created_at) "
@@ -122,6 +135,7 @@ class MemoryRepository:
         now = utcnow()
         placeholders = ",".join("?" for _ in memory_ids)
         async with self._db.transaction() as conn:
+            await hold_against_erase(conn, space)
             rows = await conn.execute_fetchall(
                 f"SELECT COUNT(*) FROM memories WHERE id IN ({placeholders}) "
                 "AND space_id = ? AND session_id = ? AND condensed_into IS NULL",

@@ -15,6 +15,7 @@ from typing import Final
 
 from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
+from bot.store.repos.erase_lock import hold_against_erase
 
 # The newest vectors of a space one ranking reads, at most (a bounded read whatever the
 # history: 20,000 × 768 float32 are 60 MB).
@@ -92,6 +93,8 @@ class MessageEmbeddingRepository:
             return
         now = utcnow()
         async with self._db.transaction() as conn:
+            for space in sorted({row.space_id for row in vectors}):
+                await hold_against_erase(conn, space)  # an erase sets recall_hidden
             await conn.executemany(
                 "DELETE FROM message_embeddings WHERE space_id = ? AND message_id = ? "
                 "AND model = ?",

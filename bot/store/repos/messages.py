@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from bot.store.engine.connection import Statement, utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
+from bot.store.repos.erase_lock import against_erase
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,22 @@ class UnansweredMessage:
     channel_id: int
 
 
+_ERASED_QUESTION = "FROM messages q WHERE q.space_id = ? AND q.id = ? AND q.erased_at IS NOT NULL"
+_INSERT = (
+    "INSERT INTO messages (space_id, session_id, role, content, author_id, author_name, "
+    "discord_message_id, reply_to, created_at, recall_hidden) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id, content"
+)
+# A reply takes its question's placeholder, hidden and erased, when the question was erased.
+_INSERT_REPLY = (
+    "INSERT INTO messages (space_id, session_id, role, content, author_id, author_name, "
+    "discord_message_id, reply_to, created_at, recall_hidden, erased_at) VALUES (?, ?, ?, "
+    f"COALESCE((SELECT q.content {_ERASED_QUESTION}), ?), ?, ?, ?, ?, ?, "
+    f"CASE WHEN EXISTS (SELECT 1 {_ERASED_QUESTION}) THEN 1 ELSE ? END, "
+    f"(SELECT q.erased_at {_ERASED_QUESTION})) RETURNING id, content"
+)
+
+
 class MessageRepository:
     """Stores and reads the messages of a space's sessions."""
 
@@ -116,33 +133,33 @@ class MessageRepository:
         recall_hidden: bool = False,
     ) -> StoredMessage:
         """Insert a message (and touch its session) in one batch; the session must be in
-        `space`. `recall_hidden`: its author's memory is off, so recall never indexes it."""
+        `space`. `recall_hidden`: its author's memory is off, so recall never indexes it.
+
+        A reply to a message erased meanwhile (its turn ran during the erase) is stored erased:
+        the placeholder its question holds, hidden from recall."""
         now = created_at or utcnow()
-        inserted, _ = await self._db.write_batch(
-            [
-                Statement(
-                    "INSERT INTO messages (space_id, session_id, role, content, author_id, "
-                    "author_name, discord_message_id, reply_to, created_at, recall_hidden) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                    (
-                        space,
-                        session_id,
-                        role,
-                        content,
-                        author_id,
-                        author_name,
-                        discord_message_id,
-                        reply_to,
-                        now,
-                        int(recall_hidden),
-                    ),
+        values = (author_id, author_name, discord_message_id, reply_to, now)
+        if reply_to is None:
+            insert = Statement(
+                _INSERT, (space, session_id, role, content, *values, int(recall_hidden))
+            )
+        else:
+            insert = Statement(
+                _INSERT_REPLY,
+                (
+                    *(space, session_id, role, space, reply_to, content, *values),
+                    *(space, reply_to, int(recall_hidden), space, reply_to),
                 ),
-                Statement(
-                    "UPDATE sessions SET updated_at = ? WHERE space_id = ? AND id = ?",
-                    (now, space, session_id),
-                ),
-            ]
-        )
+            )
+        batch = [
+            *against_erase(self._db.dialect, space),
+            insert,
+            Statement(
+                "UPDATE sessions SET updated_at = ? WHERE space_id = ? AND id = ?",
+                (now, space, session_id),
+            ),
+        ]
+        inserted = (await self._db.write_batch(batch))[-2]
         row = await inserted.fetchone()
         message_id = 0 if row is None else int(row[0])
         return StoredMessage(
@@ -150,7 +167,7 @@ class MessageRepository:
             space_id=space,
             session_id=session_id,
             role=role,
-            content=content,
+            content=content if row is None else str(row[1]),
             author_id=author_id,
             author_name=author_name,
             discord_message_id=discord_message_id,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
+from bot.store.repos.erase_lock import hold_against_erase
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,14 @@ class RecallTermRepository:
 
     async def store(self, handled: Sequence[Unindexed], words: Sequence[IndexedWords]) -> None:
         """Write `words` and mark every `handled` message indexed (hidden ones get no row), in
-        one transaction; a row rewritten by a second indexer is simply replaced."""
+        one transaction; a row rewritten by a second indexer is simply replaced, and a message
+        erased since it was read gets none."""
         if not handled:
             return
         now = utcnow()
         async with self._db.transaction() as conn:
+            for space in sorted({row.space_id for row in words}):
+                await hold_against_erase(conn, space)
             await conn.executemany(
                 "DELETE FROM recall_terms WHERE space_id = ? AND id = ?",
                 [(row.space_id, row.message_id) for row in words],
@@ -71,6 +75,11 @@ class RecallTermRepository:
             await conn.executemany(
                 "INSERT INTO recall_terms (id, space_id, terms) VALUES (?, ?, ?)",
                 [(row.message_id, row.space_id, row.terms) for row in words],
+            )
+            await conn.executemany(
+                "DELETE FROM recall_terms WHERE space_id = ? AND id = ? AND EXISTS (SELECT 1 "
+                "FROM messages m WHERE m.space_id = ? AND m.id = ? AND m.erased_at IS NOT NULL)",
+                [(row.space_id, row.message_id) * 2 for row in words],
             )
             await conn.executemany(
                 "UPDATE messages SET recall_indexed_at = ? WHERE space_id = ? AND id = ?",

@@ -11,6 +11,7 @@ from typing import Literal
 from bot.store.engine.connection import Statement, utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row, like_pattern
+from bot.store.repos.erase_lock import against_erase, hold_against_erase
 
 log = logging.getLogger(__name__)
 
@@ -75,21 +76,25 @@ class TagRepository:
         # The tags are replaced and added only for the messages still in `space` (those the
         # UPDATE marks), as the statements select them themselves: no trip waits for its ids.
         rows = [(tag, now, space, owner) for owner in ids for tag in tags_by_message[owner]]
-        marked, _, _ = await self._db.write_batch(
+        # An erased message (its text gone while these tags were made from it) gets none.
+        *_, marked, _, _ = await self._db.write_batch(
             [
+                *against_erase(self._db.dialect, space),
                 Statement(
                     f"UPDATE messages SET tagged_at = ? WHERE space_id = ? AND id IN ({marks})"
-                    " RETURNING id",
+                    " AND erased_at IS NULL RETURNING id",
                     (now, space, *ids),
                 ),
                 Statement(
                     "DELETE FROM message_tags WHERE space_id = ? AND message_id IN"
-                    f" (SELECT id FROM messages WHERE space_id = ? AND id IN ({marks}))",
+                    f" (SELECT id FROM messages WHERE space_id = ? AND id IN ({marks})"
+                    " AND erased_at IS NULL)",
                     (space, space, *ids),
                 ),
                 Statement(
                     "INSERT INTO message_tags (space_id, message_id, tag, created_at)"
-                    " SELECT space_id, id, ?, ? FROM messages WHERE space_id = ? AND id = ?",
+                    " SELECT space_id, id, ?, ? FROM messages WHERE space_id = ? AND id = ?"
+                    " AND erased_at IS NULL",
                     many=rows,
                 ),
             ]
@@ -105,9 +110,12 @@ class TagRepository:
     ) -> bool:
         owner, table, column = _TAGGED[kind]
         now = utcnow()
+        # An erased message (its text gone while these tags were made from it) gets none.
+        live = " AND erased_at IS NULL" if kind == "message" else ""
         async with self._db.transaction() as conn:
+            await hold_against_erase(conn, space)
             cursor = await conn.execute(
-                f"UPDATE {owner} SET tagged_at = ? WHERE space_id = ? AND id = ?",
+                f"UPDATE {owner} SET tagged_at = ? WHERE space_id = ? AND id = ?{live}",
                 (now, space, owner_id),
             )
             if cursor.rowcount == 0:

@@ -7,8 +7,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.engine.connection import utcnow
+from bot.store.engine.connection import Connection, utcnow
 from bot.store.engine.database import Database
+from bot.store.repos.erase_lock import hold_against_erase
 from bot.store.repos.space_records import ensure_space_row
 from bot.store.spaces import SpaceScope, in_space
 
@@ -22,6 +23,26 @@ class PoolWord:
     word: str
     count: int
     last_seen: str
+
+
+async def _drop_orphan_authors(conn: Connection, space: str, channel_id: int) -> None:
+    """Forget who brought the words that left the channel's pool."""
+    await conn.execute(
+        "DELETE FROM word_pool_authors WHERE space_id = ? AND channel_id = ? AND NOT EXISTS ("
+        "SELECT 1 FROM word_pool p WHERE p.space_id = word_pool_authors.space_id "
+        "AND p.channel_id = word_pool_authors.channel_id AND p.word = word_pool_authors.word)",
+        (space, channel_id),
+    )
+
+
+async def _any_erased(conn: Connection, space: str, message_ids: Sequence[int]) -> bool:
+    """Whether an erase took one of the messages (their words must not come back)."""
+    marks = ", ".join("?" for _ in message_ids)
+    rows = await conn.execute_fetchall(
+        f"SELECT 1 FROM messages WHERE space_id = ? AND id IN ({marks}) AND erased_at IS NOT NULL",
+        (space, *message_ids),
+    )
+    return bool(rows)
 
 
 class WordPoolRepository:
@@ -38,13 +59,21 @@ class WordPoolRepository:
         *,
         keep: int,
         at: str | None = None,
-    ) -> None:
-        """Count `words` for the channel, then keep only its `keep` most recently seen words."""
+        authored: Sequence[tuple[str, str]] = (),
+        from_messages: Sequence[int] = (),
+    ) -> bool:
+        """Count `words` for the channel, then keep only its `keep` most recently seen words;
+        False (nothing added) when one of the stored messages they came from was erased.
+
+        `authored`: (word, author id) pairs, who brought which word (an erase takes them)."""
         if not words:
-            return
+            return True
         now = at or utcnow()
         counts = Counter(words)
         async with self._db.transaction() as conn:
+            await hold_against_erase(conn, space)
+            if from_messages and await _any_erased(conn, space, from_messages):
+                return False
             await ensure_space_row(conn, space)
             await conn.executemany(
                 "INSERT INTO word_pool (space_id, channel_id, word, count, last_seen) "
@@ -52,12 +81,19 @@ class WordPoolRepository:
                 "count = word_pool.count + excluded.count, last_seen = excluded.last_seen",
                 [(space, channel_id, word, count, now) for word, count in counts.items()],
             )
+            await conn.executemany(
+                "INSERT INTO word_pool_authors (space_id, channel_id, word, author_id) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [(space, channel_id, word, author) for word, author in sorted(set(authored))],
+            )
             await conn.execute(
                 "DELETE FROM word_pool WHERE space_id = ? AND channel_id = ? AND word NOT IN ("
                 "SELECT word FROM word_pool WHERE space_id = ? AND channel_id = ? "
                 "ORDER BY last_seen DESC, count DESC, word LIMIT ?)",
                 (space, channel_id, space, channel_id, max(0, keep)),
             )
+            await _drop_orphan_authors(conn, space, channel_id)
+        return True
 
     async def words(self, space: str, channel_id: int) -> list[PoolWord]:
         """The channel's pool, most recently seen first."""
@@ -88,4 +124,5 @@ class WordPoolRepository:
             cursor = await conn.execute(
                 "DELETE FROM word_pool WHERE space_id = ? AND channel_id = ?", (space, channel_id)
             )
+            await _drop_orphan_authors(conn, space, channel_id)
             return cursor.rowcount

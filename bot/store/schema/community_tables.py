@@ -110,6 +110,8 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
             Column("recall_hidden", INTEGER, default=0, since=6),
             # When the background recall indexer handled it (`recall_terms`); NULL: pending.
             Column("recall_indexed_at", TEXT, null=True, since=7),
+            # When "erase me" replaced its text: nothing written later may bring it back.
+            Column("erased_at", TEXT, null=True, since=11),
         ),
         foreign_keys=(IN_SESSION,),
         indexes=(
@@ -129,6 +131,8 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
             # Recall's recent window (the space's newest messages) reads this backwards.
             Index("ix_messages_space", ("space_id", "id"), since=7),
             Index("ix_messages_unindexed", ("id",), where="recall_indexed_at IS NULL", since=7),
+            # An API log row checks for an erase since its call began (few rows: erased ones).
+            Index("ix_messages_erased", ("erased_at",), where="erased_at IS NOT NULL", since=11),
         ),
     ),
     Table(
@@ -382,5 +386,18 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
         primary_key=("message_id", "model"),
         indexes=(Index("ix_message_embeddings_space", ("space_id", "model", "message_id")),),
         since=10,
+    ),
+    # Who a word of a channel's pool came from (for "erase me"); trimmed with the pool.
+    Table(
+        "word_pool_authors",
+        (
+            SPACE,
+            Column("channel_id", INTEGER),
+            Column("word", TEXT),
+            Column("author_id", TEXT),
+        ),
+        primary_key=("space_id", "channel_id", "word", "author_id"),
+        indexes=(Index("ix_word_pool_authors_author", ("space_id", "author_id")),),
+        since=11,
     ),
 )

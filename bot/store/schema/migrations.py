@@ -135,6 +135,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     # 10: recall's message embeddings (`message_embeddings`: one vector per message and
     # embedding model, filled in the background when an embedding model is configured).
     added_in(10),
+    # 11: who each word of a channel's word pool came from (`word_pool_authors`), so that
+    # erasing a member takes the words they brought; `messages.erased_at` marks an erased
+    # message, so that a write racing the erase (an answer, tags, pool words) keeps out.
+    added_in(11),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

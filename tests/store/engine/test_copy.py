@@ -45,6 +45,9 @@ OPERATOR_ROWS = (
     ("INSERT INTO message_embeddings (space_id, message_id, model, vector, created_at) "
      "SELECT space_id, id, 'e', X'0000803f0000c0bf', ? FROM messages WHERE recall_hidden = 0 "
      "LIMIT 1", (T,)),
+    ("INSERT INTO word_pool_authors (space_id, channel_id, word, author_id) "
+     "SELECT space_id, channel_id, word, '111' FROM word_pool LIMIT 1", ()),
+    ("UPDATE messages SET erased_at = ? WHERE id = (SELECT MIN(id) FROM messages)", (T,)),
 )  # fmt: skip
 
 

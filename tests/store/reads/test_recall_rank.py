@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from bot.store.reads.recall_rank import (
+    SPEAKER_LIFT,
     fuse,
     is_relevant,
+    lift_speakers,
+    name_words,
+    named_speakers,
     parse_terms,
     required_matches,
     spread,
@@ -60,3 +64,35 @@ def test_spread_lifts_neighbours_but_never_past_the_item_that_lifted_them() -> N
     assert out["weaker"] == 0.1 + 0.35
     assert list(out)[:3] == ["strong", "weak", "weaker"], "new items join after"
     assert spread(scores, {}, 0.7) == scores
+
+
+def test_a_display_name_is_its_words_and_the_whole_name() -> None:
+    assert name_words("Aiko Tanaka") == {"aiko", "tanaka", "aiko tanaka"}
+    assert name_words("ben_99") == {"ben_99"}
+    assert name_words(None) == frozenset() and name_words("") == frozenset()
+
+
+def test_only_terms_naming_an_author_are_speakers() -> None:
+    terms = parse_terms("What did Ben and TANAKA buy in Sapporo?")
+    assert named_speakers(terms, ["Aiko Tanaka", "Ben", None]) == {"ben", "tanaka"}
+    # A name the candidates' authors do not have is an ordinary term.
+    assert named_speakers(terms, ["Carla", None]) == frozenset()
+    assert named_speakers(parse_terms("Bento box"), ["Ben"]) == frozenset()
+
+
+def test_what_a_named_speaker_said_is_lifted_softly() -> None:
+    scores = {1: 0.22, 2: 0.20, 3: 0.12, 4: 0.05}
+    authors = {1: "Carla", 2: "Ben", 3: "Ben Ito", 4: None}
+    lifted = lift_speakers(scores, authors, frozenset({"ben"}))
+    assert SPEAKER_LIFT > 1.1
+    assert lifted == {1: 0.22, 2: 0.20 * SPEAKER_LIFT, 3: 0.12 * SPEAKER_LIFT, 4: 0.05}
+    assert fuse([sorted(lifted, key=lambda n: -lifted[n])]) == [2, 1, 3, 4]
+    # Soft: a far stronger match said by someone else stays first.
+    assert (
+        max(
+            lift_speakers({1: 1.0, 2: 0.2}, authors, frozenset({"ben"})).items(),
+            key=lambda kv: kv[1],
+        )[0]
+        == 1
+    )
+    assert lift_speakers(scores, authors, frozenset()) == scores

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from bot.store.reads.recall_rank import parse_terms
@@ -11,6 +13,7 @@ from bot.store.reads.recall_words import (
     matched_words,
     query_words,
     stem,
+    term_weights,
 )
 
 
@@ -64,3 +67,19 @@ def test_within_a_budget_the_rarest_words_are_kept_first() -> None:
     assert common_words(counts, 500, 100) == (["adopt", "greyhound"], ["carla", "dog"])
     # The rarest word is kept even beyond the budget.
     assert common_words({"carla": 400, "dog": 300}, 500, 100) == (["dog"], ["carla"])
+
+
+def test_term_weights_follow_rarity_and_cap_at_the_count_limit() -> None:
+    wanted = {
+        "Carla": ("carla",),
+        "kayak": ("kayak",),
+        "東京都": ("東京都", "東京", "京都"),
+        "x": (),
+    }
+    counts = {"carla": 500, "kayak": 3, "東京都": 0, "東京": 40, "京都": 9}
+    weights = term_weights(wanted, counts, 500)
+    assert weights["Carla"] == pytest.approx(math.log(2))  # counted up to the limit: common
+    assert weights["kayak"] == pytest.approx(math.log(1 + 500 / 3))
+    assert weights["東京都"] == pytest.approx(math.log(501))  # its rarest word decides
+    assert weights["x"] == pytest.approx(math.log(2))  # no index word: as a common one
+    assert weights["kayak"] > weights["Carla"]
