@@ -9,11 +9,13 @@ minutes of a shared machine.
 Per scale: context assembly p50/p99 (the query embedding, against the loopback LLM, measured
 and subtracted); the process CPU time of a build (all threads, the loopback LLM's embedding
 included: steadier than wall time on a loaded machine); each layer's own draft p50 (alone,
-embedding subtracted); and the longest hold of the event loop during the turns: the longest
-single callback, in wall time and in this thread's CPU time (the CPU figure is what the code
-holds; wall adds preemption by other work on a shared machine), and the longest garbage
-collection among them (a pause inside whichever callback triggered it). Also the Janome messages per
-second (see bench/janome_rate.py).
+embedding subtracted); what the related-memories layer adds to a whole build (builds with and
+without it, alternated: the difference of their p50s, wall and CPU); and the longest hold of
+the event loop during the turns: the longest single callback, in wall time and in this
+thread's CPU time (the CPU figure is what the code holds; wall adds preemption by other work on
+a shared machine), and the longest garbage collection among them (a pause inside whichever
+callback triggered it). Also the Janome messages per second (see bench/janome_rate.py).
+The start-up heap is frozen once each bot is open, as the bot does (`bot.ops.heap`).
 
 Run: .venv/bin/python bench/context.py [--scale 1,10,100] [--rounds 200] [--repeat 1]
 (`--scale` alone is 1,10,100). Prints one JSON object and a one-line summary.
@@ -45,11 +47,12 @@ sys.path.insert(0, str(REPO))
 from bench.context_data import MEMBER, SESSION, SPACE, Scale, prefill, write_kb  # noqa: E402
 from bench.janome_rate import chat_lines  # noqa: E402
 from bench.turn_overhead import TimedBackend  # noqa: E402
-from bot.chat.context import ContextRequest  # noqa: E402
+from bot.chat.context import MEMORY_LAYER, ContextBuilder, ContextRequest  # noqa: E402
 from bot.config import Settings  # noqa: E402
 from bot.llm.backend import ChatBackend  # noqa: E402
 from bot.llm.gateway import default_backend_factory  # noqa: E402
 from bot.memory.japanese import InProcessAnalyzer  # noqa: E402
+from bot.ops.heap import frozen_start_up_heap  # noqa: E402
 from bot.services import ServiceOptions, Services, open_services  # noqa: E402
 from bot.store.engine.database import Database  # noqa: E402
 from tests.fakes.llm_server import FakeLLMServer  # noqa: E402
@@ -121,6 +124,7 @@ class Bot:
     worst_hold: str = ""
     layers: dict[str, float] = field(default_factory=dict)
     layer_tokens: dict[str, int] = field(default_factory=dict)
+    related_adds: dict[str, float] = field(default_factory=dict)
 
     def embed_seconds(self) -> float:
         """LLM time (the query embeddings) so far."""
@@ -154,6 +158,9 @@ async def open_bot(stack: contextlib.AsyncExitStack, tmp: Path, scale: Scale, ur
     services = await stack.enter_async_context(
         open_services(settings, ServiceOptions(backend_factory=factory))
     )
+    # As `bot.ops.startup.started_services` does once the services are open (the KB's files
+    # are read later, on the first search, in the bot as here).
+    stack.enter_context(frozen_start_up_heap())
     message_id = int(await services.db.scalar("SELECT MAX(id) FROM messages"))
     request = ContextRequest(SPACE, SESSION, QUERY, message_id, settings, member_id=MEMBER)
     started = time.perf_counter()
@@ -182,6 +189,42 @@ async def turns(bot: Bot, holds: LoopHolds, rounds: int) -> None:
         bot.worst_hold = holds.worst
     bot.gc_pauses += holds.gc
     holds.wall, holds.cpu, holds.gc = [], [], []
+
+
+def without_layer(bot: Bot, name: str) -> ContextBuilder:
+    """The bot's context builder less the layer `name` (the same layer objects otherwise)."""
+    layers = bot.services.context.layers
+    cut = next(n for n, layer in enumerate(layers) if layer.name == MEMORY_LAYER)
+    repos = bot.services.repos
+    return ContextBuilder(
+        repos.messages,
+        repos.memories,
+        layers[:cut],
+        after_memory=[layer for layer in layers[cut + 1 :] if layer.name != name],
+    )
+
+
+async def related_adds(bot: Bot) -> None:
+    """What the related-memories layer adds to a whole build: builds with and without it,
+    alternated, LAYER_ROUNDS each; the difference of their p50s (wall, embedding subtracted;
+    and process CPU)."""
+    tools = bot.services.registry.schemas()
+    builders = {"with": bot.services.context, "without": without_layer(bot, "related")}
+    walls: dict[str, list[float]] = {"with": [], "without": []}
+    cpus: dict[str, list[float]] = {"with": [], "without": []}
+    for _ in range(LAYER_ROUNDS):
+        for key, builder in builders.items():
+            embed_before = bot.embed_seconds()
+            start, cpu = time.perf_counter(), time.process_time()
+            await builder.build(bot.request, tools=tools)
+            cpus[key].append((time.process_time() - cpu) * 1000)
+            wall = time.perf_counter() - start - (bot.embed_seconds() - embed_before)
+            walls[key].append(wall * 1000)
+    median = statistics.median
+    bot.related_adds = {
+        "wall_ms_p50": round(median(walls["with"]) - median(walls["without"]), 3),
+        "cpu_ms_p50": round(median(cpus["with"]) - median(cpus["without"]), 3),
+    }
 
 
 async def layer_costs(bot: Bot) -> None:
@@ -220,6 +263,7 @@ def figures(bot: Bot) -> dict[str, Any]:
         "context_cpu_ms_p50": round(statistics.median(bot.cpu), 3),
         "context_cpu_ms_p99": round(percentile(bot.cpu, 0.99), 3),
         "layer_ms_p50": bot.layers,
+        "related_adds_ms_p50": bot.related_adds,
         "loop_hold_ms_max_wall": round(max(bot.holds_wall) * 1000, 3),
         "loop_hold_ms_max_cpu": round(max(bot.holds_cpu) * 1000, 3),
         "loop_hold_ms_p999_wall": round(percentile(bot.holds_wall, 0.999) * 1000, 3),
@@ -240,6 +284,7 @@ async def measure(tmp: Path, scales: list[Scale], rounds: int, repeat: int) -> d
                     await turns(bot, holds, rounds)
         for bot in bots:
             await layer_costs(bot)
+            await related_adds(bot)
     return {f"x{bot.scale.factor}": figures(bot) for bot in bots}
 
 
@@ -260,7 +305,9 @@ def summary(result: dict[str, Any]) -> str:
     """The one-line summary."""
     parts = [
         f"{name}: p50 {r['context_ms_p50']} / p99 {r['context_ms_p99']} ms, "
-        f"related {r['layer_ms_p50'].get('related')} ms, hold {r['loop_hold_ms_max_cpu']} ms cpu"
+        f"related alone {r['layer_ms_p50'].get('related')} ms, adds "
+        f"{r['related_adds_ms_p50']['wall_ms_p50']} ms ({r['related_adds_ms_p50']['cpu_ms_p50']} "
+        f"cpu), hold {r['loop_hold_ms_max_cpu']} ms cpu"
         for name, r in result["scales"].items()
     ]
     return (

@@ -86,6 +86,7 @@ def terminal_space(value: str) -> str:
 async def run_chat(settings: Settings, space: str | None = None) -> int:
     """The terminal chat on the real engine, in the local space id `space` (or LOCAL_SPACE)."""
     from bot.chat.terminal import TerminalChat, backend_address
+    from bot.ops.heap import frozen_start_up_heap
     from bot.services import open_services
 
     space_id = space or settings.local_space_id
@@ -104,7 +105,8 @@ async def run_chat(settings: Settings, space: str | None = None) -> int:
             log_note=log_note,
             page_settings=len(services.settings.page_overrides()),
         )
-        code = await chat.run()
+        with frozen_start_up_heap():
+            code = await chat.run()
         await services.tasks.drain()
         return code
 

@@ -37,6 +37,7 @@ from bot.memory.recall_index import RecallIndexer
 from bot.memory.spaces import SpaceService
 from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool
+from bot.ops.heap import refreeze_if_frozen
 from bot.ops.probes import MODEL_KEYS, build_readiness
 from bot.ops.readiness import Readiness
 from bot.prompts import prompts_for
@@ -208,7 +209,12 @@ def _open_memory(
         analyzer = JapaneseAnalyzer()
         stack.push_async_callback(analyzer.close)
     local_kb = LocalKnowledgeBase(
-        runtime().kb_dir, core.repos.local_kb_docs, gateway, analyzer, runtime
+        runtime().kb_dir,
+        core.repos.local_kb_docs,
+        gateway,
+        analyzer,
+        runtime,
+        on_synced=refreeze_if_frozen,
     )
     knowledge = KnowledgeService(
         core.repos.knowledge,

@@ -146,14 +146,17 @@ class _Doc:
     content_hash: str
     mtime_ns: int
     size: int
-    vector: list[float] | None = None
+    # Tuples of floats, not lists: the garbage collector stops tracking a tuple that holds
+    # only numbers, so full collections no longer walk every vector of every file.
+    vector: tuple[float, ...] | None = None
     model: str | None = None
-    unit: list[float] | None = field(default=None, repr=False)
+    unit: tuple[float, ...] | None = field(default=None, repr=False)
 
-    def set_vector(self, vector: list[float] | None, model: str | None) -> None:
-        self.vector = vector
+    def set_vector(self, vector: Sequence[float] | None, model: str | None) -> None:
+        self.vector = tuple(vector) if vector is not None else None
         self.model = model if vector is not None else None
-        self.unit = normalise(vector) if vector is not None else None
+        unit = normalise(vector) if vector is not None else None
+        self.unit = tuple(unit) if unit is not None else None
 
     def embed_text(self) -> str:
         text = self.content
@@ -162,7 +165,8 @@ class _Doc:
         return text[:EMBED_MAX_CHARS]
 
     def row(self) -> KBDocRow:
-        return KBDocRow(self.path, self.title, self.content_hash, self.vector, self.model)
+        vector = list(self.vector) if self.vector is not None else None
+        return KBDocRow(self.path, self.title, self.content_hash, vector, self.model)
 
 
 @dataclass
@@ -240,8 +244,10 @@ class LocalKnowledgeBase:
         clock: Callable[[], float] = time.monotonic,
         embed_retry_seconds: float = EMBED_RETRY_SECONDS,
         rescan_interval: float = RESCAN_SECONDS,
+        on_synced: Callable[[], None] | None = None,
     ) -> None:
         self._kb_dir = Path(kb_dir)
+        self._on_synced = on_synced  # the documents of a sync are in place (and long-lived)
         self._rescan_interval = self._base_interval = rescan_interval
         self._scanned_at: float | None = None
         self._repo = repo
@@ -397,6 +403,8 @@ class LocalKnowledgeBase:
             embedding_failed=failed,
         )
         log.info("local knowledge base synced: %s", report.describe())
+        if self._on_synced is not None:
+            self._on_synced()
         return report
 
     async def _contents(self, snapshot: Snapshot) -> dict[str, tuple[str, str]]:

@@ -44,6 +44,7 @@ async def started_services(
     that import. The services are the container and this module sits below them, so the
     caller hands them in rather than this module importing them."""
     from bot.memory.japanese import JapaneseAnalyzer
+    from bot.ops.heap import frozen_start_up_heap
 
     async with AsyncExitStack() as stack:
         analyzer = JapaneseAnalyzer()
@@ -53,4 +54,5 @@ async def started_services(
         opened = opener(analyzer)
         preload()
         services = await stack.enter_async_context(opened)
+        stack.enter_context(frozen_start_up_heap())
         yield services

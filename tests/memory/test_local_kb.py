@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -194,6 +195,38 @@ async def test_restart_reuses_cached_vectors(
     hits = await restarted.search("おすすめのラーメン屋はどこ？", S)
     assert [hit.path for hit in hits] == ["ramen.md"]
     assert embedder.calls[-1] == ["おすすめのラーメン屋はどこ？"]
+
+
+async def test_kept_vectors_are_not_walked_by_the_garbage_collector(
+    kb: LocalKnowledgeBase,
+    kb_dir: Path,
+    db: Database,
+    embedder: KeywordEmbedder,
+    analyzer: InProcessAnalyzer,
+    conf: Conf,
+) -> None:
+    """A full collection visits every tracked container: 5,000 files' vectors as lists cost
+    ~50 ms a collection (bench/context.py ×10); tuples of floats are untracked."""
+    vectors = [embedder.vector(text) for text in FILES.values()]
+
+    def tracked_vectors() -> int:
+        gc.collect()
+        return sum(
+            1
+            for item in gc.get_objects()
+            if isinstance(item, list | tuple)
+            and len(item) == len(vectors[0])
+            and list(item) in vectors
+        ) - len(vectors)  # `vectors` itself holds one list per file
+
+    await kb.sync()
+    assert await kb.search("おすすめのラーメン屋はどこ？", S)
+    assert tracked_vectors() == 0
+    restarted = LocalKnowledgeBase(
+        kb_dir, LocalKBDocRepository(db), embedder, analyzer, lambda: conf
+    )
+    assert await restarted.search("おすすめのラーメン屋はどこ？", S)  # vectors from the rows
+    assert tracked_vectors() == 0
 
 
 async def test_edited_file_is_reembedded_once_and_old_vector_dropped(

@@ -251,6 +251,23 @@ class SqliteConnection(Connection):
         """Run one statement and return its rows (one thread trip)."""
         return (await self.execute(sql, params))._rows
 
+    async def run_reads(self, reads: Sequence[tuple[str, Params]]) -> list[list[Row] | Exception]:
+        """Run read statements in order on one trip: each one's rows, or the error it raised
+        (one failing read does not fail the others)."""
+        works = [_statement(sql, _sqlite_params(params)) for sql, params in reads]
+
+        def run(conn: sqlite3.Connection) -> list[list[Row] | Exception]:
+            outcomes: list[list[Row] | Exception] = []
+            for work in works:
+                try:
+                    with _sqlite_errors():
+                        outcomes.append(work(conn)._rows)
+                except Exception as error:
+                    outcomes.append(error)
+            return outcomes
+
+        return await self._trip(run)
+
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         """Run one statement for many parameter sets (one thread trip)."""
         batch = [_sqlite_params(row) for row in rows]

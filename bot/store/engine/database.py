@@ -49,6 +49,7 @@ from bot.store.engine.dialect import (
 )
 from bot.store.engine.migrate import current_version, migrate, migrate_postgresql
 from bot.store.engine.pinned import PinnedReads, Reads
+from bot.store.engine.read_batch import ReadBatcher
 from bot.store.schema.migrations import SCHEMA_VERSION
 from bot.store.schema.v3_spaces import MigrationContext
 
@@ -182,6 +183,9 @@ class Database:
         # One SQLAlchemy connection is not safe for concurrent use: the SQLite reader serves
         # one statement at a time (as aiosqlite's queue did before).
         self._read_lock = asyncio.Lock()
+        self._reads = (
+            None if self._read_link is None else ReadBatcher(self._read_link, self._read_lock)
+        )
         self._started = 0  # statements begun, so close() can tell when work has gone quiet
 
     @classmethod
@@ -316,6 +320,9 @@ class Database:
             async with self._pooled_transaction() as pooled:
                 await pooled.execute("SET LOCAL enable_seqscan = off")
                 return await pooled.execute_fetchall(sql, params)
+        if self._reads is not None:
+            self._started += 1
+            return await self._reads.fetchall(sql, params)
         async with self._read() as conn:
             return await conn.execute_fetchall(sql, params)
 

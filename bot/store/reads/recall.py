@@ -35,10 +35,11 @@ nearest to the query by embedding (`nearest`, from `bot.memory.recall_embed`).
 
 from __future__ import annotations
 
+import asyncio
 import copy
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import replace
-from typing import Final
+from typing import Any, Final
 
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
@@ -120,6 +121,26 @@ def _fts_order(table: str, *, newest: bool) -> tuple[str, str]:
     return f"{table}.rank", f"{table}.rank, m.id DESC"
 
 
+async def _none() -> list[RecallHit]:
+    return []
+
+
+async def _in_turn(dialect: str, *reads: Coroutine[Any, Any, Any]) -> list[Any]:
+    """The results of `reads`, in order: issued together on SQLite (they share a trip to the
+    reader, `bot.store.engine.read_batch`), one after another on PostgreSQL (recall's reads
+    there are pinned to one connection, which serves one statement at a time)."""
+    if dialect == "sqlite":
+        return list(await asyncio.gather(*reads))
+    results: list[Any] = []
+    try:
+        for read in reads:
+            results.append(await read)
+    finally:
+        for unread in reads[len(results) + 1 :]:
+            unread.close()
+    return results
+
+
 class RecallRepository:
     """Recall reads over one space's past conversations (see the module docstring)."""
 
@@ -167,14 +188,18 @@ class RecallRepository:
         terms = parse_terms(query)
         if not terms.all or limit <= 0:
             return RecallResult(terms, [])
+        indexed, recent, summaries = await _in_turn(
+            self._db.dialect,
+            self._indexed(space, terms, exclude, newest=newest) if terms.long else _none(),
+            self._recent(space, terms, exclude) if terms.short else _none(),
+            self._summaries(space, terms, exclude, newest=newest),
+        )
         found: dict[tuple[str, int], RecallHit] = {}
-        if terms.long:
-            for hit in await self._indexed(space, terms, exclude, newest=newest):
-                found[(hit.kind, hit.id)] = hit
-        if terms.short:
-            for hit in await self._recent(space, terms, exclude):
-                found.setdefault((hit.kind, hit.id), hit)
-        for hit in await self._summaries(space, terms, exclude, newest=newest):
+        for hit in indexed:
+            found[(hit.kind, hit.id)] = hit
+        for hit in recent:
+            found.setdefault((hit.kind, hit.id), hit)
+        for hit in summaries:
             found[(hit.kind, hit.id)] = hit
         ranked = lexical_order(hit for hit in found.values() if hit.matched)
         return RecallResult(terms, ranked[:limit])
@@ -201,14 +226,16 @@ class RecallRepository:
                 return await self._over(reads).ranked(
                     space, query, limit=limit, exclude=exclude, newest=newest, nearest=nearest
                 )
-        lexical = await self.lexical(
-            space, query, limit=FUSE_CANDIDATES, exclude=exclude, newest=newest
+        # The term index's read needs only the parsed terms, not the lexical list.
+        lexical, word_rows = await _in_turn(
+            self._db.dialect,
+            self.lexical(space, query, limit=FUSE_CANDIDATES, exclude=exclude, newest=newest),
+            self._words(space, parse_terms(query), exclude, newest=newest),
         )
         if limit <= 0 or not (lexical.terms.all or nearest):
             return RecallResult(lexical.terms, [])
         words: dict[tuple[str, int], tuple[Row, tuple[str, ...]]] = {
-            ("message", int(row["id"])): (row, also)
-            for row, also in await self._words(space, lexical.terms, exclude, newest=newest)
+            ("message", int(row["id"])): (row, also) for row, also in word_rows
         }
         found: dict[tuple[str, int], RecallHit] = {(h.kind, h.id): h for h in lexical.hits}
         near = [("message", int(n)) for n in nearest]

@@ -29,15 +29,9 @@ _COLUMNS = "id, space_id, session_id, summary, level, condensed_into, created_at
 
 
 def _memory(row: Row) -> Memory:
-    return Memory(
-        id=row["id"],
-        space_id=row["space_id"],
-        session_id=row["session_id"],
-        summary=row["summary"],
-        level=row["level"],
-        condensed_into=row["condensed_into"],
-        created_at=row["created_at"],
-    )
+    # By position (the columns are _COLUMNS, in Memory's order): the long-term memory layer
+    # reads a few hundred summaries per turn, and lookups by name were most of its CPU.
+    return Memory(*row)
 
 
 class MemoryRepository:
