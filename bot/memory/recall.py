@@ -74,6 +74,7 @@ class RecallService:
             limit=RELATED_CANDIDATES,
             exclude=Exclude(session_id, channel_id),
             newest=True,  # on every turn: a cost that does not grow with the history
+            neighbours=False,  # only hits holding the message's words are kept
         )
         relevant = [hit for hit in ranked.hits if is_relevant(hit.matched, ranked.terms)]
         return ranked.terms, await self._reads.with_context(space, relevant[:limit])

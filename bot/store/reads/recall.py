@@ -213,6 +213,7 @@ class RecallRepository:
         exclude: Exclude | None = None,
         newest: bool = False,
         nearest: Sequence[int] = (),
+        neighbours: bool = True,
     ) -> RecallResult:
         """The lexical list fused with the term index's, neighbours of strong hits moved up
         (see the module docstring and `recall_neighbours`). With `newest` (SQLite), each
@@ -220,11 +221,19 @@ class RecallRepository:
         scores every match: a cost in proportion to the history), for the related memories read
         on every turn; the terms they hold still order them. `nearest`: message ids of the
         space by embedding similarity, best first (`bot.memory.recall_embed`), a third list
-        fused with EMBED_WEIGHT (ids of another space or hidden are never read)."""
+        fused with EMBED_WEIGHT (ids of another space or hidden are never read). Without
+        `neighbours` none is lifted (two reads fewer), for a caller that keeps only hits holding
+        the query's words: a lift alone never makes a hit one."""
         if self._pinnable is not None and self._db.dialect == "postgresql":
             async with self._pinnable.pinned_reads() as reads:
                 return await self._over(reads).ranked(
-                    space, query, limit=limit, exclude=exclude, newest=newest, nearest=nearest
+                    space,
+                    query,
+                    limit=limit,
+                    exclude=exclude,
+                    newest=newest,
+                    nearest=nearest,
+                    neighbours=neighbours,
                 )
         # The term index's read needs only the parsed terms, not the lexical list.
         lexical, word_rows = await _in_turn(
@@ -242,13 +251,8 @@ class RecallRepository:
         scores = fuse_scores(
             [list(found), list(words), near], FUSE_K, (*FUSE_WEIGHTS, EMBED_WEIGHT)
         )
-        sources = [key for key in best_first(scores) if key[0] == "message"][:SPREAD_SOURCES]
-        around = await neighbour_ids(self._db, space, [key[1] for key in sources])
-        scores = spread(
-            scores,
-            {("message", n): [("message", m) for m in ids] for n, ids in around.items()},
-            SPREAD_SHARE,
-        )
+        if neighbours:
+            scores = await self._lift_neighbours(space, scores)
         known = {key: hit.author_name for key, hit in found.items()}
         known |= {key: word[0]["author_name"] for key, word in words.items()}
         named = named_speakers(lexical.terms, known.values())
@@ -259,6 +263,18 @@ class RecallRepository:
         known |= {("message", n): row["author_name"] for n, row in extra.items()}
         order = best_first(lift_speakers(scores, known, named))[:limit]
         return RecallResult(lexical.terms, self._hits(order, found, words, extra, lexical.terms))
+
+    async def _lift_neighbours(
+        self, space: str, scores: dict[tuple[str, int], float]
+    ) -> dict[tuple[str, int], float]:
+        """`scores` with the messages next to the strongest hits lifted (`spread`)."""
+        sources = [key for key in best_first(scores) if key[0] == "message"][:SPREAD_SOURCES]
+        around = await neighbour_ids(self._db, space, [key[1] for key in sources])
+        return spread(
+            scores,
+            {("message", n): [("message", m) for m in ids] for n, ids in around.items()},
+            SPREAD_SHARE,
+        )
 
     async def _rows(self, space: str, ids: list[int]) -> dict[int, Row]:
         """The visible messages of `ids` in `space`, with their session's columns, by id."""

@@ -81,12 +81,13 @@ async def test_related_and_search_give_the_same_together_as_alone(
     assert any(hit.before or hit.after for page in pages for hit in page.hits)
 
 
-async def test_the_related_read_takes_five_trips_to_the_sqlite_reader(
+async def test_the_related_read_takes_three_trips_to_the_sqlite_reader(
     db: Database, indexer: RecallIndexer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its independent reads go together: the full-text, summaries and word-count reads on
-    one trip, then the word rows, the neighbours, their rows and every hit's context lines
-    (nine trips when each read went alone)."""
+    one trip, then the word rows and every hit's context lines; no neighbour is read, as the
+    layer keeps only hits holding the message's words (nine trips when each read went alone
+    and neighbours were lifted)."""
     if db.dialect != "sqlite":
         pytest.skip("trips to the reader's thread are SQLite's")
     here = await history(db, indexer)
@@ -103,4 +104,4 @@ async def test_the_related_read_takes_five_trips_to_the_sqlite_reader(
     monkeypatch.setattr(reader, "_trip", counted)
     _terms, hits = await recall.related(A, QUERIES[0], here)
     assert len(hits) == 3 and all(hit.before or hit.after for hit in hits)
-    assert len(trips) <= 5
+    assert len(trips) <= 3
