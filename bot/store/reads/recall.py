@@ -86,7 +86,8 @@ from bot.store.schema.fulltext import SEARCHABLE, words_tsvector
 
 FTS_CANDIDATES: Final = 200
 # Newest first (`ranked(newest=True)`), no engine score to rank by: the list the fusion keeps.
-NEWEST_CANDIDATES: Final = 100
+# The related layer keeps 3 of them: 100 cost it ~0.7 ms more per turn (bench/context.py).
+NEWEST_CANDIDATES: Final = 50
 # SQLite: a long term in this many messages or more is left out of the ranked text match, the
 # rest kept rarest first within TRIGRAM_ROWS_BUDGET rows: FTS5 computes bm25 for every
 # matching row before its LIMIT (≈ 15 µs a row; a chatter word in 4% of 1M rows cost 600 ms).
