@@ -31,7 +31,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager, closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import aiosqlite
 
@@ -48,7 +48,7 @@ from bot.store.engine.dialect import (
     sqlite_path,
 )
 from bot.store.engine.migrate import current_version, migrate, migrate_postgresql
-from bot.store.engine.pinned import PinnedReads, Reads
+from bot.store.engine.pinned import FirstRowReads, PinnedReads, Reads
 from bot.store.engine.read_batch import ReadBatcher
 from bot.store.schema.migrations import SCHEMA_VERSION
 from bot.store.schema.v3_spaces import MigrationContext
@@ -157,7 +157,7 @@ async def _sqlite_connect(path: Path) -> aiosqlite.Connection:
     return conn
 
 
-class Database:
+class Database(FirstRowReads):
     """Async access to the PlayChat database; all writes go through `transaction()`."""
 
     def __init__(
@@ -339,16 +339,6 @@ class Database:
         async with self._pooled_transaction() as pooled:
             await pooled.execute("SET LOCAL enable_seqscan = off")
             yield PinnedReads(pooled)
-
-    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        """Run a read query and return the first row, if any."""
-        rows = await self.fetchall(sql, params)
-        return rows[0] if rows else None
-
-    async def scalar(self, sql: str, params: Params = ()) -> Any:
-        """First column of the first row, or None."""
-        row = await self.fetchone(sql, params)
-        return None if row is None else row[0]
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Connection]:

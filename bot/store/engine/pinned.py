@@ -32,7 +32,27 @@ class Reads(Protocol):
         ...
 
 
-class PinnedReads:
+class FirstRowReads:
+    """`fetchone` and `scalar` from a class's own `fetchall`."""
+
+    async def fetchall(
+        self, sql: str, params: Params = (), *, indexes_only: bool = False
+    ) -> list[Row]:
+        """Run a read query and return all rows."""
+        raise NotImplementedError
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        """Run a read query and return the first row, if any."""
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    async def scalar(self, sql: str, params: Params = ()) -> Any:
+        """First column of the first row, or None."""
+        row = await self.fetchone(sql, params)
+        return None if row is None else row[0]
+
+
+class PinnedReads(FirstRowReads):
     """PostgreSQL reads on one connection in one transaction, sequential scans off."""
 
     def __init__(self, conn: Connection) -> None:
@@ -49,13 +69,3 @@ class PinnedReads:
         """Run a read query and return all rows (every read here is `indexes_only`)."""
         del indexes_only
         return await self._conn.execute_fetchall(sql, params)
-
-    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        """Run a read query and return the first row, if any."""
-        rows = await self.fetchall(sql, params)
-        return rows[0] if rows else None
-
-    async def scalar(self, sql: str, params: Params = ()) -> Any:
-        """First column of the first row, or None."""
-        row = await self.fetchone(sql, params)
-        return None if row is None else row[0]
