@@ -65,6 +65,10 @@ class RecallTermRepository:
         if not handled:
             return
         now = utcnow()
+        # Rows in ascending id, as every other writer of messages locks them (an UPDATE ... IN
+        # walks the primary key): newest first, PostgreSQL deadlocked against the tagger.
+        handled = sorted(handled, key=lambda row: (row.space_id, row.id))
+        words = sorted(words, key=lambda row: (row.space_id, row.message_id))
         async with self._db.transaction() as conn:
             for space in sorted({row.space_id for row in words}):
                 await hold_against_erase(conn, space)

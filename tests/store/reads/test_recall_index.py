@@ -4,6 +4,7 @@ recall query served by indexes (no scan of a space's history)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator
@@ -343,3 +344,43 @@ async def test_a_rare_word_outweighs_two_common_ones(
     # term but the rarest, and comes before the line holding the two commoner ones.
     ids = [hit.id for hit in result.hits]
     assert ids[0] == paddle and ids.index(paddle) < ids.index(kayaks[0])
+
+
+async def test_the_indexer_locks_a_turns_rows_in_the_order_the_tagger_does(db: Database) -> None:
+    """The indexer (newest first) and the tagger (one UPDATE over the turn's ids) both mark a
+    turn's user message and answer. Holding the user row as the tagger does, the indexer must
+    wait for it before it locks the answer: newest first, PostgreSQL found a deadlock."""
+    if db.dialect != "postgresql":
+        pytest.skip("SQLite has one writer: its transactions never overlap")
+    repos = Repositories.over(db)
+    s = await session(repos, A, "turn")
+    asked = await say(repos, A, s, "the autumn leaves in Kyoto")
+    answer = await say(repos, A, s, "They turn red in November", role="assistant")
+    pending = await repos.recall_terms.unindexed_all_spaces(10)
+    assert [row.id for row in pending] == [answer, asked]
+
+    async def waiting_on_a_lock() -> int:
+        return int(
+            await db.scalar(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"
+            )
+        )
+
+    async with db.transaction() as tagger:
+        await tagger.execute(
+            "UPDATE messages SET tagged_at = ? WHERE space_id = ? AND id = ?",
+            ("2026-01-01T00:00:00+00:00", A, asked),
+        )
+        indexing = asyncio.create_task(repos.recall_terms.store(pending, []))
+        for _ in range(500):  # until the indexer waits for the row held here
+            if await waiting_on_a_lock():
+                break
+            await asyncio.sleep(0.01)
+        assert await waiting_on_a_lock() == 1
+        await tagger.execute(
+            "UPDATE messages SET tagged_at = ? WHERE space_id = ? AND id = ?",
+            ("2026-01-01T00:00:00+00:00", A, answer),
+        )
+    await asyncio.wait_for(indexing, 10)
+    assert await repos.recall_terms.unindexed_all_spaces(10) == []
