@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
@@ -15,6 +14,7 @@ from bot.memory.recall import RecallService
 from bot.memory.recall_index import RecallIndexer
 from bot.store import Repositories
 from bot.store.engine.database import Database
+from tests.store.engine.test_read_batch import count_trips
 from tests.store.reads.test_recall import A, B, say, session
 
 QUERIES = [
@@ -92,16 +92,7 @@ async def test_the_related_read_takes_three_trips_to_the_sqlite_reader(
         pytest.skip("trips to the reader's thread are SQLite's")
     here = await history(db, indexer)
     recall = RecallService(Repositories.over(db).recall)
-    reader = db._read_link
-    assert reader is not None
-    trips: list[int] = []
-    trip = reader._trip
-
-    async def counted(work: Any) -> Any:
-        trips.append(1)
-        return await trip(work)
-
-    monkeypatch.setattr(reader, "_trip", counted)
+    trips = count_trips(db, monkeypatch)
     _terms, hits = await recall.related(A, QUERIES[0], here)
     assert len(hits) == 3 and all(hit.before or hit.after for hit in hits)
     assert len(trips) <= 3
