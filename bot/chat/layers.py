@@ -20,11 +20,13 @@ from typing import Protocol
 
 from bot.chat.context import ContextLayer, ContextRequest, Draft
 from bot.chat.tokens import estimate_tokens, truncate_to_tokens
+from bot.memory.kb_visibility import off_loop_if
 from bot.memory.knowledge import KnowledgeService
 from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NoteOutline, NotesService
 from bot.memory.recall import RecallLabels, RecallService, hit_heading, hit_lines
 from bot.prompts import Prompts, prompts_for
+from bot.store.repos.notes import OUTLINE_ON_LOOP
 from bot.tools.kb_tools import KBFile, continuation
 
 log = logging.getLogger(__name__)
@@ -223,16 +225,19 @@ class NoteTitlesLayer:
         cached = self._drafts.get(request.space_id)
         if cached is not None and cached[0][0] is items and cached[0][1:] == key[1:]:
             return cached[1]
-        draft = _note_titles_draft(items, set(linked), _prompts(request))
+        draft = await off_loop_if(
+            len(items) > OUTLINE_ON_LOOP, _note_titles_draft, items, set(linked), _prompts(request)
+        )
         self._drafts[request.space_id] = (key, draft)
         return draft
 
 
 def _note_titles_draft(items: Sequence[NoteOutline], linked: set[int], prompts: Prompts) -> Draft:
-    """The notes layer's draft; its cuts are remembered by budget."""
+    """The notes layer's draft; its cuts are remembered by budget. Its lines are kept as
+    tuples, which the garbage collector stops tracking."""
     header = prompts.format("layer_notes_header", preview_chars=PREVIEW_CHARS)
-    full = note_title_lines(items, linked, prompts, previews=True)
-    titles = note_title_lines(items, linked, prompts, previews=False)
+    full = tuple(note_title_lines(items, linked, prompts, previews=True))
+    titles = tuple(note_title_lines(items, linked, prompts, previews=False))
     without_previews = (
         "\n".join([header, prompts["layer_notes_previews_cut"], *titles]) if titles != full else ""
     )
@@ -250,7 +255,9 @@ def _note_titles_draft(items: Sequence[NoteOutline], linked: set[int], prompts: 
                 cuts[budget] = fit_lines(header, titles, budget, more, items=len(items))
         return cuts[budget]
 
-    return Draft("\n".join([header, *full]), shorten)
+    draft = Draft("\n".join([header, *full]), shorten)
+    _ = draft.demand  # counted here: in the worker thread when the outline is long
+    return draft
 
 
 class LinkedNotesLayer:

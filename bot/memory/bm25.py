@@ -48,18 +48,19 @@ class BM25Index:
     def __init__(self, docs: Sequence[Sequence[str]], *, k1: float = K1, b: float = B) -> None:
         self._k1 = k1
         self._b = b
-        self._tf = [Counter(doc) for doc in docs]
-        self._lengths = [len(doc) for doc in docs]
+        self._lengths = tuple([len(doc) for doc in docs])
         self._n = len(docs)
         self._avgdl = (sum(self._lengths) / self._n) if self._n else 0.0
-        df: Counter[str] = Counter()
         # term → (document, frequency) of the documents holding it: a query touches only those.
-        self._postings: dict[str, list[tuple[int, int]]] = {}
-        for index, tf in enumerate(self._tf):
-            df.update(tf.keys())
-            for term, freq in tf.items():
-                self._postings.setdefault(term, []).append((index, freq))
-        self._df = df
+        postings: dict[str, list[tuple[int, int]]] = {}
+        for index, doc in enumerate(docs):
+            for term, freq in Counter(doc).items():
+                postings.setdefault(term, []).append((index, freq))
+        # Kept as tuples in plain dicts: the index lives until the files change, and the
+        # collector stops tracking tuples and dicts of text and numbers, so a full collection
+        # does not walk every posting of every file.
+        self._postings = {term: tuple(entries) for term, entries in postings.items()}
+        self._df = {term: len(entries) for term, entries in postings.items()}
 
     def __len__(self) -> int:
         return self._n

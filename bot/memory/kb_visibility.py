@@ -57,10 +57,11 @@ class Visibility:
         return folder == self.web if top == WEB_SEARCH_FOLDER else folder in self.spaces
 
 
-def visible_flags(space: str, docs: Sequence[HasPath]) -> list[bool]:
-    """One flag per document: may `space` see it."""
+def visible_flags(space: str, docs: Sequence[HasPath]) -> tuple[bool, ...]:
+    """One flag per document: may `space` see it (a tuple: kept per space, and the garbage
+    collector stops tracking a tuple of flags)."""
     visible = Visibility.of(space)
-    return [visible.allows(doc.path) for doc in docs]
+    return tuple([visible.allows(doc.path) for doc in docs])
 
 
 async def off_loop_if(heavy: bool, function: Callable[..., _T], /, *args: object) -> _T:

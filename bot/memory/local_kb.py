@@ -263,7 +263,7 @@ class LocalKnowledgeBase:
         self._vectors: VectorIndex | None = None
         # Per space: which documents it may see (and that as a mask of the vector index's
         # rows), worked out once per set of documents rather than on every search.
-        self._visible: dict[str, list[bool]] = {}
+        self._visible: dict[str, tuple[bool, ...]] = {}
         self._vector_masks: dict[str, Any] = {}
         # The documents (and model) known to all carry a vector of that model.
         self._embedded: tuple[list[_Doc], str] | None = None
@@ -485,7 +485,7 @@ class LocalKnowledgeBase:
                 return hits
         return await self._search_bm25(query, docs, visible, top_k)
 
-    async def _visible_to(self, space: str, docs: list[_Doc]) -> list[bool]:
+    async def _visible_to(self, space: str, docs: list[_Doc]) -> tuple[bool, ...]:
         """Which of `docs` `space` may see; worked out once per set of documents."""
         if docs is not self._docs:
             return await asyncio.to_thread(visible_flags, space, docs)
@@ -578,7 +578,7 @@ class LocalKnowledgeBase:
         return index
 
     async def _search_bm25(
-        self, query: str, docs: list[_Doc], visible: list[bool], top_k: int
+        self, query: str, docs: list[_Doc], visible: Sequence[bool], top_k: int
     ) -> list[KBHit]:
         index = await self._index(docs)
         nouns = await self._analyzer.nouns_async(query)

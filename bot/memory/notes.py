@@ -16,10 +16,10 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from bot.errors import ValidationError
-from bot.store.repos.notes import NoteOutline, NotePage, NoteRepository
+from bot.store.repos.notes import NoteOutline, NoteOutlines, NotePage, NoteRepository
 from bot.store.spaces import parse_space
 
-__all__ = ["NoteOutline", "NotePage", "NotesService"]
+__all__ = ["NoteOutline", "NoteOutlines", "NotePage", "NotesService"]
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class NotesService:
     ) -> None:
         self._repo = repo
         self._clock = clock
-        self._outlines: dict[tuple[str, int], tuple[float, tuple[NoteOutline, ...]]] = {}
+        self._outlines: dict[tuple[str, int], tuple[float, NoteOutlines]] = {}
 
     async def list_pages(self, space: str) -> list[NotePage]:
         """Every page of the space in position order."""
@@ -123,17 +123,18 @@ class NotesService:
         """Titles, sections and the first `preview_chars` characters of the space's pages."""
         return list(await self.outline_snapshot(space, preview_chars))
 
-    async def outline_snapshot(
-        self, space: str, preview_chars: int = 40
-    ) -> tuple[NoteOutline, ...]:
-        """`outline`, as the very object cached: the same one until the pages change (or
-        OUTLINE_CACHE_SECONDS pass), so a reader may keep what it derived from it."""
+    async def outline_snapshot(self, space: str, preview_chars: int = 40) -> NoteOutlines:
+        """`outline`, as the very object cached: the same one until the pages change, so a
+        reader may keep what it derived from it. Re-read every OUTLINE_CACHE_SECONDS (another
+        process may have written); an unchanged read keeps the cached object."""
         now = self._clock()
         key = (space, preview_chars)
         cached = self._outlines.get(key)
         if cached is not None and now - cached[0] < OUTLINE_CACHE_SECONDS:
             return cached[1]
-        items = tuple(await self._repo.outline(space, preview_chars))
+        items = await self._repo.outline(space, preview_chars)
+        if cached is not None and cached[1] == items:
+            items = cached[1]
         self._outlines[key] = (now, items)
         return items
 

@@ -28,7 +28,8 @@ class VectorIndex:
         self.source = source
         self.size = len(units)
         self.dims = dims
-        self.rows = [i for i, unit in enumerate(units) if unit and len(unit) == dims]
+        # A tuple: the index lives until the files change, and the collector stops tracking it.
+        self.rows = tuple([i for i, unit in enumerate(units) if unit and len(unit) == dims])
         rows = [units[i] for i in self.rows]
         self.matrix = np.asarray(rows, dtype=np.float32).reshape(len(self.rows), dims)
 

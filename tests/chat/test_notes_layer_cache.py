@@ -1,21 +1,26 @@
 """The notes layer keeps its draft (and its cuts) between turns: a new, renamed or deleted page,
 a link made in this session, another session's links and another space's pages are all shown
-as they are on the next turn."""
+as they are on the next turn. What it keeps costs the garbage collector nothing per page, and a
+long outline is drawn off the event loop."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from bot.chat import layers
 from bot.chat.context import ContextRequest
-from bot.chat.layers import NoteTitlesLayer
+from bot.chat.layers import NoteTitlesLayer, note_title_lines
 from bot.config import Settings
 from bot.memory.notes import NotesService
 from bot.store.engine.database import Database
 from bot.store.repos.notes import NoteRepository
 from bot.store.repos.sessions import SessionRepository
+from tests.collector import collector_work
 
 S = "guild:1"
 OTHER = "guild:2"
@@ -104,3 +109,51 @@ async def test_a_cut_counts_the_pages_left_out_after_a_page_is_added(
     assert sum(1 for line in after if line.startswith("- Page")) == shown
     assert f"- … {30 - shown} more page(s)" in before[-1]
     assert f"- … {31 - shown} more page(s)" in after[-1]
+
+
+async def test_a_kept_outline_and_draft_add_no_collector_work_per_page(
+    db: Database, tmp_path: Path
+) -> None:
+    pages = 400
+    notes = NotesService(NoteRepository(db))
+    here = request(S, (await SessionRepository(db).create(S, title="h")).id, tmp_path)
+    for n in range(pages):
+        await notes.create(S, f"Page {n:03d}", f"body of page {n}")
+    await notes.create(OTHER, "Elsewhere", "body")
+    layer = NoteTitlesLayer(notes)
+    elsewhere = request(OTHER, (await SessionRepository(db).create(OTHER, title="o")).id, tmp_path)
+    assert await layer.draft(elsewhere) is not None  # what any first draft brings in
+    before = collector_work()
+
+    draft = await layer.draft(here)
+
+    assert draft is not None and f"- Page {pages - 1}: body of page {pages - 1}" in draft.text
+    assert draft.fit(100) is not None, "its cuts still work"
+    assert await layer.draft(here) is draft, "kept for the next turn"
+    # Objects per page (or lists of every line) would add several references per page.
+    assert collector_work() - before < pages // 4
+
+
+async def test_a_long_outline_is_drawn_in_a_worker_thread_and_a_short_one_on_the_loop(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    drawn_in: list[int] = []
+
+    def recording(*args: Any, **kwargs: Any) -> list[str]:
+        drawn_in.append(threading.get_ident())
+        return note_title_lines(*args, **kwargs)
+
+    monkeypatch.setattr(layers, "note_title_lines", recording)
+    monkeypatch.setattr(layers, "OUTLINE_ON_LOOP", 2)
+    notes = NotesService(NoteRepository(db))
+    here = request(S, (await SessionRepository(db).create(S, title="h")).id, tmp_path)
+    layer = NoteTitlesLayer(notes)
+    for n in range(2):
+        await notes.create(S, f"Page {n}", "body")
+    assert await lines(layer, here) == ["- Page 0: body", "- Page 1: body"]
+    assert set(drawn_in) == {threading.get_ident()}, "two pages: no thread hop"
+
+    drawn_in.clear()
+    await notes.create(S, "Page 2", "body")
+    assert await lines(layer, here) == ["- Page 0: body", "- Page 1: body", "- Page 2: body"]
+    assert drawn_in and threading.get_ident() not in drawn_in, "three pages: off the loop"

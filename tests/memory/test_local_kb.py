@@ -23,6 +23,7 @@ from bot.services import ServiceOptions, open_services
 from bot.store.engine.database import Database
 from bot.store.repos.local_kb_docs import LocalKBDocRepository
 from bot.turn.events import SessionEvent
+from tests.collector import collector_work
 from tests.fakes.llm_server import FakeLLMServer, HttpError, Text
 
 S = "local:local"
@@ -227,6 +228,46 @@ async def test_kept_vectors_are_not_walked_by_the_garbage_collector(
     )
     assert await restarted.search("おすすめのラーメン屋はどこ？", S)  # vectors from the rows
     assert tracked_vectors() == 0
+
+
+@pytest.mark.parametrize("ranking", ["embedding", "bm25"])
+async def test_what_a_search_keeps_adds_no_collector_work_per_file(
+    tmp_path: Path,
+    db: Database,
+    embedder: KeywordEmbedder,
+    analyzer: InProcessAnalyzer,
+    conf: Conf,
+    ranking: str,
+) -> None:
+    """The flags of what a space may see, the vector index's rows and the BM25 index live
+    until the files change: as lists, Counters and lists of postings a full collection walked
+    them all, per file and per word (with 50,000 files, ×100 of bench/context.py)."""
+    files = 400
+
+    def knowledge_base(folder: str, count: int) -> LocalKnowledgeBase:
+        root = tmp_path / folder
+        root.mkdir()
+        for n in range(count):
+            text = f"# 猫の話 {n}\n\n猫は一日に十数時間眠る。会議 word{n} item{n * 7}"
+            (root / f"cat{n}.md").write_text(text, encoding="utf-8")
+        repo = LocalKBDocRepository(db)
+        return LocalKnowledgeBase(root, repo, embedder, analyzer, lambda: conf, rescan_interval=0)
+
+    if ranking == "bm25":
+        embedder.error = LLMError("no embedding model")
+    # What a first search brings in, Janome's (bounded) caches of these words included.
+    warm_up = knowledge_base("same", files)
+    assert await warm_up.search("猫はどれくらい眠る？", S)
+    assert await warm_up.search("猫の会議", "guild:7")
+    kb = knowledge_base("many", files)
+    await kb.sync()
+    before = collector_work()
+
+    hits = await kb.search("猫はどれくらい眠る？", S)
+
+    assert hits and {hit.method for hit in hits} == {ranking}
+    assert await kb.search("猫の会議", "guild:7"), "another space's flags"
+    assert collector_work() - before < files // 4
 
 
 async def test_edited_file_is_reembedded_once_and_old_vector_dropped(

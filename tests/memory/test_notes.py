@@ -11,7 +11,7 @@ import pytest
 
 from bot.chat.engine import TurnRequest
 from bot.errors import ConflictError, NotFoundError, ValidationError
-from bot.memory.notes import MAX_CONTENT_CHARS, NotePage, NotesService
+from bot.memory.notes import MAX_CONTENT_CHARS, NoteOutline, NotePage, NotesService
 from bot.services import ServiceOptions, open_services
 from bot.store.engine.database import Database
 from bot.store.repos.notes import NoteRepository, is_contiguous
@@ -429,6 +429,25 @@ async def test_outline_is_cached_until_a_write_or_its_age_limit(db: Database) ->
     assert [item.title for item in await notes.outline(S)] == ["Again"], (
         "a failed write drops it too"
     )
+
+
+async def test_an_unchanged_re_read_keeps_the_very_outline_cached(db: Database) -> None:
+    """What a reader derived from an outline (the notes layer's draft) stays good while the
+    pages are unchanged: a re-read after the age limit that finds the same pages keeps the
+    cached object; a change made by another process gives a new one."""
+    from bot.memory.notes import OUTLINE_CACHE_SECONDS
+
+    now = [100.0]
+    notes = NotesService(NoteRepository(db), clock=lambda: now[0])
+    page = await notes.create(S, "First", "body")
+    first = await notes.outline_snapshot(S)
+    now[0] += OUTLINE_CACHE_SECONDS + 1
+    assert await notes.outline_snapshot(S) is first
+    await db.execute("UPDATE note_pages SET content = 'changed' WHERE id = ?", (page.id,))
+    now[0] += OUTLINE_CACHE_SECONDS + 1
+    changed = await notes.outline_snapshot(S)
+    assert changed is not first and [item.preview for item in changed] == ["changed"]
+    assert list(first) == [NoteOutline(page.id, "First", "", 0, "body", 4)]
 
 
 async def test_tools_work_only_inside_a_space(notes: NotesService) -> None:
