@@ -14,7 +14,8 @@ without it, alternated: the difference of their p50s, wall and CPU); and the lon
 the event loop during the turns: the longest single callback, in wall time and in this
 thread's CPU time (the CPU figure is what the code holds; wall adds preemption by other work on
 a shared machine), and the longest garbage collection among them (a pause inside whichever
-callback triggered it). Also the Janome messages per second (see bench/janome_rate.py).
+callback triggered it). One build per pass re-reads the notes outline, as a turn does every
+30 s. Also the Janome messages per second (see bench/janome_rate.py).
 The start-up heap is frozen once each bot is open, as the bot does (`bot.ops.heap`).
 
 Run: .venv/bin/python bench/context.py [--scale 1,10,100] [--rounds 200] [--repeat 1]
@@ -51,6 +52,7 @@ from bot.chat.context import MEMORY_LAYER, ContextBuilder, ContextRequest  # noq
 from bot.config import Settings  # noqa: E402
 from bot.llm.backend import ChatBackend  # noqa: E402
 from bot.llm.gateway import default_backend_factory  # noqa: E402
+from bot.memory import notes as notes_module  # noqa: E402
 from bot.memory.japanese import InProcessAnalyzer  # noqa: E402
 from bot.ops.heap import frozen_start_up_heap  # noqa: E402
 from bot.services import ServiceOptions, Services, open_services  # noqa: E402
@@ -168,14 +170,29 @@ async def open_bot(stack: contextlib.AsyncExitStack, tmp: Path, scale: Scale, ur
     return Bot(scale, services, request, timed, time.perf_counter() - started)
 
 
+@contextlib.contextmanager
+def outline_aged(aged: bool) -> Iterator[None]:
+    """While `aged`, the notes outline is past its age limit: the build re-reads it, as a turn
+    does every OUTLINE_CACHE_SECONDS (30 s; a bench pass is shorter)."""
+    kept = notes_module.OUTLINE_CACHE_SECONDS
+    if aged:
+        notes_module.OUTLINE_CACHE_SECONDS = 0.0
+    try:
+        yield
+    finally:
+        notes_module.OUTLINE_CACHE_SECONDS = kept
+
+
 async def turns(bot: Bot, holds: LoopHolds, rounds: int) -> None:
-    """`rounds` context builds (after a warm-up), embedding time subtracted."""
+    """`rounds` context builds (after a warm-up), embedding time subtracted; the one in the
+    middle re-reads the notes outline."""
     tools = bot.services.registry.schemas()
     for n in range(rounds + WARMUP):
         embed_before = bot.embed_seconds()
         holds.recording = n >= WARMUP
         start, cpu = time.perf_counter(), time.process_time()
-        built = await bot.services.context.build(bot.request, tools=tools)
+        with outline_aged(n == WARMUP + rounds // 2):
+            built = await bot.services.context.build(bot.request, tools=tools)
         wall = time.perf_counter() - start
         cpu = time.process_time() - cpu
         holds.recording = False

@@ -224,7 +224,7 @@ def _open_memory(
         on_files_changed=local_kb.invalidate,
         read_page=tool_deps.page_text if tool_deps is not None else None,
     )
-    notes = NotesService(core.repos.notes)
+    notes = NotesService(core.repos.notes, tasks=core.tasks)
     return _Memory(
         analyzer=analyzer,
         word_pool=WordPool(analyzer, core.repos.word_pool),

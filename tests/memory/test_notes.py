@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from collections.abc import AsyncIterator
@@ -11,7 +12,13 @@ import pytest
 
 from bot.chat.engine import TurnRequest
 from bot.errors import ConflictError, NotFoundError, ValidationError
-from bot.memory.notes import MAX_CONTENT_CHARS, NoteOutline, NotePage, NotesService
+from bot.memory.notes import (
+    MAX_CONTENT_CHARS,
+    NoteOutline,
+    NoteOutlines,
+    NotePage,
+    NotesService,
+)
 from bot.services import ServiceOptions, open_services
 from bot.store.engine.database import Database
 from bot.store.repos.notes import NoteRepository, is_contiguous
@@ -22,6 +29,7 @@ from bot.tools.notes_tools import (
 )
 from bot.tools.registry import ToolRegistry
 from bot.turn.events import Event, NotesUpdatedEvent, SessionEvent, ToolEvent
+from bot.utils.tasks import BackgroundTasks
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
 
@@ -448,6 +456,76 @@ async def test_an_unchanged_re_read_keeps_the_very_outline_cached(db: Database) 
     changed = await notes.outline_snapshot(S)
     assert changed is not first and [item.preview for item in changed] == ["changed"]
     assert list(first) == [NoteOutline(page.id, "First", "", 0, "body", 4)]
+
+
+class HeldOutlines(NoteRepository):
+    """A note repository whose outline reads are counted; the next one can be held after it
+    has read, before it returns."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.reads = 0
+        self.hold: asyncio.Event | None = None
+        self.holding = asyncio.Event()
+
+    async def outline(self, space: str, preview_chars: int) -> NoteOutlines:
+        self.reads += 1
+        hold, self.hold = self.hold, None
+        items = await super().outline(space, preview_chars)
+        if hold is not None:
+            self.holding.set()
+            await hold.wait()
+        return items
+
+
+async def test_with_background_tasks_an_aged_outline_is_read_again_after_the_turn(
+    db: Database,
+) -> None:
+    from bot.memory.notes import OUTLINE_CACHE_SECONDS
+
+    now = [100.0]
+    repo = HeldOutlines(db)
+    tasks = BackgroundTasks()
+    notes = NotesService(repo, clock=lambda: now[0], tasks=tasks)
+    page = await notes.create(S, "First", "body")
+    first = await notes.outline_snapshot(S)
+    await db.execute("UPDATE note_pages SET title = 'Outside' WHERE id = ?", (page.id,))
+    now[0] += OUTLINE_CACHE_SECONDS + 1
+    reads = repo.reads
+
+    assert await notes.outline_snapshot(S) is first, "no turn waits for the read"
+    assert await notes.outline_snapshot(S) is first
+    await tasks.drain()
+    assert repo.reads == reads + 1, "one read per age limit"
+    assert [item.title for item in await notes.outline(S)] == ["Outside"]
+
+    now[0] += OUTLINE_CACHE_SECONDS + 1
+    unchanged = await notes.outline_snapshot(S)
+    await tasks.drain()
+    assert await notes.outline_snapshot(S) is unchanged, "the same pages: the same object"
+
+
+async def test_a_write_during_a_background_read_is_not_undone_by_it(db: Database) -> None:
+    from bot.memory.notes import OUTLINE_CACHE_SECONDS
+
+    now = [100.0]
+    repo = HeldOutlines(db)
+    tasks = BackgroundTasks()
+    notes = NotesService(repo, clock=lambda: now[0], tasks=tasks)
+    page = await notes.create(S, "First", "body")
+    await notes.outline_snapshot(S)
+    await db.execute("UPDATE note_pages SET title = 'Outside' WHERE id = ?", (page.id,))
+    now[0] += OUTLINE_CACHE_SECONDS + 1
+    repo.hold = release = asyncio.Event()
+    await notes.outline_snapshot(S)  # starts the read again: it reads "Outside", then waits
+    await repo.holding.wait()
+
+    await notes.update(S, page.id, title="Mine")
+    assert [item.title for item in await notes.outline(S)] == ["Mine"]
+    release.set()
+    await tasks.drain()
+
+    assert [item.title for item in await notes.outline(S)] == ["Mine"], "not the older read"
 
 
 async def test_tools_work_only_inside_a_space(notes: NotesService) -> None:
