@@ -111,7 +111,8 @@ class NotesService:
         self._repo = repo
         self._clock = clock
         self._tasks = tasks
-        self._outlines: dict[tuple[str, int], tuple[float, NoteOutlines]] = {}
+        # (space, preview length) → (checked at, the space's note version, outline)
+        self._outlines: dict[tuple[str, int], tuple[float, int, NoteOutlines]] = {}
         self._forgotten = 0  # counts `forget_cache` calls: a read begun before one is stale
 
     async def list_pages(self, space: str) -> list[NotePage]:
@@ -134,37 +135,36 @@ class NotesService:
         """`outline`, as the very object cached: the same one until the pages change, so a
         reader may keep what it derived from it.
 
-        Another process may write too, so a cached outline is read again once it is
-        OUTLINE_CACHE_SECONDS old: with background tasks, after this call returns it (at
-        20,000 pages the read takes ~40 ms, which no turn should wait for); without, here.
-        A read that finds the same pages keeps the cached object."""
+        Another process may write too: once a cached outline is OUTLINE_CACHE_SECONDS old,
+        the space's note version (drawn anew by every note write) is read, and the pages only
+        when it changed. With background tasks that check runs after this call has returned
+        the cached outline (no turn waits for it); without, here."""
         now = self._clock()
         key = (space, preview_chars)
         cached = self._outlines.get(key)
         if cached is not None and now - cached[0] < OUTLINE_CACHE_SECONDS:
-            return cached[1]
+            return cached[2]
         if cached is not None and self._tasks is not None:
-            self._outlines[key] = (now, cached[1])  # one read again per age limit
-            self._tasks.spawn(self._read_again(key, now), name="notes-outline-reread")
-            return cached[1]
-        return await self._read(key, now)
+            self._outlines[key] = (now, *cached[1:])  # one check per age limit
+            self._tasks.spawn(self._check(key, now), name="notes-outline-check")
+            return cached[2]
+        return await self._check(key, now)
 
-    async def _read(self, key: tuple[str, int], read_at: float) -> NoteOutlines:
+    async def _check(self, key: tuple[str, int], checked_at: float) -> NoteOutlines:
+        """The cached outline of `key` if the space's version is unchanged, else read anew;
+        kept unless one of this process's writes came meanwhile."""
         forgotten = self._forgotten
-        items = await self._repo.outline(*key)
+        version = await self._repo.version(key[0])
         cached = self._outlines.get(key)
-        if cached is not None and cached[1] == items:
-            items = cached[1]
-        if forgotten == self._forgotten:  # else a write here may have come after this read
-            self._outlines[key] = (read_at, items)
+        if cached is not None and cached[1] == version:
+            items = cached[2]
+        else:
+            items = await self._repo.outline(*key)
+            if cached is not None and cached[2] == items:
+                items = cached[2]
+        if forgotten == self._forgotten:
+            self._outlines[key] = (checked_at, version, items)
         return items
-
-    async def _read_again(self, key: tuple[str, int], read_at: float) -> None:
-        forgotten = self._forgotten
-        items = await self._repo.outline(*key)
-        cached = self._outlines.get(key)
-        if forgotten == self._forgotten and cached is not None and cached[1] != items:
-            self._outlines[key] = (read_at, items)
 
     async def get(self, space: str, page_id: int) -> NotePage | None:
         """One page of the space by id."""

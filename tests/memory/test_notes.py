@@ -34,6 +34,7 @@ from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
 
 S = "guild:1"
+OTHER = "guild:2"
 INJECTED = {"session_id": "s1", "space_id": S}
 
 
@@ -423,11 +424,12 @@ async def test_outline_is_cached_until_a_write_or_its_age_limit(db: Database) ->
 
     now = [100.0]
     notes = NotesService(NoteRepository(db), clock=lambda: now[0])
+    elsewhere = NoteRepository(db)  # another process's
     page = await notes.create(S, "First", "body")
     assert [item.title for item in await notes.outline(S)] == ["First"]
     await notes.update(S, page.id, title="Renamed")
     assert [item.title for item in await notes.outline(S)] == ["Renamed"], "own writes show at once"
-    await db.execute("UPDATE note_pages SET title = 'Outside' WHERE id = ?", (page.id,))
+    await elsewhere.update(S, page.id, title="Outside", content=None)
     assert [item.title for item in await notes.outline(S)] == ["Renamed"], "served from cache"
     now[0] += OUTLINE_CACHE_SECONDS + 1
     assert [item.title for item in await notes.outline(S)] == ["Outside"], "another process's write"
@@ -437,25 +439,6 @@ async def test_outline_is_cached_until_a_write_or_its_age_limit(db: Database) ->
     assert [item.title for item in await notes.outline(S)] == ["Again"], (
         "a failed write drops it too"
     )
-
-
-async def test_an_unchanged_re_read_keeps_the_very_outline_cached(db: Database) -> None:
-    """What a reader derived from an outline (the notes layer's draft) stays good while the
-    pages are unchanged: a re-read after the age limit that finds the same pages keeps the
-    cached object; a change made by another process gives a new one."""
-    from bot.memory.notes import OUTLINE_CACHE_SECONDS
-
-    now = [100.0]
-    notes = NotesService(NoteRepository(db), clock=lambda: now[0])
-    page = await notes.create(S, "First", "body")
-    first = await notes.outline_snapshot(S)
-    now[0] += OUTLINE_CACHE_SECONDS + 1
-    assert await notes.outline_snapshot(S) is first
-    await db.execute("UPDATE note_pages SET content = 'changed' WHERE id = ?", (page.id,))
-    now[0] += OUTLINE_CACHE_SECONDS + 1
-    changed = await notes.outline_snapshot(S)
-    assert changed is not first and [item.preview for item in changed] == ["changed"]
-    assert list(first) == [NoteOutline(page.id, "First", "", 0, "body", 4)]
 
 
 class HeldOutlines(NoteRepository):
@@ -478,6 +461,71 @@ class HeldOutlines(NoteRepository):
         return items
 
 
+async def test_an_aged_outline_is_read_again_only_after_a_write_elsewhere(db: Database) -> None:
+    """Once the cache is past its age limit, the space's note version is read; the pages are
+    read again only when another process's write drew a new one. Unchanged, the very object
+    cached is kept, so what a reader derived from it (the notes layer's draft) stays good."""
+    from bot.memory.notes import OUTLINE_CACHE_SECONDS
+
+    now = [100.0]
+    repo = HeldOutlines(db)
+    notes = NotesService(repo, clock=lambda: now[0])
+    elsewhere = NoteRepository(db)
+    page = await notes.create(S, "First", "body")
+    first = await notes.outline_snapshot(S)
+    reads = repo.reads
+    now[0] += OUTLINE_CACHE_SECONDS + 1
+    assert await notes.outline_snapshot(S) is first
+    assert repo.reads == reads, "no write: the pages are not read"
+
+    await elsewhere.update(S, page.id, title=None, content="changed")
+    now[0] += OUTLINE_CACHE_SECONDS + 1
+    changed = await notes.outline_snapshot(S)
+    assert changed is not first and [item.preview for item in changed] == ["changed"]
+    assert list(first) == [NoteOutline(page.id, "First", "", 0, "body", 4)]
+
+    await elsewhere.update(S, page.id, title=None, content="changed")  # the same pages
+    now[0] += OUTLINE_CACHE_SECONDS + 1
+    assert await notes.outline_snapshot(S) is changed
+
+
+async def test_every_note_write_draws_a_new_version_and_nothing_else_does(
+    db: Database,
+) -> None:
+    repo = NoteRepository(db)
+    session = (await SessionRepository(db).create(S, title="s")).id
+    seen = [await repo.version(S)]
+
+    async def drew(space: str = S) -> bool:
+        version = await repo.version(space)
+        new = version not in seen
+        seen.append(version)
+        return new
+
+    page = await repo.create(S, "One", "body", "")
+    assert await drew()
+    other = await repo.create(S, "Two", "", "")
+    assert await drew()
+    await repo.update(S, page.id, title="Uno", content=None)
+    assert await drew()
+    await repo.append(S, page.id, "more", MAX_CONTENT_CHARS)
+    assert await drew()
+    await repo.set_section(S, page.id, "Later")
+    assert await drew()
+    await repo.rename_section(S, "Later", "Last")
+    assert await drew()
+    await repo.reorder(S, page.id, "Last", [other.id, page.id])
+    assert await drew()
+    await repo.link(S, session, page.id)
+    await repo.all(S)
+    await repo.outline(S, 40)
+    assert not await drew(), "links and reads draw none"
+    await repo.move(S, other.id, OTHER)
+    assert await drew() and await drew(OTHER)
+    await repo.delete(S, page.id)
+    assert await drew()
+
+
 async def test_with_background_tasks_an_aged_outline_is_read_again_after_the_turn(
     db: Database,
 ) -> None:
@@ -489,7 +537,7 @@ async def test_with_background_tasks_an_aged_outline_is_read_again_after_the_tur
     notes = NotesService(repo, clock=lambda: now[0], tasks=tasks)
     page = await notes.create(S, "First", "body")
     first = await notes.outline_snapshot(S)
-    await db.execute("UPDATE note_pages SET title = 'Outside' WHERE id = ?", (page.id,))
+    await NoteRepository(db).update(S, page.id, title="Outside", content=None)
     now[0] += OUTLINE_CACHE_SECONDS + 1
     reads = repo.reads
 
@@ -502,7 +550,8 @@ async def test_with_background_tasks_an_aged_outline_is_read_again_after_the_tur
     now[0] += OUTLINE_CACHE_SECONDS + 1
     unchanged = await notes.outline_snapshot(S)
     await tasks.drain()
-    assert await notes.outline_snapshot(S) is unchanged, "the same pages: the same object"
+    assert await notes.outline_snapshot(S) is unchanged, "no write: the same object"
+    assert repo.reads == reads + 1, "and no read of the pages"
 
 
 async def test_a_write_during_a_background_read_is_not_undone_by_it(db: Database) -> None:
@@ -514,7 +563,7 @@ async def test_a_write_during_a_background_read_is_not_undone_by_it(db: Database
     notes = NotesService(repo, clock=lambda: now[0], tasks=tasks)
     page = await notes.create(S, "First", "body")
     await notes.outline_snapshot(S)
-    await db.execute("UPDATE note_pages SET title = 'Outside' WHERE id = ?", (page.id,))
+    await NoteRepository(db).update(S, page.id, title="Outside", content=None)
     now[0] += OUTLINE_CACHE_SECONDS + 1
     repo.hold = release = asyncio.Event()
     await notes.outline_snapshot(S)  # starts the read again: it reads "Outside", then waits

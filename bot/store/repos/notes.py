@@ -9,6 +9,7 @@ writes back only the rows that changed, so concurrent writers cannot interleave.
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -213,6 +214,14 @@ class NoteRepository:
             return await asyncio.to_thread(_outline_rows, rows)
         return _outline_rows(rows)
 
+    async def version(self, space: str) -> int:
+        """The number the space's last note write drew (0 before any): equal numbers, the
+        same pages."""
+        value = await self._db.scalar(
+            "SELECT version FROM note_versions WHERE space_id = ?", (space,)
+        )
+        return int(value or 0)
+
     async def linked_ids(self, space: str, session_id: str) -> list[int]:
         """Ids of the pages linked to a session, in page position order."""
         rows = await self._db.fetchall(
@@ -238,6 +247,7 @@ class NoteRepository:
             )
             slots = [slot for slot in await _slots(conn, space) if slot[0] != page_id]
             await _write_order(conn, space, insert_at_section_end(slots, (page_id, section)))
+            await _changed(conn, space)
             return await _get(conn, space, page_id)
 
     async def update(
@@ -259,6 +269,7 @@ class NoteRepository:
                     page_id,
                 ),
             )
+            await _changed(conn, space)
             return await _get(conn, space, page_id)
 
     async def append(self, space: str, page_id: int, text: str, max_chars: int) -> NotePage:
@@ -276,6 +287,7 @@ class NoteRepository:
                 "UPDATE note_pages SET content = ?, updated_at = ? WHERE space_id = ? AND id = ?",
                 (content, utcnow(), space, page_id),
             )
+            await _changed(conn, space)
             return await _get(conn, space, page_id)
 
     async def delete(self, space: str, page_id: int) -> bool:
@@ -287,6 +299,7 @@ class NoteRepository:
             if cursor.rowcount == 0:
                 return False
             await _write_order(conn, space, group_sections(await _slots(conn, space)))
+            await _changed(conn, space)
             return True
 
     async def move(self, space: str, page_id: int, to_space: str) -> NotePage:
@@ -316,6 +329,8 @@ class NoteRepository:
             await _write_order(
                 conn, to_space, insert_at_section_end(slots, (page_id, page.section))
             )
+            await _changed(conn, space)
+            await _changed(conn, to_space)
             return await _get(conn, to_space, page_id)
 
     # ------------------------------------------------------------------ order writes
@@ -332,6 +347,7 @@ class NoteRepository:
                 await _write_order(conn, space, insert_at_section_end(rest, (page_id, section)))
             else:
                 await _write_order(conn, space, group_sections(slots))
+            await _changed(conn, space)
         return await self.all(space)
 
     async def rename_section(self, space: str, old: str, new: str) -> int:
@@ -344,6 +360,7 @@ class NoteRepository:
             if old != new:
                 relabelled = [(pid, new if section == old else section) for pid, section in slots]
                 await _write_order(conn, space, group_sections(relabelled))
+                await _changed(conn, space)
             return count
 
     async def reorder(
@@ -366,6 +383,7 @@ class NoteRepository:
                     "must stay next to each other. Nothing was changed."
                 )
             await _write_order(conn, space, wanted)
+            await _changed(conn, space)
         return await self.all(space)
 
     # ------------------------------------------------------------------ session links
@@ -416,6 +434,15 @@ class NoteRepository:
 
 
 # ---------------------------------------------------------------------- helpers (inside a write)
+
+
+async def _changed(conn: Connection, space: str) -> None:
+    """Draw the space's note version anew (inside the write that changed its pages)."""
+    await conn.execute(
+        "INSERT INTO note_versions (space_id, version) VALUES (?, ?) "
+        "ON CONFLICT (space_id) DO UPDATE SET version = excluded.version",
+        (space, secrets.randbits(62)),
+    )
 
 
 async def _slots(conn: Connection, space: str) -> list[Slot]:

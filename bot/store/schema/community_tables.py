@@ -400,4 +400,12 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
         indexes=(Index("ix_word_pool_authors_author", ("space_id", "author_id")),),
         since=11,
     ),
+    # A number every note write of the space draws anew: a cached outline is read again only
+    # when it changed (another process wrote), not every time it ages.
+    Table(
+        "note_versions",
+        (SPACE, Column("version", INTEGER, default=0)),
+        primary_key=("space_id",),
+        since=12,
+    ),
 )

@@ -139,6 +139,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # erasing a member takes the words they brought; `messages.erased_at` marks an erased
     # message, so that a write racing the erase (an answer, tags, pool words) keeps out.
     added_in(11),
+    # 12: `note_versions`, a number each note write of a space draws anew, so a process's
+    # cached outline of the space's pages is read again only after a write.
+    added_in(12),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
