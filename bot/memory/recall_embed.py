@@ -27,6 +27,7 @@ from typing import Final, Protocol
 from bot.config import Settings
 from bot.memory.vectors import normalise
 from bot.store.repos.message_embeddings import MessageEmbeddingRepository, StoredVector
+from bot.utils.blas import load_numpy
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,7 @@ class RecallEmbedder:
 def _top(ids: Sequence[int], blobs: Sequence[bytes], query: Sequence[float], k: int) -> list[int]:
     """The `k` message ids whose vectors score best against `query` (cosine of unit
     vectors), best first; vectors of another size are left out."""
+    load_numpy()
     import numpy as np
 
     dims = len(query)

@@ -6,6 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from bot.utils.blas import load_numpy
+
 
 def normalise(vector: Sequence[float]) -> list[float] | None:
     """`vector` scaled to length 1, or None when it is empty, zero or not finite."""
@@ -23,6 +25,7 @@ class VectorIndex:
     """
 
     def __init__(self, source: object, units: Sequence[Sequence[float] | None], dims: int) -> None:
+        load_numpy()
         import numpy as np
 
         self.source = source
