@@ -7,7 +7,8 @@ threads busy-wait between calls: with 50,000 knowledge-base files (bench/context
 burned 7 ms of CPU per turn and, on two cores, took it from the event loop (context assembly
 p99 17 → 8.6 ms with one thread). OpenBLAS reads its thread count once, when numpy is first
 imported; the variable is put back afterwards, so processes the bot starts (MCP servers) do not
-inherit it. An owner's own OPENBLAS_NUM_THREADS is kept.
+inherit it. An owner's own OPENBLAS_NUM_THREADS is kept. numpy is loaded after start-up (on
+the first search that has vectors), so its modules join the frozen start-up heap then.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+
+from bot.ops.heap import refreeze_if_frozen
 
 log = logging.getLogger(__name__)
 
@@ -34,4 +37,6 @@ def load_numpy() -> None:
     finally:
         if own is None:
             os.environ.pop(THREADS_VARIABLE, None)
+    # Its ~7,000 objects live as long as the process, as the start-up heap does.
+    refreeze_if_frozen()
     log.debug("numpy loaded (BLAS threads: %s)", own or "1")
