@@ -22,7 +22,7 @@ print(len(os.listdir("/proc/self/task")), os.environ.get("OPENBLAS_NUM_THREADS")
 """
 LOAD = "from bot.utils.blas import load_numpy; load_numpy()"
 
-pytestmark = pytest.mark.skipif(
+counts_threads = pytest.mark.skipif(
     not Path("/proc/self/task").is_dir() or (os.cpu_count() or 1) < 2,
     reason="counts threads through Linux's /proc on a machine of two cores or more",
 )
@@ -43,10 +43,28 @@ def threads_and_variable(load: str, **env: str) -> tuple[int, str]:
     return int(threads), variable
 
 
+@counts_threads
 def test_numpy_loaded_by_the_bot_starts_no_blas_threads_and_leaves_no_variable() -> None:
     assert threads_and_variable("")[0] > 1, "plain numpy starts BLAS threads here"
     assert threads_and_variable(LOAD) == (1, "None")
 
 
+@counts_threads
 def test_an_owners_own_thread_count_is_kept() -> None:
     assert threads_and_variable(LOAD, OPENBLAS_NUM_THREADS="2") == (2, "2")
+
+
+def test_numpy_loaded_after_the_start_up_freeze_is_frozen_too() -> None:
+    """Its modules live as long as the process: a full collection need not walk them."""
+    probe = (
+        "import gc\n"
+        "from bot.utils.blas import load_numpy\n"
+        "gc.freeze()\n"
+        "load_numpy()\n"
+        "import numpy\n"
+        "print(any(item is numpy.__dict__ for item in gc.get_objects()))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert result.stdout.split() == ["False"]
