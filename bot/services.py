@@ -37,7 +37,6 @@ from bot.memory.recall_index import RecallIndexer
 from bot.memory.spaces import SpaceService
 from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool
-from bot.ops.heap import refreeze_if_frozen
 from bot.ops.probes import MODEL_KEYS, build_readiness
 from bot.ops.readiness import Readiness
 from bot.prompts import prompts_for
@@ -59,6 +58,7 @@ from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker
 from bot.topics.service import TopicService
 from bot.turn.hooks import TurnResult
+from bot.utils.heap import refreeze_if_frozen
 from bot.utils.live_log import LiveLog
 from bot.utils.tasks import BackgroundTasks
 

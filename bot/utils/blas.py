@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 
-from bot.ops.heap import refreeze_if_frozen
+from bot.utils.heap import refreeze_if_frozen
 
 log = logging.getLogger(__name__)
 
