@@ -20,7 +20,6 @@ from typing import Protocol
 
 from bot.chat.context import ContextLayer, ContextRequest, Draft
 from bot.chat.tokens import estimate_tokens, truncate_to_tokens
-from bot.memory.kb_visibility import off_loop_if
 from bot.memory.knowledge import KnowledgeService
 from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NoteOutline, NotesService
@@ -28,6 +27,7 @@ from bot.memory.recall import RecallLabels, RecallService, hit_heading, hit_line
 from bot.prompts import Prompts, prompts_for
 from bot.store.repos.notes import OUTLINE_ON_LOOP
 from bot.tools.kb_tools import KBFile, continuation
+from bot.utils.off_loop import off_loop_if
 
 log = logging.getLogger(__name__)
 

@@ -1,15 +1,12 @@
-"""Which knowledge-base files a space may see, and running heavy search work off the loop."""
+"""Which knowledge-base files a space may see."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from bot.store.spaces import parse_space, space_dirname
-
-_T = TypeVar("_T")
 
 
 class HasPath(Protocol):
@@ -62,11 +59,3 @@ def visible_flags(space: str, docs: Sequence[HasPath]) -> tuple[bool, ...]:
     collector stops tracking a tuple of flags)."""
     visible = Visibility.of(space)
     return tuple([visible.allows(doc.path) for doc in docs])
-
-
-async def off_loop_if(heavy: bool, function: Callable[..., _T], /, *args: object) -> _T:
-    """`function(*args)`, in a worker thread when `heavy` (numpy and big loops would hold
-    the event loop), else right here (a thread hop costs more than a small call)."""
-    if heavy:
-        return await asyncio.to_thread(function, *args)
-    return function(*args)

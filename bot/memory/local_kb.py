@@ -39,12 +39,12 @@ from bot.memory.kb_files import (
 from bot.memory.kb_visibility import (
     SPACES_FOLDER,
     WEB_SEARCH_FOLDER,
-    off_loop_if,
     visible_flags,
     visible_in,
 )
 from bot.memory.vectors import VectorIndex, normalise
 from bot.store.repos.local_kb_docs import KBDocRow, LocalKBDocRepository
+from bot.utils.off_loop import off_loop_if
 
 log = logging.getLogger(__name__)
 
