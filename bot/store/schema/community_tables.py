@@ -43,6 +43,8 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
             Column("default_model", TEXT, null=True),
             Column("language", TEXT, null=True),
             Column("persona", TEXT, null=True),
+            # An IANA zone name ("Asia/Tokyo"): recall's dates, quiet hours; None: UTC only.
+            Column("timezone", TEXT, null=True, since=13),
         ),
     ),
     Table(
@@ -340,6 +342,8 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
             Column("source", TEXT, check="source IN ('tool', 'request')"),
             Column("session_id", TEXT, null=True, references=References("sessions", "SET NULL")),
             CREATED,
+            # The member's message the fact was taken from (forgetting the fact blanks it).
+            Column("message_id", INTEGER, null=True, since=13),
         ),
         indexes=(
             Index("ix_member_facts_member", ("space_id", "member_id", "id")),

@@ -142,6 +142,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # 12: `note_versions`, a number each note write of a space draws anew, so a process's
     # cached outline of the space's pages is read again only after a write.
     added_in(12),
+    # 13: `member_facts.message_id`, the message a fact was taken from, so that forgetting
+    # the fact blanks what it was said in; `spaces.timezone`, a server's own time zone.
+    added_in(13),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
