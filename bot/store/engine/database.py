@@ -202,8 +202,11 @@ class Database(FirstRowReads):
         `local_space` is where a migration puts rows whose space cannot be told otherwise.
         A database with data at an older schema version is copied to
         `<file>.before-v<N>.bak` first. A file that cannot be opened is a StartupError
-        naming the path and the fix.
+        naming the path and the fix. A URL is refused: `Path` would turn
+        `postgresql://host/db` into a folder `postgresql:` and create a file there.
         """
+        if "://" in str(path):
+            raise ValueError("Database.open takes a file path, not a URL: use Database.connect")
         db_path = Path(path)
         try:
             return await cls._open_sqlite(db_path, local_space)

@@ -149,3 +149,16 @@ async def test_a_database_left_open_does_not_hold_the_process(tmp_path: Path) ->
             await child.wait()
     assert child.returncode == 0
     assert out.decode().split() == ["False"]  # and SQLite needs no SQLAlchemy
+
+
+@pytest.mark.parametrize(
+    "url", ["postgresql://postgres@127.0.0.1:5432/recall", "sqlite:///tmp/x.db"]
+)
+async def test_open_refuses_a_url_and_creates_nothing(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bench once passed a PostgreSQL URL here: Path() made it a folder `postgresql:`.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"Database\.connect"):
+        await Database.open(url)
+    assert list(tmp_path.iterdir()) == []
