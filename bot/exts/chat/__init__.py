@@ -15,12 +15,14 @@ from bot.bot import BotDeps
 from bot.chat.attachments import PreparedFiles
 from bot.chat.engine import TurnRequest
 from bot.chat.interrupted import by_language, close_interrupted, find_interrupted
+from bot.chat.member_turn import speaking_member
 from bot.exts._common import deps_of, space_of_message
 from bot.exts._text import readable_mentions, strip_bot_mention, thread_name
 from bot.exts.chat._attachments import AttachmentReader
 from bot.exts.chat._flood import UserTurns
 from bot.exts.chat._reply import ReplyRenderer
 from bot.exts.chat._streaming import ChannelWindows, StreamCadence, read_pace
+from bot.memory.member_memory import request_fact
 from bot.prompts.ui_text import UiText, ui_text
 from bot.store.repos.sessions import Session
 from bot.utils.access import AccessPolicy, Cooldown, Requester
@@ -267,7 +269,7 @@ class Chat(commands.Cog):
         if await services.repos.messages.by_discord_id(space, message.id) is not None:
             log.info("message %d already answered; skipping", message.id)
             return
-        title = thread_name(text, ui.thread_fallback.format(name=message.author.display_name))
+        title = await self._title(message, route, space, text, ui)
         place = await self._place(message, route, title)
         session = await self._session(message, space, place, title)
         files = PreparedFiles()
@@ -289,6 +291,25 @@ class Chat(commands.Cog):
             len(outcome.message_ids),
             outcome.writes,
         )
+
+    async def _title(
+        self, message: discord.Message, route: Route, space: str, text: str, ui: UiText
+    ) -> str:
+        """A new conversation's title (and thread name): the message's first words, unless
+        it stays out of recall (a request to remember, its author's memory off) — a title is
+        shown with every recall hit of the thread, to every member."""
+        fallback = ui.thread_fallback.format(name=message.author.display_name)
+        author = message.author
+        if route.kind == "session":
+            # The conversation exists (its title is used only after a racing /reset): no
+            # read of the member's switch on every turn, only the request check.
+            private = request_fact(text) is not None
+        else:
+            speaker = await speaking_member(
+                self.deps.services.members, space, str(author.id), author.display_name
+            )
+            private = speaker.keeps_out_of_recall(text)
+        return fallback if private else thread_name(text, fallback)
 
     async def _place(self, message: discord.Message, route: Route, title: str) -> _Place:
         """Where the answer goes: the thread opened on a mention in a channel, else here."""
