@@ -23,6 +23,7 @@ from bot.ops.readiness import Check, ComponentStatus
 from bot.prompts.ui_text import ui_text
 from bot.services import Services
 from bot.utils.access import AccessPolicy, Requester
+from bot.utils.outage_log import OutageLog
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +180,9 @@ class PlayChatBot(commands.Bot):
         self._announced = False
         # What Discord shows after IDENTIFY: online, no activity.
         self._presence: tuple[str, str | None] = (str(discord.Status.online), None)
+        # One WARNING when the gateway is lost, one INFO when it is back (not a traceback per
+        # reconnect attempt); installed by setup_hook, removed again in close().
+        self._outage = OutageLog()
         readiness = deps.services.readiness
         readiness.register("discord", self._discord_readiness)
         readiness.add_listener(self._on_readiness)
@@ -235,6 +239,7 @@ class PlayChatBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         """Load the extensions, then register the slash commands with Discord."""
+        self._outage.install()
         for name in self._extension_names:
             await self.load_extension(name)
         try:
@@ -269,12 +274,14 @@ class PlayChatBot(commands.Bot):
                 "logged in as %s (id %d) in %d guilds", self.user, self.user.id, len(self.guilds)
             )
             log.info("invite PlayChat to a server with: %s", invite_url(app_id))
+        self._outage.recovered()
         await self.deps.services.readiness.check(["discord"])
         self._presence = (str(discord.Status.online), None)  # a new session's default
         await self.show_readiness()
 
     async def on_resumed(self) -> None:
         """Back on the gateway: Discord is ready again."""
+        self._outage.recovered()
         await self.deps.services.readiness.check(["discord"])
 
     async def shutdown(self, grace: float = SHUTDOWN_GRACE) -> None:
@@ -296,6 +303,7 @@ class PlayChatBot(commands.Bot):
         readiness = self.deps.services.readiness
         readiness.remove_listener(self._on_readiness)
         readiness.unregister("discord", self._discord_readiness)
+        self._outage.uninstall()
         await super().close()
 
 

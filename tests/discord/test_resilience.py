@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -211,3 +212,24 @@ async def test_a_restart_tells_only_the_turn_it_cut_off_not_a_failed_one(
         stored = await w.services.repos.messages.all_for_session(session.space_id, session.id)
         assert [m.role for m in stored] == ["user", FAILED_TURN_ROLE]
         assert stored[1].reply_to == stored[0].id and "language model" in stored[1].content
+
+
+async def test_a_gateway_outage_that_heals_logs_one_warning_and_one_recovery(
+    world: WorldFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    async with world() as w:
+        resumed = asyncio.ensure_future(w.bot.wait_for("resumed", timeout=30))
+        assert await w.server.start_outage() == 1
+        # Two refused attempts: discord.py would log a traceback at ERROR for each.
+        await w.server.wait_for(lambda: w.server.refused_connections >= 2 or None, timeout=20)
+        w.server.end_outage()
+        await resumed
+        seen = [r for r in caplog.records if r.name.startswith(("discord", "bot."))]
+        assert [r for r in seen if r.levelno >= logging.ERROR] == []
+        assert [r for r in seen if r.exc_info] == [], "no traceback for a routine blip"
+        lost = [r for r in seen if r.levelno == logging.WARNING and "connection lost" in r.msg]
+        assert len(lost) == 1, [r.getMessage() for r in seen]
+        back = [r.getMessage() for r in seen if "connection back after" in str(r.msg)]
+        assert len(back) == 1 and r"failed reconnect attempts" in back[0]
+        assert all(r.levelno == logging.INFO for r in seen if "connection back" in str(r.msg))

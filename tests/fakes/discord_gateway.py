@@ -169,6 +169,10 @@ class Gateway:
         self.connections: list[GatewayConnection] = []
         self.resumes: list[ResumeRecord] = []
         self.presences: list[JSON] = []
+        # While True, connection attempts are refused with HTTP 503 (an outage); each refused
+        # attempt is counted.
+        self.refusing = False
+        self.refused = 0
 
     # -- fan-out
 
@@ -247,6 +251,10 @@ class Gateway:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """aiohttp handler for /gateway and /resume-gateway."""
+        if self.refusing:
+            self.refused += 1
+            self.notifier.changed()
+            return web.Response(status=503, text="Service unavailable (test outage).")
         ws = web.WebSocketResponse(max_msg_size=0)
         await ws.prepare(request)
         conn = GatewayConnection(ws, request)

@@ -430,6 +430,20 @@ class FakeDiscord:
         """Drop the sockets: abruptly (no close frame) or with close `code`; the client resumes."""
         return await self.gateway.disconnect(code)
 
+    async def start_outage(self) -> int:
+        """Drop the sockets abruptly and refuse every connection until `end_outage`."""
+        self.gateway.refusing = True
+        return await self.gateway.disconnect(None)
+
+    def end_outage(self) -> None:
+        """Accept connections again (the client's next attempt resumes)."""
+        self.gateway.refusing = False
+
+    @property
+    def refused_connections(self) -> int:
+        """How many gateway connection attempts an outage refused."""
+        return self.gateway.refused
+
     # -- injection
 
     async def inject_message(
