@@ -742,6 +742,9 @@ class RuntimeSettings:
         self._current = base
         self._listeners: list[Listener] = []
         self._saved_hooks: list[SavedHook] = []
+        # Stored overrides left out (not JSON, or refused by the setting), key → why; each is
+        # logged once when it appears, not on every reload.
+        self._skipped: dict[str, str] = {}
         # Serialises a local update with a reload, so neither sees the other half done.
         self._changing = asyncio.Lock()
 
@@ -825,6 +828,7 @@ class RuntimeSettings:
                     {key: self._plain(value) for key, value in parsed.items()}
                 )
             for key, value in parsed.items():
+                self._skipped.pop(key, None)  # stored anew (or deleted): in effect again
                 if value is None:
                     self._overrides.pop(key, None)
                 else:
@@ -837,15 +841,25 @@ class RuntimeSettings:
         log.info("settings changed: %s", ", ".join(sorted(changed)))
         return changed
 
+    def skipped(self) -> dict[str, str]:
+        """Stored overrides not in effect, by key: why each was left out."""
+        return dict(self._skipped)
+
     async def _stored(self) -> dict[str, Any]:
-        """The valid stored overrides as plain values (invalid ones logged and skipped)."""
+        """The valid stored overrides as plain values (the others skipped, see `skipped`)."""
         assert self._repo is not None
         valid: dict[str, Any] = {}
+        skipped: dict[str, str] = {}
         for key, value in (await self._repo.all()).items():
             try:
+                if isinstance(value, ValueError):  # the store could not decode the row
+                    raise ValidationError(f"not valid JSON ({value})")
                 valid[key] = self._plain(check_runtime_values({key: value})[key])
             except ValidationError as exc:
-                log.warning("ignoring stored setting %s: %s", key, exc)
+                skipped[key] = str(exc)
+                if self._skipped.get(key) != skipped[key]:
+                    log.warning("ignoring stored setting %s: %s", key, exc)
+        self._skipped = skipped
         return valid
 
     def _tell(self, changed: frozenset[str]) -> None:

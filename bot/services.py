@@ -39,6 +39,7 @@ from bot.memory.tagging import Tagger
 from bot.memory.word_pool import WordPool
 from bot.ops.probes import MODEL_KEYS, build_readiness
 from bot.ops.readiness import Readiness
+from bot.ops.settings_sync import stored_settings_probe
 from bot.prompts import prompts_for
 from bot.store import Repositories
 from bot.store.engine.database import Database
@@ -415,6 +416,7 @@ def _open_readiness(core: _Core, mcp: McpTools) -> Readiness:
     readiness = build_readiness(
         core.runtime, core.db, core.gateway, mcp, presets=core.repos.presets.list, used=used
     )
+    readiness.register("settings", stored_settings_probe(core.runtime))
 
     async def recheck(follow: bool) -> None:
         if follow:  # the configured model stays listed (the seeded connection follows it)
@@ -422,6 +424,8 @@ def _open_readiness(core: _Core, mcp: McpTools) -> Readiness:
         await readiness.check(["model", "connections", "embeddings"])
 
     def model_changed(_settings: Settings, keys: frozenset[str]) -> None:
+        # A reload may also have left a stored value out (or taken one back in).
+        core.tasks.spawn(readiness.check(["settings"]), name="readiness-settings")
         if keys & MODEL_KEYS:
             core.tasks.spawn(recheck("llm_model" in keys), name="readiness-model")
 

@@ -17,12 +17,18 @@ class SettingsOut(BaseModel):
     """Runtime-editable settings; secrets appear only as {set, last4}.
 
     `sources` says where each value comes from: `.env` or the environment, the built-in
-    default, or a runtime override (which a PUT with null removes).
+    default, or a runtime override (which a PUT with null removes); `skipped`, which stored
+    overrides are left out and why.
     """
 
     values: dict[str, Any]
     secret_keys: list[str]
     sources: dict[str, Source]
+    skipped: dict[str, str] = Field(
+        default_factory=dict,
+        description="Stored overrides not in effect (not JSON, or refused by the setting), "
+        "by key: why. The `.env` value applies until the key is set again or reset.",
+    )
 
 
 class SettingsUpdateIn(Body):

@@ -48,6 +48,7 @@ def _view(settings: RuntimeSettings) -> SettingsOut:
         values=settings.public_view(),
         secret_keys=sorted(SECRET_KEYS & RUNTIME_KEYS),
         sources=sources(settings),
+        skipped=settings.skipped(),
     )
 
 

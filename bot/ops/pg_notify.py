@@ -49,6 +49,10 @@ class PostgresNotifier:
         self._tasks = BackgroundTasks()
         # One asyncpg connection runs one query at a time.
         self._using = asyncio.Lock()
+        # Notifications heard while a callback is pending or running: one more run, not one
+        # per notification (a flood of 20,000 must cost a few reloads, not 20,000).
+        self._again = False
+        self._delivering = False
 
     async def _connection(self) -> Any:
         """The connection, opened (again) when needed; call with `_using` held."""
@@ -97,13 +101,25 @@ class PostgresNotifier:
         """LISTEN on the channel; each notification runs `callback()` in the background."""
 
         def heard(_conn: Any, _pid: int, _channel: str, _payload: str) -> None:
-            self._tasks.spawn(callback(), name="settings-notified")
+            self._again = True
+            if not self._delivering:
+                self._delivering = True
+                self._tasks.spawn(self._deliver(callback), name="settings-notified")
 
         async with self._using:
             conn = await self._connection()
             await conn.add_listener(self._channel, heard)
             self._heard = heard
             self._callback = callback
+
+    async def _deliver(self, callback: Callback) -> None:
+        """Run `callback()` until no notification arrived during the last run."""
+        try:
+            while self._again and not self._closing.is_set():
+                self._again = False
+                await callback()
+        finally:
+            self._delivering = False
 
     async def notify(self) -> None:
         """NOTIFY the channel (every listener, this process included, hears it)."""

@@ -23,7 +23,16 @@ State = Literal["ok", "down", "degraded", "disabled", "unknown"]
 Overall = Literal["ok", "degraded", "down"]
 Fact = str | int | float | bool | None
 
-COMPONENTS = ("discord", "model", "connections", "embeddings", "database", "mcp", "scheduler")
+COMPONENTS = (
+    "discord",
+    "model",
+    "connections",
+    "embeddings",
+    "database",
+    "settings",
+    "mcp",
+    "scheduler",
+)
 # Without these the bot cannot answer at all; any other part down only degrades it.
 ESSENTIAL = frozenset({"model", "database"})
 PROBE_TIMEOUT = 3.0

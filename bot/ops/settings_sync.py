@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 from bot.config import RuntimeSettings
+from bot.ops.readiness import Check, Probe
 from bot.utils.tasks import BackgroundTasks
 
 log = logging.getLogger(__name__)
@@ -133,3 +134,22 @@ async def settings_synced(runtime: RuntimeSettings, tasks: BackgroundTasks) -> A
         yield
     finally:
         await sync.stop()
+
+
+def stored_settings_probe(runtime: RuntimeSettings) -> Probe:
+    """Readiness of the stored overrides: degraded while any is left out (not JSON, or
+    refused by its setting), naming each and the fix."""
+
+    async def probe() -> Check:
+        skipped = runtime.skipped()
+        if not skipped:
+            return Check("ok", "Every setting stored on the admin page is in effect.")
+        names = ", ".join(key.upper() for key in sorted(skipped))
+        return Check(
+            "degraded",
+            f"Stored settings left out: {names} (the .env value applies); set them again or "
+            "reset them on the Settings page.",
+            error="; ".join(f"{key.upper()}: {why}" for key, why in sorted(skipped.items())),
+        )
+
+    return probe

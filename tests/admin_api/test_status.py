@@ -80,6 +80,7 @@ async def test_status_needs_a_login_and_says_everything_at_once(admin: Admin) ->
         "connections",
         "embeddings",
         "database",
+        "settings",
         "mcp",
         "scheduler",
     ]
@@ -135,3 +136,24 @@ async def test_an_open_stream_does_not_hold_up_shutdown(start_admin: StartAdmin)
         started = time.monotonic()
         await admin.server.close()
         assert time.monotonic() - started < admin.config.shutdown_timeout
+
+
+async def test_a_stored_setting_that_is_not_json_is_reported_not_fatal(admin: Admin) -> None:
+    db = admin.services.db
+    await db.execute(
+        "INSERT INTO app_settings (key, value, updated_at) VALUES (?, ?, ?)",
+        ("system_prompt_extra", "{oops", "2026-12-07T00:00:00+00:00"),
+    )
+    await admin.services.settings.reload()
+    await admin.services.readiness.check(["settings"])
+    status = (await admin.get("/api/status")).json
+    settings = component(status, "settings")
+    assert settings["state"] == "degraded" and "SYSTEM_PROMPT_EXTRA" in settings["detail"]
+    shown = (await admin.get("/api/settings")).json
+    assert set(shown["skipped"]) == {"system_prompt_extra"}
+    assert "not valid JSON" in shown["skipped"]["system_prompt_extra"]
+    # Set again through the API: in effect, and Status is well again.
+    await admin.put("/api/settings", {"values": {"system_prompt_extra": "Be kind."}})
+    await admin.services.readiness.check(["settings"])
+    assert (await admin.get("/api/settings")).json["skipped"] == {}
+    assert component((await admin.get("/api/status")).json, "settings")["state"] == "ok"

@@ -97,6 +97,7 @@ async def test_unprobed_components_are_unknown_and_overall_follows_the_essential
         "connections",
         "embeddings",
         "database",
+        "settings",
         "mcp",
         "scheduler",
     }

@@ -25,6 +25,7 @@ async def test_readiness_reports_every_component_and_a_check_on_demand(admin: Ad
         "connections",
         "embeddings",
         "database",
+        "settings",
         "mcp",
         "scheduler",
     ]

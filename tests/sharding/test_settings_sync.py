@@ -9,6 +9,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.config import RuntimeSettings, Settings
 from bot.ops.pg_notify import LISTEN_APPLICATION, PostgresNotifier, asyncpg_dsn
 from bot.ops.settings_sync import CHANNEL, SettingsSync, notifier_for
@@ -186,3 +188,87 @@ async def test_a_lost_listen_connection_is_opened_again_and_catches_up(
         await heard_one.next()
         _, keys = await heard_two.next()
         assert keys == {"system_prompt_extra"} and two().system_prompt_extra == "After the cut."
+
+
+@asynccontextmanager
+async def _on(url: str, settings: Settings) -> AsyncIterator[tuple[RuntimeSettings, Heard]]:
+    """One process over the database at `url` (SQLite polls, PostgreSQL listens)."""
+    async with AsyncExitStack() as stack:
+        db = await Database.connect(url)
+        stack.push_async_callback(db.close)
+        repo = AppSettingsRepository(db)
+        yield await stack.enter_async_context(
+            _process(settings, repo, pg_url=url if url.startswith("postgresql") else None)
+        )
+
+
+async def _store_raw(url: str, key: str, raw: str) -> None:
+    """Another program writes app_settings by hand."""
+    db = await Database.connect(url)
+    try:
+        await db.execute(
+            "INSERT INTO app_settings (key, value, updated_at) VALUES (?, ?, '2026-12-07') "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, raw),
+        )
+    finally:
+        await db.close()
+
+
+async def test_a_row_that_is_not_json_is_skipped_and_reported_not_fatal(
+    tmp_path: Path, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = _settings(tmp_path)
+    await (await Database.connect(database_url)).close()  # the schema
+    await _store_raw(database_url, "system_prompt_extra", "{not json")
+    await _store_raw(database_url, "user_cooldown_seconds", "7")
+    # Before: load() raised JSONDecodeError and `python -m admin_api` exited at start.
+    async with _on(database_url, settings) as (one, _), _on(database_url, settings) as (two, heard):
+        assert two().user_cooldown_seconds == 7
+        assert set(two.skipped()) == {"system_prompt_extra"}
+        assert "not valid JSON" in two.skipped()["system_prompt_extra"]
+        # A later change still reaches the other process, however often it reloads.
+        for _ in range(5):
+            await two.reload()
+        await one.update({"user_cooldown_seconds": 9})
+        while two().user_cooldown_seconds != 9:
+            await heard.next()
+        # Set again through the API: no longer skipped anywhere.
+        await one.update({"system_prompt_extra": "Fixed."})
+        while two().system_prompt_extra != "Fixed.":
+            await heard.next()
+        assert two.skipped() == {} and one.skipped() == {}
+    ignored = [r for r in caplog.records if "ignoring stored setting" in r.getMessage()]
+    assert len(ignored) == 2, "one warning per process, not one per reload"
+    assert not [r for r in caplog.records if r.exc_info], "no traceback"
+
+
+async def test_a_flood_of_notifications_costs_few_reloads_and_delays_no_change(
+    tmp_path: Path, postgres_db: str
+) -> None:
+    import asyncpg
+
+    settings = _settings(tmp_path)
+    async with _on(postgres_db, settings) as (one, _), _on(postgres_db, settings) as (two, heard):
+        reloads = 0
+        reload = two.reload
+
+        async def counted() -> frozenset[str]:
+            nonlocal reloads
+            reloads += 1
+            return await reload()
+
+        two.reload = counted  # type: ignore[method-assign]
+        flood = await asyncpg.connect(asyncpg_dsn(postgres_db))
+        try:
+            # Distinct payloads: PostgreSQL folds identical ones within a transaction.
+            await flood.execute(
+                "SELECT pg_notify($1, g::text) FROM generate_series(1, 20000) g", CHANNEL
+            )
+        finally:
+            await flood.close()
+        await one.update({"user_cooldown_seconds": 11})
+        while two().user_cooldown_seconds != 11:
+            await heard.next()
+    # Before: one reload per notification (20,000, serialised: 9.6 s for a real change).
+    assert reloads < 100, reloads

@@ -120,9 +120,11 @@ export class SettingsScreen {
       busy(event.submitter ?? this.form, () => this.save());
     });
     this.startup = new StartupSettings({api, status});
+    this.skipped = h('div', {class: 'skipped-settings'});
     root.append(
       h('p', {class: 'hint'}, 'Changes here apply at once, without a restart. Model connections ',
         'and the connection test are under Models.'),
+      this.skipped,
       h('div', {class: 'card'}, h('h3', {}, 'Settings'), this.form),
       h('div', {class: 'card'}, h('h3', {}, 'Secrets'),
         h('p', {class: 'hint'}, 'Secrets are never shown: set or replace them here.'), this.secrets),
@@ -141,7 +143,13 @@ export class SettingsScreen {
     await Promise.all([this.loadModelOptions(), this.startup.show()]);
   }
 
-  render({values, secret_keys: secretKeys, sources = {}}) {
+  render({values, secret_keys: secretKeys, sources = {}, skipped = {}}) {
+    const ignored = Object.entries(skipped);
+    fill(this.skipped, ignored.length ? h('div', {class: 'card error', role: 'alert'},
+      h('h3', {}, 'Stored settings not in effect'),
+      h('ul', {}, ignored.map(([key, why]) => h('li', {dataset: {key}},
+        h('strong', {}, label(key)), `: ${why}. The .env value applies; save or reset it here.`))))
+      : null);
     this.values = values;
     this.secretKeys = secretKeys;
     this.sources = sources;

@@ -9,6 +9,14 @@ from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
 
 
+def _decoded(raw: str) -> Any:
+    """A stored value, or the ValueError saying why its text is not JSON."""
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        return exc
+
+
 class AppSettingsRepository:
     """Reads and writes app_settings."""
 
@@ -16,9 +24,10 @@ class AppSettingsRepository:
         self._db = db
 
     async def all(self) -> dict[str, Any]:
-        """Every stored override, decoded."""
+        """Every stored override, decoded; a row whose text is not JSON (written by hand, or
+        damaged) maps to the ValueError saying why, so that one bad row hides no other."""
         rows = await self._db.fetchall("SELECT key, value FROM app_settings")
-        return {row["key"]: json.loads(row["value"]) for row in rows}
+        return {row["key"]: _decoded(str(row["value"])) for row in rows}
 
     async def set_many(self, values: dict[str, Any]) -> None:
         """Store overrides (None removes one) in one transaction."""
