@@ -57,6 +57,9 @@ SHORT = {
     ModelErrorKind.INTERNAL: "The language model call failed unexpectedly.",
 }
 
+# An AUTHENTICATION failure with no key set: nothing was refused, a key is missing.
+NEEDS_KEY = "The language model service needs an API key, and the bot has none set."
+
 # How servers say that the prompt does not fit (OpenAI's code, vLLM, llama.cpp, Ollama…).
 _CONTEXT_MARKERS = (
     "context_length_exceeded",
@@ -250,6 +253,7 @@ def http_error(
     kind = kind_for_status(status, text)
     quoted = server_text(text)
     code = f"HTTP {status}" if status > 0 else "an error in its answer"
+    short: str | None = None
     if kind is ModelErrorKind.AUTHENTICATION:
         if target.has_key:
             message = (
@@ -258,6 +262,7 @@ def http_error(
             )
         else:
             message = f"{target.subject} requires an API key ({code}); set LLM_API_KEY."
+            short = NEEDS_KEY
     elif kind is ModelErrorKind.MODEL_MISSING:
         message = model_missing_sentence(target, code)
     elif kind is ModelErrorKind.RATE_LIMITED:
@@ -272,7 +277,13 @@ def http_error(
             message += f"; check LLM_API_BASE{hint}."
     else:
         message = f"{target.subject} failed ({code}): {quoted}"
-    return BackendError(message, kind=kind, status=status if status > 0 else None, retry_after=wait)
+    return BackendError(
+        message,
+        kind=kind,
+        status=status if status > 0 else None,
+        short=short,
+        retry_after=wait,
+    )
 
 
 def model_missing_sentence(target: Target, code: str) -> str:
@@ -332,6 +343,7 @@ def no_api_key(target: Target) -> BackendError:
     return BackendError(
         f"{target.name} needs an API key and none is set; set LLM_API_KEY.",
         kind=ModelErrorKind.AUTHENTICATION,
+        short=NEEDS_KEY,
     )
 
 

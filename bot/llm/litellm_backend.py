@@ -93,6 +93,10 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return converted
 
 
+# Sent as the key to a server at LLM_API_BASE when none is set (keyless local servers).
+KEYLESS_PLACEHOLDER = "sk-no-key-required"
+
+
 class LiteLLMBackend:
     """Talks to any provider LiteLLM supports (OpenAI, Anthropic, OpenAI-compatible…)."""
 
@@ -103,10 +107,13 @@ class LiteLLMBackend:
         self._litellm = import_litellm()
 
     def _kwargs(self, model: str, max_tokens: int | None = None) -> dict[str, Any]:
+        # A local OpenAI-compatible server (llama.cpp, LM Studio, vLLM) needs no key, but the
+        # openai client refuses to send a request without one: a placeholder goes instead.
+        key = self._api_key or (KEYLESS_PLACEHOLDER if self.api_base else None)
         kwargs: dict[str, Any] = {
             "model": model,
             "api_base": self.api_base,
-            "api_key": self._api_key,
+            "api_key": key,
             "timeout": self._timeout,
             "num_retries": 0,
             "max_retries": 0,

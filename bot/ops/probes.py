@@ -117,10 +117,10 @@ def _reason(exc: BaseException) -> str:
 
 
 def _refused(target: ModelTarget, status: int) -> Check:
+    what = "rejected the API key" if target.key else "requires an API key"
     return Check(
         "down",
-        f"The model server at {target.base} rejected the API key (HTTP {status}); "
-        f"set {target.key_setting}.",
+        f"The model server at {target.base} {what} (HTTP {status}); set {target.key_setting}.",
         error=f"HTTP {status}",
     )
 

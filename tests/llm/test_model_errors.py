@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from bot.errors import LLMError, LLMUnavailableError
-from bot.llm.backend import BackendError, ModelErrorKind, parse_retry_after
+from bot.llm.backend import NEEDS_KEY, BackendError, ModelErrorKind, parse_retry_after
 from bot.llm.gateway import RetryPolicy
+from bot.llm.litellm_backend import KEYLESS_PLACEHOLDER
 from bot.services import ServiceOptions, Services, open_services
 from bot.store.repos.api_logs import ApiLog, ApiLogFilter
 from bot.utils.log_setup import configure_logging
@@ -176,17 +177,54 @@ async def test_a_rejected_key_is_one_attempt_naming_llm_api_key(
     assert_short_for_members(error)
 
 
-async def test_litellm_without_any_key_names_llm_api_key(
+async def test_litellm_without_any_key_reaches_a_keyless_local_server(
+    make_settings: SettingsFactory,
+    options: ServiceOptions,
+    llm: FakeLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # llama.cpp, LM Studio, vLLM at …/v1: no key at all. The openai client refuses to send a
+    # request without one, so a placeholder goes; before, nothing reached the server.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    llm.script(Text("Hello from a local server."))
+    async with open_services(make_settings("litellm", llm_api_key=None), options) as services:
+        reply = await services.gateway.complete([{"role": "user", "content": "Hi"}])
+    assert reply.text == "Hello from a local server."
+    (request,) = llm.chat_requests
+    assert request.headers["Authorization"] == f"Bearer {KEYLESS_PLACEHOLDER}"
+
+
+async def test_a_server_asking_for_a_key_the_bot_lacks_says_so_truthfully(
     make_settings: SettingsFactory,
     options: ServiceOptions,
     llm: FakeLLMServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    llm.script(HttpError(401, "You didn't provide an API key."))
     async with open_services(make_settings("litellm", llm_api_key=None), options) as services:
+        error, cause = await failure(services, "complete")
+    assert cause.kind is ModelErrorKind.AUTHENTICATION and len(llm.chat_requests) == 1
+    assert "requires an API key (HTTP 401); set LLM_API_KEY" in error.detail
+    # Members are not told their credentials were refused: the bot has none.
+    assert str(error) == NEEDS_KEY and "refused" not in str(error)
+    assert_short_for_members(error)
+
+
+async def test_litellm_without_a_key_or_an_address_names_llm_api_key(
+    make_settings: SettingsFactory,
+    options: ServiceOptions,
+    llm: FakeLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A hosted provider (no LLM_API_BASE) without a key: refused before anything is sent.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings = make_settings("litellm", llm_api_key=None, llm_api_base="")
+    async with open_services(settings, options) as services:
         error, cause = await failure(services)
     assert cause.kind is ModelErrorKind.AUTHENTICATION
     assert error.detail == "openai/test-model needs an API key and none is set; set LLM_API_KEY."
+    assert str(error) == NEEDS_KEY
     assert llm.chat_requests == [], "refused before any request"
 
 
