@@ -188,9 +188,13 @@ class LLMGateway:
         # The JSON of a turn's tool schemas is the same in each of its calls: estimated once.
         self._tool_tokens = PerToolSet(tool_tokens)
 
+    async def endpoint_for(self, model: str) -> Endpoint | None:
+        """The connection's own address and key that calls for `model` use (None: none)."""
+        return None if self._endpoints is None else await self._endpoints(model)
+
     async def _resolved_backend(self, model: str, *, for_embedding: bool = False) -> ChatBackend:
         """The backend of `model` at its connection's address and key, if it has one."""
-        endpoint = None if self._endpoints is None else await self._endpoints(model)
+        endpoint = await self.endpoint_for(model)
         if endpoint is not None and endpoint.api_key:
             self._endpoint_keys.add(endpoint.api_key)
         return self._backend(model, for_embedding=for_embedding, endpoint=endpoint)

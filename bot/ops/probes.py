@@ -51,16 +51,21 @@ class ModelTarget:
     key_setting: str = "LLM_API_KEY"  # where the owner changes the key
 
 
-def chat_target(settings: Settings) -> ModelTarget:
-    """The chat model (LLM_MODEL) and its server."""
+def chat_target(settings: Settings, endpoint: Endpoint | None = None) -> ModelTarget:
+    """The chat model (LLM_MODEL) and its server: where its calls go, at its connection's own
+    address and key when it has them (`endpoint`), else LLM_API_BASE and LLM_API_KEY."""
     model = settings.llm_model
-    key = settings.secret("llm_api_key")
-    if is_ollama_model(model):
-        base = settings.llm_api_base or OLLAMA_DEFAULT_BASE
-        return ModelTarget("ollama", base, strip_ollama_prefix(model), model, key, "LLM_MODEL")
-    base = settings.llm_api_base
-    kind: Kind = "hosted" if not base or base.rstrip("/") == OLLAMA_DEFAULT_BASE else "openai"
-    return ModelTarget(kind, base, _provider_name(model), model, key, "LLM_MODEL")
+    backend, base, key = backend_address(settings, model, endpoint=endpoint)
+    own = endpoint is not None and endpoint.api_base is not None
+    where = "the connection's address" if own else "LLM_API_BASE"
+    own_key = own or (endpoint is not None and endpoint.api_key is not None)
+    which_key = "the connection's key" if own_key else "LLM_API_KEY"
+    if backend == "ollama":
+        base = base or OLLAMA_DEFAULT_BASE
+        name = strip_ollama_prefix(model)
+        return ModelTarget("ollama", base, name, model, key, "LLM_MODEL", where, which_key)
+    kind: Kind = "openai" if base else "hosted"
+    return ModelTarget(kind, base, _provider_name(model), model, key, "LLM_MODEL", where, which_key)
 
 
 def embed_target(settings: Settings, model: str) -> ModelTarget:
@@ -469,9 +474,13 @@ class ModelProbes:
         self._gateway = gateway
         self.probe = ModelProbe(timeout)
 
+    async def _chat(self, settings: Settings) -> ModelTarget:
+        """LLM_MODEL where the gateway sends it (its connection's address, if it has one)."""
+        return chat_target(settings, await self._gateway.endpoint_for(settings.llm_model))
+
     async def model(self) -> Check:
-        """LLM_MODEL on its server."""
-        return await self.probe.check(chat_target(self._settings()))
+        """LLM_MODEL on the server its calls go to."""
+        return await self.probe.check(await self._chat(self._settings()))
 
     async def embeddings(self) -> Check:
         """EMBED_MODEL (or Ollama's default) on its server; disabled when there is none."""
@@ -485,7 +494,8 @@ class ModelProbes:
             )
         target = embed_target(settings, model)
         found = await self.probe.check(target, implicit=not settings.embed_model)
-        if found.facts.get("reachable") is False and target.base == chat_target(settings).base:
+        chat_base = (await self._chat(settings)).base
+        if found.facts.get("reachable") is False and target.base == chat_base:
             # The model's own check already says so; one warning per cause is enough.
             return Check(
                 "unknown",

@@ -136,3 +136,21 @@ async def test_a_connection_test_names_the_address_and_the_kind_of_failure(
     guarded.script(Text("OK"))
     works = (await admin.post(f"/api/models/{made['Hosted']['id']}/test")).json
     assert (works["ok"], works["kind"], works["address"]) == (True, "ok", guarded.openai_base)
+
+
+async def test_the_model_card_probes_the_connection_in_use(
+    admin: Admin, guarded: FakeLLMServer
+) -> None:
+    """After a switch to a connection with its own address, the Model card checks that
+    address (and key), not LLM_API_BASE's: the report never says "every part works" over a
+    model card reading HTTP 404 from `.env`'s server."""
+    await _presets(admin, guarded)
+    reply = await admin.put("/api/settings", {"values": {"llm_model": "openai/gpt-test"}})
+    assert reply.status == 200, reply.text
+    checked = await admin.post("/api/readiness/check")
+    assert checked.status == 200, checked.text
+    model = _component((await admin.get("/api/status")).json, "model")
+    # The guarded server answers only KEY: ok means the connection's own key went there.
+    assert model["state"] == "ok", model
+    assert guarded.openai_base in model["detail"] and "gpt-test" in model["detail"]
+    assert KEY not in str(model)
