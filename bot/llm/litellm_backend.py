@@ -244,6 +244,11 @@ class LiteLLMBackend:
         except Exception as exc:  # LiteLLM raises many types mid-stream; all become BackendError
             target = self._target(model, context=context_tokens)
             raise self._error(exc, target, answered=True) from exc
+        if not _server_counted(response):
+            # LiteLLM counts a stream the server sent no counts for by itself, over the
+            # messages only (no tool schemas): not the server's count. The gateway estimates
+            # the whole request instead and marks it estimated.
+            usage = Usage()
         silent = not (said or pending or _reported(usage))
         if silent and content_type and not content_type.startswith("text/event-stream"):
             # Not a stream of events and nothing in it: LiteLLM found no chunk to read.
@@ -297,6 +302,15 @@ class LiteLLMBackend:
 
     async def close(self) -> None:
         """LiteLLM keeps its own pooled clients; nothing to release per backend."""
+
+
+def _server_counted(response: Any) -> bool:
+    """Whether the provider's own chunks carried usage counts (LiteLLM keeps them as
+    `chunks`); a LiteLLM without that record is trusted as before."""
+    chunks = getattr(response, "chunks", None)
+    if not isinstance(chunks, list):
+        return True
+    return any(getattr(chunk, "usage", None) is not None for chunk in chunks)
 
 
 def _reported(usage: Usage) -> bool:

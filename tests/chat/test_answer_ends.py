@@ -8,6 +8,7 @@ Real clients (ollama, LiteLLM) against the loopback LLM; what it received is ass
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -247,3 +248,29 @@ async def test_a_failed_call_logs_estimated_counts(
         assert row.error is not None and row.tokens_estimated
         assert row.prompt_tokens is not None and row.prompt_tokens >= estimate_tokens("summarise")
         assert row.completion_tokens == 0
+
+
+async def test_counts_a_server_did_not_send_are_estimated_over_the_whole_request(
+    make_settings: SettingsFactory,
+    service_options: ServiceOptions,
+    llm: FakeLLMServer,
+    backend: str,
+) -> None:
+    # A server that sends no usage, even when asked: LiteLLM counted the messages itself
+    # (329 tokens for a turn whose tool schemas alone are ~1,900) and the log called it the
+    # server's count.
+    llm.sends_usage = False
+    async with open_services(make_settings(backend), service_options) as services:
+        await warm(services, llm)
+        llm.script(Text("A short answer.", prompt_tokens=4321))
+        await run(services, TurnRequest("Hello there", space_id=LOCAL))
+        (row,) = await logs(services)
+    request = llm.chat_requests[-1]
+    assert request.json["tools"], "the turn offered tools"
+    schemas = estimate_tokens(json.dumps(request.json["tools"], ensure_ascii=False))
+    if backend == "litellm":  # the Ollama protocol always carries its counts
+        assert row.tokens_estimated, row
+        assert row.prompt_tokens is not None and row.prompt_tokens > schemas
+        assert row.prompt_tokens != 4321
+    else:
+        assert not row.tokens_estimated and row.prompt_tokens == 4321

@@ -56,6 +56,11 @@ _EMBED_TOKENS = re.compile(r"\w+")
 # --------------------------------------------------------------------------- recorded requests
 
 
+def _wants_usage(options: Any) -> bool:
+    """Whether an OpenAI request's stream_options ask for the usage chunk."""
+    return isinstance(options, dict) and options.get("include_usage") is True
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """One HTTP request the fake received, recorded before it was answered."""
@@ -643,6 +648,9 @@ class FakeLLMServer:
         self.capabilities: dict[str, list[str]] = {}
         # When set, every request must carry `Authorization: Bearer <required_key>` (else 401).
         self.required_key: str | None = None
+        # False: the OpenAI-compatible stream never carries usage counts (some servers send
+        # none even when asked).
+        self.sends_usage = True
         self.requests: list[RecordedRequest] = []
         # Chat requests whose client closed the connection before the answer ended.
         self.client_closed: list[RecordedRequest] = []
@@ -899,7 +907,7 @@ class FakeLLMServer:
                 return web.Response()
             return _json_response(200, wire.whole(plan))
         options = body.get("stream_options")
-        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        include_usage = self.sends_usage and _wants_usage(options)
         return await self._stream(request, recorded, wire, plan, include_usage)
 
     async def _stream(
@@ -975,7 +983,7 @@ class FakeLLMServer:
         prompt = _count_tokens(json.dumps(body.get("messages"), ensure_ascii=False))
         ended = replace(plan, prompt_tokens=prompt, completion_tokens=said, finish="length")
         options = body.get("stream_options")
-        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        include_usage = self.sends_usage and _wants_usage(options)
         for frame in wire.tail_frames(ended, include_usage):
             await response.write(frame)
         self.streams_ended.append(time.monotonic())
