@@ -57,6 +57,8 @@ class ContextRequest:
     channel_id: int | None = None
     # The speaking member's display name, as this turn's message was stored with it.
     author_name: str | None = None
+    # Lines for this turn's system prompt only (what member memory did or cannot do).
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -273,7 +275,7 @@ class ContextBuilder:
         system: Message = {
             "role": "system",
             "content": self._system_text(
-                settings, prompts_for(settings.language), has_tools=bool(tools)
+                settings, prompts_for(settings.language), has_tools=bool(tools), notes=request.notes
             ),
         }
         drafts, recent = await asyncio.gather(
@@ -338,14 +340,18 @@ class ContextBuilder:
                 drafts.append((layer, result))
         return drafts
 
-    def _system_text(self, settings: Settings, prompts: Prompts, *, has_tools: bool) -> str:
-        """The system prompt with the operator's extra text and the tool and layer intros."""
+    def _system_text(
+        self, settings: Settings, prompts: Prompts, *, has_tools: bool, notes: Sequence[str] = ()
+    ) -> str:
+        """The system prompt with the operator's extra text, the tool and layer intros and the
+        turn's own notes."""
         parts = [prompts["system"]]
         if settings.system_prompt_extra:
             parts.append(settings.system_prompt_extra)
         if has_tools:
             parts.append(prompts["tool_system"])
         parts.append(prompts["layers_intro"])
+        parts.extend(notes)
         return "\n\n".join(parts)
 
 

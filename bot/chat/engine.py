@@ -15,7 +15,13 @@ from typing import Any
 from bot.chat.allocation import PAGE_TOKENS, answer_reserve
 from bot.chat.answer_bounds import AnswerBounds, server_limit_notice
 from bot.chat.context import ContextBuilder, ContextRequest
-from bot.chat.member_turn import SpeakingMember, save_requested_fact, speaking_member
+from bot.chat.member_turn import (
+    SpeakingMember,
+    hidden_tools,
+    member_notes,
+    save_requested_fact,
+    speaking_member,
+)
 from bot.chat.not_stored import store_failure_reason
 from bot.chat.pending import PendingTurns
 from bot.chat.stopping import StopScope
@@ -121,6 +127,9 @@ class _TurnState:
     # The settings of this turn's space (its language and persona) and its default model.
     settings: Settings | None = None
     space_model: str | None = None
+    # Tools not offered this turn (remember while the member's memory is off): name → the
+    # error a call of one gets anyway.
+    hidden_tools: dict[str, str] = field(default_factory=dict)
     # The model stream's pace: 0 until the answer's first text is out, then `paced_reads`.
     read_pace: ReadPace = field(default_factory=ReadPace)
     paced_reads: float = 0.0
@@ -416,9 +425,12 @@ class ChatEngine:
         settings = state.settings or self._settings()
         prompts = prompts_for(settings.language)
         model = request.model or state.session.model or state.space_model or settings.llm_model
-        await save_requested_fact(
+        remembered = await save_requested_fact(
             self._members, state.speaker, state.session.space_id, state.session.id, request.text
         )
+        if remembered is not None:
+            emit(remembered)
+        state.hidden_tools = hidden_tools(state.speaker, prompts)
         context = await self.context.build(
             ContextRequest(
                 state.session.space_id,
@@ -430,13 +442,14 @@ class ChatEngine:
                 member_id=state.speaker.id,
                 channel_id=state.session.discord_channel_id,
                 author_name=state.user_message.author_name,
+                notes=member_notes(state.speaker, remembered, prompts),
             ),
-            tools=self.registry.schemas(),
+            tools=self.registry.schemas(exclude=state.hidden_tools),
             images=request.images,
         )
         turn = TurnMessages(context.messages, context.budget)
         while True:
-            offer_tools = len(self.registry) > 0
+            offer_tools = bool(self.registry.schemas(exclude=state.hidden_tools))
             why = withheld(state.budget, turn) if offer_tools else None
             if why is not None:
                 # Tools only while their results can be seen; the model is told once.
@@ -477,7 +490,7 @@ class ChatEngine:
         round_text: list[str] = []
         stream = self._gateway.stream(
             messages,
-            tools=self.registry.schemas() if tools_on else None,
+            tools=self.registry.schemas(exclude=state.hidden_tools) if tools_on else None,
             model=model,
             session_id=state.session.id,
         )
@@ -539,6 +552,8 @@ class ChatEngine:
             item = fit_to_room(state.budget.take(item, tails), room)
             state.tool_names.append(call.name)
             emit(_finished_event(running, result))
+            for event in raw.events:
+                emit(event)
             self._add_sources(raw.sources, state, emit)
             outcome = ToolOutcome(
                 state.session.space_id,
@@ -604,6 +619,8 @@ class ChatEngine:
     async def _execute(
         self, name: str, arguments: dict[str, Any], state: _TurnState, room: ResultRoom
     ) -> ToolResult:
+        if name in state.hidden_tools:
+            return ToolResult.error(state.hidden_tools[name])  # not offered: never run
         return await self.registry.execute(
             name,
             arguments,

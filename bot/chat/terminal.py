@@ -29,11 +29,13 @@ from bot.chat.engine import ChatEngine, TurnRequest
 from bot.config import Settings, is_ollama_model
 from bot.llm.gateway import OLLAMA_DEFAULT_BASE
 from bot.prompts.ui_text import UiText
+from bot.tools.member_tools import REMEMBER_ICON
 from bot.turn.events import (
     ChunkEvent,
     DoneEvent,
     ErrorEvent,
     Event,
+    RememberedEvent,
     SessionEvent,
     SourcesEvent,
     ToolEvent,
@@ -190,6 +192,11 @@ class TerminalChat:
                 self._status(f"   {label} {'✓' if status == 'done' else '✗'}")
             case SourcesEvent():
                 pass
+            case RememberedEvent():
+                if wrote_text:
+                    self._out.write("\n")
+                self._status(self._receipt(event))
+                return False
             case ChunkEvent(text=chunk):
                 self._out.write(chunk)
                 self._out.flush()
@@ -208,6 +215,14 @@ class TerminalChat:
                 self._err.flush()
                 return False
         return wrote_text
+
+    def _receipt(self, event: RememberedEvent) -> str:
+        """The line saying a fact was remembered (as which fact) or not, and why."""
+        if event.saved:
+            text = self._ui.terminal_remembered.format(id=event.fact_id, fact=event.fact)
+        else:
+            text = self._ui.not_remembered(event.reason)
+        return f"{REMEMBER_ICON} {text}"
 
     async def run(self) -> int:
         """Chat until end of input, /quit or Ctrl-C at the prompt; returns the exit code.

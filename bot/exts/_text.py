@@ -1,4 +1,5 @@
-"""Text for Discord, without discord: 2,000-character pages, fences, tool lines, sources.
+"""Text for Discord, without discord: 2,000-character pages, fences, tool lines, sources,
+receipts.
 
 Discord's Markdown closes a code block at the next ``` anywhere (not only at line starts), so the
 fence state here is the parity of ``` occurrences, exactly as Discord renders it.
@@ -10,11 +11,16 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from bot.prompts.ui_text import UiText
+from bot.tools.member_tools import REMEMBER_ICON
+from bot.turn.events import RememberedEvent
+
 MESSAGE_LIMIT = 2000
 MIN_LIMIT = 100
 FENCE = "```"
 MAX_TOOL_LINES = 5
 MAX_SOURCES = 10
+RECEIPT_FACT_CHARS = 120
 THREAD_NAME_LIMIT = 100
 
 _FENCE_RE = re.compile(re.escape(FENCE))
@@ -279,12 +285,13 @@ class ReplyDraft:
         """Record a tool call's state (running → done/error)."""
         self._tools[call_id] = _Tool(icon, label, status)
 
-    def finish(self, *, sources: str = "", error: str = "") -> None:
-        """End the reply: tool lines go, the sources block and any error line are appended."""
+    def finish(self, *, notes: str = "", sources: str = "", error: str = "") -> None:
+        """End the reply: tool lines go; the notes (receipts), the sources block and any error
+        line are appended."""
         if self._finished:
             return
         text = close_open_fence(self._tail).rstrip()
-        for extra in (sources, error):
+        for extra in (notes, sources, error):
             if extra:
                 text = f"{text}\n\n{extra}" if text.strip() else extra
         self._tail = text
@@ -320,3 +327,15 @@ class ReplyDraft:
 
 
 # --------------------------------------------------------------------------- user-facing text
+
+
+def receipt_line(event: RememberedEvent, ui: UiText) -> str:
+    """A small line telling the member a fact was remembered (and how to forget it) or not (and
+    why), e.g. `-# 🧠 Remembered: … · `/memory me forget 12` to forget it`."""
+    if event.saved and event.fact_id is not None:
+        text = ui.member_remembered.format(
+            fact=_one_line(event.fact, RECEIPT_FACT_CHARS), id=event.fact_id
+        )
+    else:
+        text = ui.not_remembered(event.reason)
+    return f"-# {REMEMBER_ICON} {text}"

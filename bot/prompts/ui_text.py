@@ -69,6 +69,12 @@ class UiText:
     member_fact_unshared: str
     member_erase_confirm: str
     member_erased: str
+    member_remembered: str
+    member_not_remembered: str
+    member_not_remembered_off: str
+    member_not_remembered_full: str
+    member_not_remembered_invalid: str
+    member_not_remembered_failed: str
     model_show: str
     model_source_thread: str
     model_source_space: str
@@ -119,12 +125,22 @@ class UiText:
     terminal_model_default: str
     terminal_provider_address: str
     terminal_stopped: str
+    terminal_remembered: str
     terminal_error: str
     runner_no_token: str
     runner_intents_disabled: str
     runner_bad_token: str
     busy: str
     turn_interrupted: str
+
+    def not_remembered(self, reason: str | None) -> str:
+        """The member's receipt for a fact not saved, saying why (a `NotSavedReason`)."""
+        why = {
+            "memory_off": self.member_not_remembered_off,
+            "full": self.member_not_remembered_full,
+            "invalid": self.member_not_remembered_invalid,
+        }.get(reason or "", self.member_not_remembered_failed)
+        return self.member_not_remembered.format(why=why)
 
 
 def parse_ui_text(data: object, source: str = "catalogue") -> UiText:

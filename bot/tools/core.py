@@ -9,7 +9,7 @@ import logging
 import re
 import types
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -304,9 +304,10 @@ class ToolRegistry:
         """A shallow copy, so a turn can add or hide tools without touching the shared one."""
         return ToolRegistry(self._tools.values())
 
-    def schemas(self) -> list[ToolSchema]:
-        """Function schemas for every tool, in the format both backends accept."""
-        return [tool.schema for tool in self._tools.values()]
+    def schemas(self, exclude: Collection[str] = ()) -> list[ToolSchema]:
+        """Function schemas for every tool but those named in `exclude` (hidden for one turn),
+        in the format both backends accept."""
+        return [tool.schema for name, tool in self._tools.items() if name not in exclude]
 
     @property
     def ollama_tools(self) -> list[ToolSchema]:

@@ -1,17 +1,21 @@
 """The remember tool: keep a fact about the member the model is talking to. The space and the
 member are injected by the engine, never taken from the model; nothing is saved while the
-member has their memory off (the tool says so)."""
+member has their memory off (the engine does not offer the tool then; the tool says so too).
+A save's result carries its receipt (a RememberedEvent) for the front ends."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from bot.errors import ToolError, UserFacingError
-from bot.memory.member_memory import MemberMemory
+from bot.memory.member_memory import MemberMemory, MemoryFullError, MemoryOffError
 from bot.tools.core import ToolDisplay, ToolRegistry, short_text
 from bot.tools.room import ResultRoom, longest_fit, room_for
+from bot.turn.events import RememberedEvent
+from bot.turn.tool_result import ToolResult
 
 REMEMBER_ICON = "🧠"
+REMEMBER_TOOL = "remember"
 
 
 # Characters of the list when no room is given (a fact has at most 300, a member at most 50).
@@ -44,6 +48,21 @@ async def list_facts(
     return render(count)
 
 
+def not_saved_text(exc: UserFacingError) -> str:
+    """What the model is told when `remember` saved nothing: why, and what the member can do."""
+    if isinstance(exc, MemoryOffError):
+        return (
+            "Not saved: this member switched their memory off here, so nothing is saved about "
+            "them; they can switch it on with /memory me on."
+        )
+    if isinstance(exc, MemoryFullError):
+        return (
+            "Not saved: this member already has the most facts kept about a member; they can "
+            "forget some with /memory me forget."
+        )
+    return f"Not saved: {exc}"
+
+
 def register_member_tools(registry: ToolRegistry, members: MemberMemory) -> None:
     """Offer remember and member_facts (member memory of the conversation's space)."""
 
@@ -71,7 +90,7 @@ def register_member_tools(registry: ToolRegistry, members: MemberMemory) -> None
         member_id: str | None = None,
         member_name: str | None = None,
         session_id: str | None = None,
-    ) -> str:
+    ) -> ToolResult:
         """Keep a fact about the person you are talking to, for their later conversations.
 
         Use it when they tell you something lasting about themselves they would want you to
@@ -95,11 +114,12 @@ def register_member_tools(registry: ToolRegistry, members: MemberMemory) -> None
                 session_id=session_id,
             )
         except UserFacingError as exc:
-            raise ToolError(str(exc), as_json=True) from None
-        return f"Remembered (fact #{kept.id}): {kept.fact}"
+            raise ToolError(not_saved_text(exc), as_json=True) from None
+        receipt = RememberedEvent(kept.id, kept.fact, True)
+        return ToolResult(f"Remembered (fact #{kept.id}): {kept.fact}", events=(receipt,))
 
     def label(arguments: dict[str, Any]) -> str:
         return f"remember: {short_text(arguments.get('fact', ''))}"
 
-    registry.register(remember, display=ToolDisplay(REMEMBER_ICON, label))
+    registry.register(remember, name=REMEMBER_TOOL, display=ToolDisplay(REMEMBER_ICON, label))
     registry.register(member_facts, display=ToolDisplay(REMEMBER_ICON, lambda _: "member_facts"))

@@ -1,4 +1,5 @@
-"""A turn's events (session, tool, notes, sources, chunk, done, error): what front ends show."""
+"""A turn's events (session, tool, notes, sources, remembered, chunk, done, error): what front
+ends show."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 ToolStatus = Literal["running", "done", "error"]
+# Why a fact was not saved: the member's memory is off here, they keep the most facts already,
+# the fact is empty or too long, or saving failed (the store, or reading the member's switch).
+NotSavedReason = Literal["memory_off", "full", "invalid", "failed"]
 # The icon of a tool that declares none (and of calls to tools that do not exist).
 DEFAULT_TOOL_ICON = "🔧"
 
@@ -41,6 +45,19 @@ class SourcesEvent:
     """Web sources used in this turn: [{title, url}]."""
 
     sources: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RememberedEvent:
+    """A fact about the speaking member: saved as fact `fact_id`, or not saved and why.
+
+    Sent for a request to remember (saved or not) and for each `remember` call that saved.
+    """
+
+    fact_id: int | None
+    fact: str
+    saved: bool
+    reason: NotSavedReason | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +103,7 @@ Event = (
     | ToolEvent
     | NotesUpdatedEvent
     | SourcesEvent
+    | RememberedEvent
     | ChunkEvent
     | DoneEvent
     | ErrorEvent
@@ -113,6 +131,14 @@ def to_wire(event: Event) -> dict[str, Any]:
             return {"type": "notes_updated"}
         case SourcesEvent(sources=sources):
             return {"type": "sources", "value": sources}
+        case RememberedEvent():
+            value = {
+                "fact_id": event.fact_id,
+                "fact": event.fact,
+                "saved": event.saved,
+                "reason": event.reason,
+            }
+            return {"type": "remembered", "value": value}
         case ChunkEvent(text=text):
             return {"type": "chunk", "value": text}
         case DoneEvent(message_id=message_id):

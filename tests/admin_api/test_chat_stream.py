@@ -15,6 +15,7 @@ from bot.turn.events import (
     DoneEvent,
     ErrorEvent,
     NotesUpdatedEvent,
+    RememberedEvent,
     SessionEvent,
     SourcesEvent,
     ToolEvent,
@@ -163,6 +164,20 @@ async def test_reader_leaving_does_not_kill_the_turn(admin: Admin) -> None:
     assert results[0].answer.content == "one two three four five six"
 
 
+async def test_a_request_to_remember_streams_its_receipt_before_the_answer(admin: Admin) -> None:
+    admin.llm.script(Text("Noted."))
+    reply = await admin.post("/api/chat/stream", {"message": "remember that I like green tea"})
+    events = sse_events(reply.text)
+    [fact] = await admin.services.members.list(LOCAL, "local")
+    assert [e["type"] for e in events] == ["session_id", "remembered", "chunk", "done"]
+    assert events[1]["value"] == {
+        "fact_id": fact.id,
+        "fact": "I like green tea",
+        "saved": True,
+        "reason": None,
+    }
+
+
 async def test_note_pages_linked_before_a_new_session_turn(admin: Admin) -> None:
     page = await admin.post("/api/notes", {"title": "Trip plan", "content": "Day 1: Kyoto"})
     page_id = page.json["id"]
@@ -182,6 +197,8 @@ def test_the_event_schema_is_derived_from_the_engine_events() -> None:
         ToolEvent("t2", "web_search", "error", result=None),
         NotesUpdatedEvent(),
         SourcesEvent([{"title": "Example", "url": "https://example.com/"}]),
+        RememberedEvent(12, "my cat is Mochi", True),
+        RememberedEvent(None, "my dog is Pochi", False, "memory_off"),
         ChunkEvent("Hel"),
         DoneEvent("Hello", message_id=7),
         ErrorEvent("The model is not available."),
@@ -193,6 +210,15 @@ def test_the_event_schema_is_derived_from_the_engine_events() -> None:
         {"type": "chunk"},
         {"type": "chunk", "value": 3},
         {"type": "done", "message_id": "7"},
+        {
+            "type": "remembered",
+            "value": {"fact_id": 1, "fact": "x", "saved": "yes", "reason": None},
+        },
+        {"type": "remembered", "value": {"fact_id": None, "fact": "x", "saved": False}},
+        {
+            "type": "remembered",
+            "value": {"fact_id": None, "fact": "x", "saved": False, "reason": "tired"},
+        },
         {"type": "tool", "value": {"id": "t", "name": "n", "status": "running", "result": "x"}},
         {"type": "tool", "value": {"id": "t", "name": "n", "status": "done"}},
         {"type": "whatever", "value": "x"},

@@ -1,5 +1,6 @@
 """Chat on the page: an answer streams from the loopback model with its tool activity and
-sources as Discord shows them; the stop button stops reading a long answer."""
+sources as Discord shows them, a remembered fact's receipt; the stop button stops reading a long
+answer."""
 
 from __future__ import annotations
 
@@ -82,3 +83,19 @@ async def test_a_failed_turn_shows_the_operator_the_address_and_a_link_to_status
     await expect(error).to_contain_text("LLM_API_BASE")
     await expect(error).not_to_contain_text("not reachable right now")
     await expect(error.get_by_role("link", name="See Status.")).to_have_attribute("href", "#status")
+
+
+async def test_a_request_to_remember_shows_its_receipt_with_the_answer(ui: Ui) -> None:
+    ui.admin.llm.script(Text("Noted."))
+    await ui.login()
+    await ui.go("chat")
+    screen = ui.screen("chat")
+    await screen.get_by_label("Chat in space").select_option(LOCAL)
+    await screen.get_by_label("Message").fill("remember that I like green tea")
+    await screen.get_by_role("button", name="Send").click()
+    answer = screen.locator("#chat-log .msg-assistant").last
+    await expect(answer.locator(".text")).to_have_text("Noted.")
+    [fact] = await ui.admin.services.members.list(LOCAL, "local")
+    receipt = f"🧠 Remembered as fact #{fact.id}: I like green tea"
+    await expect(answer.locator(".remembered")).to_have_text(receipt)
+    ui.assert_clean()

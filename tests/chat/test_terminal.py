@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import re
 import signal
@@ -13,8 +14,11 @@ from pathlib import Path
 import pytest
 
 from bot.chat.engine import TurnRequest
-from bot.chat.terminal import backend_address, parse_command
+from bot.chat.terminal import TerminalChat, backend_address, parse_command
 from bot.config import Settings
+from bot.memory.member_memory import MAX_FACT_CHARS, MAX_FACTS_PER_MEMBER
+from bot.prompts import prompts_for
+from bot.prompts.ui_text import ui_text
 from bot.services import Services
 from bot.turn.events import Event, SessionEvent
 from tests.bot_process import bot_env
@@ -330,3 +334,32 @@ async def test_an_answer_stopped_before_its_first_word_keeps_only_the_question(
     assert isinstance(session, SessionEvent)
     stored = await services.repos.messages.recent_live(LOCAL, session.session_id, 10)
     assert [(m.role, m.content) for m in stored] == [("user", "hello")]
+
+
+async def test_requests_to_remember_show_their_receipts_and_the_model_is_told(
+    services: Services, llm: FakeLLMServer
+) -> None:
+    """Saved, too long, and full: each a line on stderr; the model reads what happened."""
+    llm.script(Text("Noted."), Text("Too long."), Text("Full."))
+    out, err = io.StringIO(), io.StringIO()
+    chat = TerminalChat(
+        services.engine, ui=ui_text("en"), space_id=LOCAL, stdout=out, stderr=err, interactive=False
+    )
+    await chat.turn("remember that I like green tea")
+    await chat.turn("remember that " + "x" * (MAX_FACT_CHARS + 1))
+    for n in range(MAX_FACTS_PER_MEMBER - 1):
+        await services.members.remember(LOCAL, "local", f"fact {n}", "tool")
+    await chat.turn("remember that I like ramen")
+    [tea, *_] = await services.members.list(LOCAL, "local")
+    assert out.getvalue() == "Noted.\nToo long.\nFull.\n"
+    assert err.getvalue().splitlines() == [
+        f"🧠 Remembered as fact #{tea.id}: I like green tea",
+        "🧠 Not remembered: that is empty or too long for one fact · say it in one short sentence",
+        "🧠 Not remembered: you already have the most facts I keep here · forget some with "
+        "`/memory me forget`",
+    ]
+    prompts = prompts_for("en")
+    systems = [str(r.messages[0]["content"]) for r in llm.chat_requests]
+    assert prompts.format("member_fact_saved", id=tea.id, fact="I like green tea") in systems[0]
+    for system, reason in zip(systems[1:], ("invalid", "full"), strict=True):
+        assert "was NOT saved: " + prompts[f"member_fact_not_saved_{reason}"] in system

@@ -5,7 +5,7 @@ the speaking member only, and /memory me forget|off take effect in the very next
 from __future__ import annotations
 
 from bot.prompts import prompts_for
-from tests.discord.conftest import World, WorldFactory
+from tests.discord.conftest import WAIT, World, WorldFactory
 from tests.fakes.discord_server import FakeUser
 from tests.fakes.llm_server import RecordedRequest, Text, ToolCalls
 
@@ -29,8 +29,21 @@ async def _ask(
         text, author=author, channel_id=thread_id, mention_bot=thread_id is None
     )
     thread = thread_id if thread_id is not None else await w.wait_thread(sent)
-    await w.wait_text(thread, answer.text)
+    await answered(w, thread, answer.text)
     return thread, w.llm.chat_requests[-1]
+
+
+async def answered(w: World, thread: int, text: str) -> str:
+    """Wait until the bot's reply in `thread` starts with `text` and the turn is over; the reply
+    as it ends (the answer, then any receipt of a remembered fact)."""
+
+    def shown() -> str | None:
+        mine = w.bot_messages(thread)
+        return mine[-1].content if mine and mine[-1].content.startswith(text) else None
+
+    await w.server.wait_for(shown, WAIT)
+    await w.settle()
+    return w.bot_messages(thread)[-1].content
 
 
 def _sent(request: RecordedRequest) -> str:
@@ -120,7 +133,7 @@ async def test_forget_and_off_take_effect_in_the_next_request(world: WorldFactor
         )
         assert "Pochi" not in (_member_layer(request) or "")
         refused = next(m for m in request.messages if m["role"] == "tool")["content"]
-        assert '{"error": "This member switched their memory off here' in refused
+        assert '{"error": "Not saved: remember is not offered in this turn' in refused
         assert [f.fact for f in await w.services.members.list(w.space, str(x.id))] == [
             "I like green tea"
         ]

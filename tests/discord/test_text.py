@@ -12,6 +12,7 @@ from bot.exts._text import (
     ReplyDraft,
     close_open_fence,
     readable_mentions,
+    receipt_line,
     render_sources,
     split_chunks,
     split_message,
@@ -19,6 +20,8 @@ from bot.exts._text import (
     thread_name,
     tool_line,
 )
+from bot.prompts.ui_text import ui_text
+from bot.turn.events import RememberedEvent
 
 WORDS = "alpha beta gamma delta 京都 の 秋 は 美しい epsilon zeta 🎉 https://example.org/x".split()
 
@@ -104,6 +107,23 @@ def test_reply_draft_streams_tool_lines_then_drops_them() -> None:
     assert draft.pages() == [
         "Kyoto is old.\n```py\nx = 1\n```\n\n**Src**\n1. Kyoto — <https://k.example>"
     ]
+
+
+def test_a_receipt_is_one_small_line_after_the_answer_and_before_the_sources() -> None:
+    ui = ui_text("en")
+    receipt = receipt_line(RememberedEvent(12, "my `cat`\nis\tMochi " + "x" * 200, True), ui)
+    assert receipt.startswith("-# 🧠 Remembered: my 'cat' is Mochi xxx")
+    assert receipt.endswith("… · `/memory me forget 12` to forget it") and "\n" not in receipt
+    refused = receipt_line(RememberedEvent(None, "my dog", False, "full"), ui)
+    assert refused == (
+        "-# 🧠 Not remembered: you already have the most facts I keep here · forget some with "
+        "`/memory me forget`"
+    )
+    draft = ReplyDraft()
+    draft.add_text("Noted.")
+    sources = render_sources([{"title": "Kyoto", "url": "https://k.example"}], "Src")
+    draft.finish(notes=f"{receipt}\n{refused}", sources=sources)
+    assert draft.pages() == [f"Noted.\n\n{receipt}\n{refused}\n\n{sources}"]
 
 
 def test_reply_draft_seals_full_pages_and_never_changes_them() -> None:

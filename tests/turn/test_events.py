@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from bot.turn.events import ChunkEvent, DoneEvent, SessionEvent, ToolEvent, to_wire
+from bot.turn.events import (
+    ChunkEvent,
+    DoneEvent,
+    RememberedEvent,
+    SessionEvent,
+    ToolEvent,
+    to_wire,
+)
 
 
 def test_wire_format_matches_the_seed() -> None:
@@ -31,3 +38,16 @@ def test_wire_format_matches_the_seed() -> None:
     }
     assert to_wire(ChunkEvent("hi")) == {"type": "chunk", "value": "hi"}
     assert to_wire(DoneEvent("hi", 3))["type"] == "done"
+
+
+def test_a_remembered_fact_carries_its_id_or_why_it_was_not_saved() -> None:
+    assert to_wire(RememberedEvent(12, "my cat is Mochi", True)) == {
+        "type": "remembered",
+        "value": {"fact_id": 12, "fact": "my cat is Mochi", "saved": True, "reason": None},
+    }
+    assert to_wire(RememberedEvent(None, "my dog is Pochi", False, "memory_off"))["value"] == {
+        "fact_id": None,
+        "fact": "my dog is Pochi",
+        "saved": False,
+        "reason": "memory_off",
+    }

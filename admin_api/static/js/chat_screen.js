@@ -1,5 +1,5 @@
 // Chat with the engine in a chosen space over the SSE stream: streamed text, tool activity
-// lines and sources as Discord shows them, and a stop button.
+// lines, sources and remembered facts as Discord shows them, and a stop button.
 
 import {ApiError} from './api.js';
 import {fill, h} from './dom.js';
@@ -21,6 +21,19 @@ export function* ssePayloads(buffer) {
 export function operatorError(event) {
   return h('p', {class: 'bad turn-error'}, event.detail || event.value, ' ',
     h('a', {href: '#status'}, 'See Status.'));
+}
+
+const NOT_REMEMBERED = {
+  memory_off: "the member's memory is off here",
+  full: 'the member already has the most facts kept',
+  invalid: 'the fact is empty or too long',
+  failed: 'saving failed',
+};
+
+/** The receipt of a fact the turn remembered (its id, for the Members screen) or did not. */
+export function rememberedText({fact_id: id, fact, saved, reason}) {
+  return saved ? `🧠 Remembered as fact #${id}: ${fact}`
+    : `🧠 Not remembered: ${NOT_REMEMBERED[reason] ?? NOT_REMEMBERED.failed}`;
 }
 
 /** The chat screen. */
@@ -215,6 +228,9 @@ export class ChatScreen {
         break;
       case 'notes_updated':
         answer.item.append(h('p', {class: 'meta'}, 'The bot updated a shared note.'));
+        break;
+      case 'remembered':
+        answer.item.append(h('p', {class: 'meta remembered'}, rememberedText(event.value)));
         break;
       case 'done':
         answer.item.dataset.messageId = String(event.message_id);

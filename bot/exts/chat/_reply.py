@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import discord
 
-from bot.exts._text import ReplyDraft, render_sources
+from bot.exts._text import ReplyDraft, receipt_line, render_sources
 from bot.exts.chat._streaming import StreamCadence
 from bot.prompts.ui_text import UiText
 from bot.turn.events import (
@@ -23,6 +23,7 @@ from bot.turn.events import (
     DoneEvent,
     ErrorEvent,
     Event,
+    RememberedEvent,
     SourcesEvent,
     ToolEvent,
 )
@@ -58,6 +59,7 @@ class ReplyRenderer:
         self._reference = reference
         self._draft = ReplyDraft()
         self._sources: list[dict[str, str]] = []
+        self._receipts: list[str] = []
         self._sent: list[discord.Message] = []
         self._shown: list[str] = []
         self._changed = asyncio.Event()
@@ -81,10 +83,11 @@ class ReplyRenderer:
         except Exception:
             log.exception("reading the turn's events failed")
             self._failed = True
-            self._draft.finish(error=self._ui.error_prefix + self._ui.generic_error)
+            error = self._ui.error_prefix + self._ui.generic_error
+            self._draft.finish(notes=self._notes, error=error)
         finally:
             if not self._draft.finished:
-                self._draft.finish()
+                self._draft.finish(notes=self._notes)
             self._changed.set()
             self._ended.set()
             try:
@@ -97,6 +100,11 @@ class ReplyRenderer:
             tuple(m.id for m in self._sent), self._cadence.writes, self._completed, self._failed
         )
 
+    @property
+    def _notes(self) -> str:
+        """The receipts of this turn's remembered (or not) facts, one line each."""
+        return "\n".join(self._receipts)
+
     def _apply(self, event: Event) -> None:
         match event:
             case ChunkEvent(text=text):
@@ -105,15 +113,19 @@ class ReplyRenderer:
                 self._draft.tool(event.id, event.icon, event.label or event.name, event.status)
             case SourcesEvent(sources=sources):
                 self._sources = list(sources)
+            case RememberedEvent():
+                self._receipts.append(receipt_line(event, self._ui))
+                return  # shown with the answer once it ends
             case DoneEvent():
                 self._completed = True
                 header = self._ui.sources
-                self._draft.finish(sources=render_sources(self._sources, header))
+                self._draft.finish(notes=self._notes, sources=render_sources(self._sources, header))
             case ErrorEvent(message=message, model_down=model_down):
                 self._failed = True
                 # The owner's detail (address, setting) is in the log and the readiness page.
                 shown = self._ui.model_unavailable if model_down else message
-                self._draft.finish(error=self._ui.error_prefix + shown)
+                # A fact saved before the failure stays saved: its receipt still shows.
+                self._draft.finish(notes=self._notes, error=self._ui.error_prefix + shown)
             case _:
                 return
         self._changed.set()
