@@ -145,6 +145,12 @@ MIGRATIONS: tuple[Migration, ...] = (
     # 13: `member_facts.message_id`, the message a fact was taken from, so that forgetting
     # the fact blanks what it was said in; `spaces.timezone`, a server's own time zone.
     added_in(13),
+    # 14 and 15 are taken by branches not merged yet; each takes its place here when it lands.
+    Migration(sqlite=(), postgresql=()),
+    Migration(sqlite=(), postgresql=()),
+    # 16: `token_usage`, the tokens a space's turns used per day, per member and in all, with
+    # the estimates of calls under way reserved against the daily budgets.
+    added_in(16),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
