@@ -42,6 +42,7 @@ from admin_api.views import (
     system,
     tools,
     topics,
+    usage,
 )
 from bot.services import Services
 
@@ -69,6 +70,7 @@ VIEWS = (
     backup,
     readiness,
     activity,
+    usage,
     conversations,
     search,
     status,

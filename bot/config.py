@@ -45,6 +45,8 @@ RUNTIME_KEYS = frozenset(
         "knowledge_context_limit",
         "memory_summarize_threshold",
         "user_cooldown_seconds",
+        "member_daily_tokens",
+        "server_daily_tokens",
         "stream_edit_interval",
         "system_prompt_extra",
         "web_search_max_results",
@@ -145,6 +147,20 @@ class Settings(BaseSettings):
         ge=1,
         le=100,
         description="Turns one user may have running or waiting at once, across all threads.",
+    )
+    member_daily_tokens: int = Field(
+        default=0,
+        ge=0,
+        le=1_000_000_000,
+        description="Tokens (prompt + completion) one member's turns may use per day in one "
+        "server; 0 = unlimited. A day is the server's (its time zone, else UTC).",
+    )
+    server_daily_tokens: int = Field(
+        default=0,
+        ge=0,
+        le=1_000_000_000,
+        description="Tokens (prompt + completion) all turns in one server (or DM, or the local "
+        "chat) may use per day; 0 = unlimited.",
     )
     stream_edit_interval: float = Field(
         default=1.2,

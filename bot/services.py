@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from bot.chat.attachments import AttachmentIntake
 from bot.chat.context import ContextBuilder
+from bot.chat.daily_budget import Clock, TurnBudget
 from bot.chat.engine import ChatEngine
 from bot.chat.layers import MemberFactsLayer, RelatedMemoriesLayer, default_layers
 from bot.chat.pending import PendingTurns
@@ -82,6 +83,8 @@ class ServiceOptions:
     mcp_tuning: McpTuning | None = None
     mcp_startup_wait: float = 5.0
     warm_start: bool = True
+    # The daily budgets' clock (a day's end); None: the wall clock.
+    budget_clock: Clock | None = None
 
 
 @dataclass
@@ -295,7 +298,9 @@ async def _start_mcp(stack: AsyncExitStack, core: _Core, opts: ServiceOptions) -
     return mcp
 
 
-def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summarizer, ChatEngine]:
+def _build_engine(
+    core: _Core, memory: _Memory, budget: TurnBudget
+) -> tuple[ContextBuilder, Summarizer, ChatEngine]:
     """The context builder, the summariser and the engine that uses both."""
     repos = core.repos
 
@@ -342,6 +347,7 @@ def _build_engine(core: _Core, memory: _Memory) -> tuple[ContextBuilder, Summari
         tasks=core.tasks,
         members=memory.members,
         pending=pending,
+        budget=budget,
     )
     return context, summarizer, engine
 
@@ -488,7 +494,8 @@ async def open_services(
         await memory.knowledge.relocate_files(settings.local_space_id)
         _register_memory_tools(core, memory)
         mcp = await _start_mcp(stack, core, opts)
-        context, summarizer, engine = _build_engine(core, memory)
+        budget = TurnBudget(core.repos.token_usage, core.runtime, clock=opts.budget_clock)
+        context, summarizer, engine = _build_engine(core, memory, budget)
         _add_engine_hooks(engine, memory, summarizer, topics, core.repos)
         # Closed first: background work (summaries, tags) still needs the gateway and tools.
         stack.push_async_callback(core.tasks.close)

@@ -15,6 +15,7 @@ from typing import Any
 from bot.chat.allocation import PAGE_TOKENS, answer_reserve
 from bot.chat.answer_bounds import AnswerBounds, server_limit_notice
 from bot.chat.context import ContextBuilder, ContextRequest
+from bot.chat.daily_budget import BudgetCall, TurnBudget
 from bot.chat.member_turn import (
     SpeakingMember,
     hidden_tools,
@@ -163,6 +164,7 @@ class ChatEngine:
         turn_hooks: Sequence[TurnHook] = (),
         members: MemberMemory | None = None,
         pending: PendingTurns | None = None,
+        budget: TurnBudget | None = None,
     ) -> None:
         self._settings = settings
         self._gateway = gateway
@@ -180,6 +182,7 @@ class ChatEngine:
         self.pending = pending if pending is not None else PendingTurns()
         self._locks = KeyedLocks()
         self._arrivals = KeyedLocks()
+        self._budget = budget if budget is not None else TurnBudget(None, settings)
 
     def add_tool_hook(self, hook: ToolHook) -> None:
         """Run `hook` after every tool result."""
@@ -488,11 +491,20 @@ class ChatEngine:
         prompts = prompts_for((state.settings or settings).language)
         calls: list[ToolCall] = []
         round_text: list[str] = []
-        stream = self._gateway.stream(
-            messages,
-            tools=self.registry.schemas(exclude=state.hidden_tools) if tools_on else None,
-            model=model,
-            session_id=state.session.id,
+        tools = self.registry.schemas(exclude=state.hidden_tools) if tools_on else None
+        # Every round is reserved against the daily budgets before the model is called.
+        spend = await self._budget.reserve(
+            BudgetCall(
+                state.session.space_id,
+                state.speaker.id,
+                messages,
+                tools,
+                self._gateway.token_factor(model),
+            ),
+            prompts,
+        )
+        stream = spend.metered(
+            self._gateway.stream(messages, tools=tools, model=model, session_id=state.session.id)
         )
         with reading_at(state.read_pace):
             async with aclosing(stream) as deltas:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from bot.store.repos.stats import StatsRepository
     from bot.store.repos.tags import TagRepository
     from bot.store.repos.token_factors import TokenFactorRepository
+    from bot.store.repos.token_usage import TokenUsageRepository
     from bot.store.repos.tool_calls import ToolCallRepository
     from bot.store.repos.topics import TopicRepository
     from bot.store.repos.word_pool import WordPoolRepository
@@ -71,13 +72,12 @@ class Repositories:
     member_facts: MemberFactRepository
     recall_terms: RecallTermRepository
     message_embeddings: MessageEmbeddingRepository
+    token_usage: TokenUsageRepository
 
     @classmethod
     def over(cls, db: Database) -> Repositories:
         """Repositories sharing `db`."""
-        # Imported here, not at the top: any `bot.store.*` import runs this package first, and
-        # the tenancy vocabulary (`bot.store.spaces`, imported by the settings) must not drag
-        # every repository in with it.
+        # Here, not at the top: the settings import `bot.store.spaces`, not every repository.
         from bot.store.reads.activity import ActivityRepository
         from bot.store.reads.conversations import ConversationRepository
         from bot.store.reads.recall import RecallRepository
@@ -101,6 +101,7 @@ class Repositories:
         from bot.store.repos.stats import StatsRepository
         from bot.store.repos.tags import TagRepository
         from bot.store.repos.token_factors import TokenFactorRepository
+        from bot.store.repos.token_usage import TokenUsageRepository
         from bot.store.repos.tool_calls import ToolCallRepository
         from bot.store.repos.topics import TopicRepository
         from bot.store.repos.word_pool import WordPoolRepository
@@ -132,4 +133,5 @@ class Repositories:
             member_facts=MemberFactRepository(db),
             recall_terms=RecallTermRepository(db),
             message_embeddings=MessageEmbeddingRepository(db),
+            token_usage=TokenUsageRepository(db),
         )

@@ -8,8 +8,10 @@ from typing import Any
 
 from playwright.async_api import expect
 
+from bot.chat.engine import TurnRequest
 from tests.admin_page.conftest import Ui
 from tests.conftest import LOCAL
+from tests.fakes.llm_server import Text
 
 QUIET = "guild:222222222222222222"
 
@@ -99,4 +101,24 @@ async def test_the_space_picker_filters_the_activity(ui: Ui) -> None:
     await expect(ui.page.locator("#activity-turns")).to_have_attribute("data-points", "0")
     await expect(ui.screen("activity")).to_contain_text("No activity in this range yet.")
     await expect(ui.page.locator("#activity-models")).to_contain_text("No model was called")
+    ui.assert_clean()
+
+
+async def test_the_token_budgets_show_each_space_and_member_today(ui: Ui) -> None:
+    services = ui.admin.services
+    await services.settings.update({"member_daily_tokens": 500})
+    await services.spaces.ensure(QUIET, "Quiet Club")
+    ui.admin.llm.script(Text("hi", prompt_tokens=30, completion_tokens=12))
+    request = TurnRequest("hello", space_id=QUIET, author_id="77", source="discord")
+    async for _ in services.engine.run_turn(request):
+        pass
+    await ui.login()
+    await ui.go("activity")
+    usage = ui.page.locator("#activity-usage")
+    member = usage.locator(f'tr[data-space="{QUIET}"][data-member="77"]')
+    await expect(member).to_contain_text("42 of 500")
+    whole = usage.locator(f'tr[data-space="{QUIET}"][data-member=""]')
+    await expect(whole).to_contain_text("Every member")
+    await expect(whole).to_contain_text("Unlimited")
+    await expect(whole).to_contain_text("Quiet Club")
     ui.assert_clean()

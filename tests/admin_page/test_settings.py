@@ -122,7 +122,7 @@ async def test_settings_are_grouped_by_topic_and_start_up_ones_shown_read_only(
     await ui.go("settings")
     screen = ui.screen("settings")
     legends = await screen.locator("fieldset.group > legend").all_inner_texts()
-    assert legends == ["Model", "Memory", "Tools", "Discord"]
+    assert legends == ["Model", "Memory", "Tools", "Discord", "Budgets"]
     model = screen.locator('fieldset[data-group="model"]')
     keys = await model.locator(".field[data-key]").evaluate_all(
         "rows => rows.map(r => r.dataset.key)"

@@ -33,6 +33,7 @@ COMMUNITY_TABLES = (
     "member_memory",
     "recall_terms",
     "message_embeddings",
+    "token_usage",
 )
 # Schema definitions and their migrations, not queries.
 SCHEMA_ROOM = "schema"

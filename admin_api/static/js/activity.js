@@ -76,6 +76,9 @@ export class ActivityScreen {
       ['Tool', 'Calls', 'Failed', 'Mean duration']);
     this.spacesTable = table('activity-spaces', 'Totals per space in this range',
       ['Space', 'Turns', 'LLM calls', 'Tokens in / out', 'Errors', 'Tool calls']);
+    this.usageDay = h('p', {class: 'meta', id: 'activity-usage-day'});
+    this.usageTable = table('activity-usage', 'Tokens used today per space and member',
+      ['Space', 'Member', 'Tokens used', 'Model calls', 'Daily budget']);
     root.append(
       h('div', {class: 'card inline-fields'},
         h('div', {class: 'field'}, h('label', {for: 'activity-range'}, 'Range'), this.range),
@@ -90,6 +93,10 @@ export class ActivityScreen {
       h('section', {class: 'card', 'aria-labelledby': 'activity-spaces-title'},
         h('h3', {id: 'activity-spaces-title'}, 'Per space'),
         h('div', {class: 'table-wrap'}, this.spacesTable)),
+      h('section', {class: 'card', 'aria-labelledby': 'activity-usage-title'},
+        h('h3', {id: 'activity-usage-title'}, 'Token budgets today'),
+        this.usageDay,
+        h('div', {class: 'table-wrap'}, this.usageTable)),
     );
   }
 
@@ -116,6 +123,29 @@ export class ActivityScreen {
     this.renderModels(report.models);
     this.renderTools(report.tools);
     this.renderSpaces(report.spaces);
+    const usage = await this.status.guard(() => this.api.get('/api/usage', {space}));
+    if (usage) this.renderUsage(usage);
+  }
+
+  /** Today's tokens per space (its total first) and per member, against the daily budgets. */
+  renderUsage(usage) {
+    const budget = (limit, used) => (limit ? `${used} of ${limit}` : 'Unlimited');
+    this.usageDay.textContent = `Day ${usage.day}: what each member's turns used (prompt and completion tokens).`;
+    const rows = usage.spaces.flatMap((s) => [
+      h('tr', {dataset: {space: s.space_id, member: ''}},
+        h('td', {}, this.spaces.label?.(s.space_id) ?? s.space_id),
+        h('td', {}, 'Every member'),
+        h('td', {class: 'num'}, String(s.used)),
+        h('td', {class: 'num'}, String(s.calls)),
+        h('td', {class: 'num'}, budget(usage.server_daily_tokens, s.used))),
+      ...s.members.map((m) => h('tr', {dataset: {space: s.space_id, member: m.member_id}},
+        h('td', {}, this.spaces.label?.(s.space_id) ?? s.space_id),
+        h('td', {class: 'mono'}, m.member_id),
+        h('td', {class: 'num'}, String(m.used)),
+        h('td', {class: 'num'}, String(m.calls)),
+        h('td', {class: 'num'}, budget(usage.member_daily_tokens, m.used)))),
+    ]);
+    fillTable(this.usageTable, rows, 'No tokens used today yet.');
   }
 
   renderModels(models) {

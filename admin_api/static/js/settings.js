@@ -15,6 +15,8 @@ const LABELS = {
   knowledge_context_limit: 'Knowledge headings in context',
   memory_summarize_threshold: 'Summarise after (messages)',
   user_cooldown_seconds: 'User cooldown (seconds)',
+  member_daily_tokens: 'Tokens per member per day (0 = unlimited)',
+  server_daily_tokens: 'Tokens per server per day (0 = unlimited)',
   stream_edit_interval: 'Discord edit interval (seconds)',
   system_prompt_extra: 'Extra system prompt',
   web_search_max_results: 'Web search results',
@@ -34,6 +36,7 @@ const GROUPS = [
   ['tools', 'Tools', ['web_search_max_results', 'scrape_max_chars', 'fetch_max_chars',
     'fetch_max_results']],
   ['discord', 'Discord', ['user_cooldown_seconds', 'stream_edit_interval']],
+  ['budgets', 'Budgets', ['member_daily_tokens', 'server_daily_tokens']],
 ];
 const SOURCES = {
   env: 'From .env',

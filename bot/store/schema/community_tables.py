@@ -412,4 +412,20 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
         primary_key=("space_id",),
         since=12,
     ),
+    # Tokens the turns of a space used on one of its days, per member and in all (member_id
+    # ''): `reserved` holds the estimates of calls under way, settled to `used` when they end.
+    Table(
+        "token_usage",
+        (
+            SPACE,
+            Column("day", TEXT),
+            Column("member_id", TEXT),
+            Column("used", INTEGER, default=0),
+            Column("reserved", INTEGER, default=0),
+            Column("calls", INTEGER, default=0),
+            UPDATED,
+        ),
+        primary_key=("space_id", "day", "member_id"),
+        since=16,
+    ),
 )

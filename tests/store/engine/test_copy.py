@@ -38,6 +38,8 @@ OPERATOR_ROWS = (
      "id, ? FROM sessions LIMIT 1", (T,)),
     ("INSERT INTO member_memory (space_id, member_id, enabled, switched_at) VALUES (?, ?, ?, ?)",
      ("guild:222", "111", 0, T)),
+    ("INSERT INTO token_usage (space_id, day, member_id, used, reserved, calls, updated_at) "
+     "VALUES (?, ?, ?, ?, ?, ?, ?)", ("guild:222", "2026-12-07", "111", 300, 0, 1, T)),
     ("UPDATE messages SET recall_hidden = 1 WHERE id = (SELECT MIN(id) FROM messages)", ()),
     ("INSERT INTO recall_terms (id, space_id, terms) SELECT id, space_id, 'cat 東京 alic 2026' "
      "FROM messages WHERE recall_hidden = 0 LIMIT 1", ()),
