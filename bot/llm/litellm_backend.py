@@ -194,6 +194,28 @@ class LiteLLMBackend:
             return None
         return float(prompt_cost + completion_cost)
 
+    async def _open_stream(
+        self,
+        model: str,
+        messages: list[Message],
+        tools: list[ToolSchema] | None,
+        context_tokens: int,
+        max_tokens: int | None,
+    ) -> Any:
+        """LiteLLM's stream of the chat call (its errors become ours)."""
+        kwargs = self._kwargs(model, max_tokens)
+        if tools:
+            kwargs["tools"] = tools
+        try:
+            return await self._litellm.acompletion(
+                messages=to_openai_messages(messages),
+                stream=True,
+                stream_options={"include_usage": True},
+                **kwargs,
+            )
+        except Exception as exc:  # LiteLLM maps provider errors to many types; all become ours
+            raise self._error(exc, self._target(model, context=context_tokens)) from exc
+
     async def stream(
         self,
         model: str,
@@ -208,18 +230,7 @@ class LiteLLMBackend:
         usage = Usage()
         said = False
         finish: str | None = None
-        kwargs = self._kwargs(model, max_tokens)
-        if tools:
-            kwargs["tools"] = tools
-        try:
-            response = await self._litellm.acompletion(
-                messages=to_openai_messages(messages),
-                stream=True,
-                stream_options={"include_usage": True},
-                **kwargs,
-            )
-        except Exception as exc:  # LiteLLM maps provider errors to many types; all become ours
-            raise self._error(exc, self._target(model, context=context_tokens)) from exc
+        response = await self._open_stream(model, messages, tools, context_tokens, max_tokens)
         where = self.api_base or f"{model}'s provider"
         content_type = _content_type(response)
         if content_type.startswith(("text/html", "application/xhtml")):
