@@ -426,6 +426,6 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
             UPDATED,
         ),
         primary_key=("space_id", "day", "member_id"),
-        since=16,
+        since=14,
     ),
 )

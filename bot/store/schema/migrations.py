@@ -97,10 +97,6 @@ _MARK_SEEDED = (
 )
 
 
-# The step of a version another branch takes: it changes nothing.
-_PLACEHOLDER: Final = "SELECT 1"
-
-
 def _with_steps(migration: Migration, *statements: str) -> Migration:
     """`migration` followed by `statements` (data changes) on both engines."""
     assert isinstance(migration.sqlite, tuple) and isinstance(migration.postgresql, tuple)
@@ -149,12 +145,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # 13: `member_facts.message_id`, the message a fact was taken from, so that forgetting
     # the fact blanks what it was said in; `spaces.timezone`, a server's own time zone.
     added_in(13),
-    # 14 and 15 are taken by branches not merged yet; each takes its place here when it lands.
-    Migration(sqlite=(_PLACEHOLDER,), postgresql=(_PLACEHOLDER,)),
-    Migration(sqlite=(_PLACEHOLDER,), postgresql=(_PLACEHOLDER,)),
-    # 16: `token_usage`, the tokens a space's turns used per day, per member and in all, with
+    # 14: `token_usage`, the tokens a space's turns used per day, per member and in all, with
     # the estimates of calls under way reserved against the daily budgets.
-    added_in(16),
+    added_in(14),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
