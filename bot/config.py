@@ -45,6 +45,7 @@ RUNTIME_KEYS = frozenset(
         "knowledge_context_limit",
         "memory_summarize_threshold",
         "user_cooldown_seconds",
+        "burst_wait_seconds",
         "stream_edit_interval",
         "system_prompt_extra",
         "web_search_max_results",
@@ -145,6 +146,13 @@ class Settings(BaseSettings):
         ge=1,
         le=100,
         description="Turns one user may have running or waiting at once, across all threads.",
+    )
+    burst_wait_seconds: float = Field(
+        default=8.0,
+        ge=0,
+        le=8,
+        description="Seconds a message waits at most while its author is typing more, so that "
+        "their next messages join its turn; 0 = every message is a turn of its own.",
     )
     stream_edit_interval: float = Field(
         default=1.2,
