@@ -106,11 +106,14 @@ class BotDeps:
 
 
 def build_intents(settings: Settings) -> discord.Intents:
-    """Only what is used: guilds, guild and (if allowed) DM messages, message content."""
+    """Only what is used: guilds, guild and (if allowed) DM messages, message content, and
+    typing in both (a member still typing lets their next message join the turn)."""
     intents = discord.Intents.none()
     intents.guilds = True
     intents.guild_messages = True
+    intents.guild_typing = True
     intents.dm_messages = settings.discord_allow_dms
+    intents.dm_typing = settings.discord_allow_dms
     intents.message_content = True
     return intents
 

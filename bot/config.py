@@ -47,6 +47,7 @@ RUNTIME_KEYS = frozenset(
         "user_cooldown_seconds",
         "member_daily_tokens",
         "server_daily_tokens",
+        "burst_wait_seconds",
         "stream_edit_interval",
         "system_prompt_extra",
         "web_search_max_results",
@@ -161,6 +162,13 @@ class Settings(BaseSettings):
         le=1_000_000_000,
         description="Tokens (prompt + completion) all turns in one server (or DM, or the local "
         "chat) may use per day; 0 = unlimited.",
+    )
+    burst_wait_seconds: float = Field(
+        default=8.0,
+        ge=0,
+        le=8,
+        description="Seconds a message waits at most while its author is typing more, so that "
+        "their next messages join its turn; 0 = every message is a turn of its own.",
     )
     stream_edit_interval: float = Field(
         default=1.2,

@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.chat.allocation import PAGE_TOKENS, answer_reserve
 from bot.chat.answer_bounds import AnswerBounds, server_limit_notice
+from bot.chat.bursts import Burst, BurstPart
 from bot.chat.context import ContextBuilder, ContextRequest
 from bot.chat.daily_budget import BudgetCall, TurnBudget
 from bot.chat.member_turn import (
@@ -111,6 +112,8 @@ class TurnRequest:
     # Called once the user's message is stored (before the model is asked), so a front end
     # can promise the message is kept only when it is.
     on_stored: Callable[[], None] | None = field(default=None, compare=False, kw_only=True)
+    # The member's next messages join this turn until it shows anything (bot/chat/bursts.py).
+    burst: Burst | None = field(default=None, compare=False, kw_only=True)
 
 
 @dataclass
@@ -131,9 +134,15 @@ class _TurnState:
     # Tools not offered this turn (remember while the member's memory is off): name → the
     # error a call of one gets anyway.
     hidden_tools: dict[str, str] = field(default_factory=dict)
+    # The system lines about member memory this turn (off, what a request saved).
+    notes: tuple[str, ...] = ()
     # The model stream's pace: 0 until the answer's first text is out, then `paced_reads`.
     read_pace: ReadPace = field(default_factory=ReadPace)
     paced_reads: float = 0.0
+    # What the turn answers: the message's text, and those of the burst's later messages.
+    text: str = ""
+    # The ids of the turn's stored user messages (the first, then the burst's).
+    stored: list[int] = field(default_factory=list)
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:
@@ -254,12 +263,15 @@ class ChatEngine:
             stored = await self._store_question(request, emit)
         if stored is None:
             return
-        session, question = stored.session, stored.user_message
+        session = stored.session
+        if request.burst is not None:
+            emit = _closing(request.burst, emit)
         try:
             async with self._locks.hold(session.id):
                 await self._answer(stored, request, emit)
         finally:
-            self.pending.done(session.space_id, session.id, question.id)
+            for message_id in stored.stored:
+                self.pending.done(session.space_id, session.id, message_id)
 
     async def _store_question(self, request: TurnRequest, emit: Emit) -> _TurnState | None:
         """The turn's session (made if new) and its stored user message; None if refused.
@@ -298,7 +310,44 @@ class ChatEngine:
             request.on_stored()
         if created or request.new_session:
             emit(SessionEvent(session.id, created=True))
-        return _TurnState(session, user_message, speaker, paced_reads=request.read_pace)
+        state = _TurnState(session, user_message, speaker, paced_reads=request.read_pace)
+        state.text = request.text
+        state.stored.append(user_message.id)
+        return state
+
+    async def _gather(self, state: _TurnState, burst: Burst) -> None:
+        """Store the messages that joined the turn; wait while their author types more."""
+        while True:
+            for part in burst.take():
+                await self._store_part(state, part)
+            await burst.settle()
+            if not burst.pending:
+                return
+
+    async def _store_part(self, state: _TurnState, part: BurstPart) -> None:
+        """Store a message of the burst: the turn now answers it too (it is the last one)."""
+        session = state.session
+        try:
+            message = await self._messages.add(
+                session.space_id,
+                session.id,
+                "user",
+                part.text,
+                author_id=part.author_id,
+                author_name=part.author_name,
+                discord_message_id=part.discord_message_id,
+                recall_hidden=state.speaker.keeps_out_of_recall(part.text),
+            )
+        except sqlite3.IntegrityError:
+            log.info("message %s already handled; not joined", part.discord_message_id)
+            return
+        self.pending.add(session.space_id, session.id, message.id)
+        state.stored.append(message.id)
+        state.user_message = message
+        state.text = f"{state.text}\n{part.text}"
+        await save_requested_fact(
+            self._members, state.speaker, session.space_id, session.id, part.text
+        )
 
     async def _already_stored(self, request: TurnRequest, space_id: str) -> bool:
         """Whether the Discord message of `request` is stored already (a redelivered event)."""
@@ -424,7 +473,7 @@ class ChatEngine:
         emit(event)
 
     async def _rounds(self, state: _TurnState, request: TurnRequest, emit: Emit) -> None:
-        """Model calls and tool rounds until the model answers without tools (or a bound)."""
+        """The turn's model calls, restarted while its member's next messages join it."""
         settings = state.settings or self._settings()
         prompts = prompts_for(settings.language)
         model = request.model or state.session.model or state.space_model or settings.llm_model
@@ -434,23 +483,52 @@ class ChatEngine:
         if remembered is not None:
             emit(remembered)
         state.hidden_tools = hidden_tools(state.speaker, prompts)
+        state.notes = member_notes(state.speaker, remembered, prompts)
+        burst = request.burst
+        while True:
+            if burst is not None:
+                await self._gather(state, burst)
+            turn = await self._turn_context(state, request, model, settings)
+            if burst is None:
+                await self._tool_loop(turn, model, state, request, emit)
+                return
+            if burst.pending:
+                continue  # a message joined while the context was read: read it again
+            restart = burst.restartable()
+            async with restart:
+                await self._tool_loop(turn, model, state, request, emit)
+            if not restart.superseded:
+                return
+            log.info("turn in session %s restarted with a joined message", state.session.id)
+            state.stopped = None
+
+    async def _turn_context(
+        self, state: _TurnState, request: TurnRequest, model: str, settings: Settings
+    ) -> TurnMessages:
+        """The turn's messages to the model: system, layers, conversation, its own message."""
         context = await self.context.build(
             ContextRequest(
                 state.session.space_id,
                 state.session.id,
-                request.text,
+                state.text,
                 state.user_message.id,
                 settings,
                 token_factor=self._gateway.token_factor(model),
                 member_id=state.speaker.id,
                 channel_id=state.session.discord_channel_id,
                 author_name=state.user_message.author_name,
-                notes=member_notes(state.speaker, remembered, prompts),
+                notes=state.notes,
             ),
             tools=self.registry.schemas(exclude=state.hidden_tools),
             images=request.images,
         )
-        turn = TurnMessages(context.messages, context.budget)
+        return TurnMessages(context.messages, context.budget)
+
+    async def _tool_loop(
+        self, turn: TurnMessages, model: str, state: _TurnState, request: TurnRequest, emit: Emit
+    ) -> None:
+        """Model calls and tool rounds until the model answers without tools (or a bound)."""
+        prompts = prompts_for((state.settings or self._settings()).language)
         while True:
             offer_tools = bool(self.registry.schemas(exclude=state.hidden_tools))
             why = withheld(state.budget, turn) if offer_tools else None
@@ -574,7 +652,7 @@ class ChatEngine:
                 call.name,
                 arguments,
                 raw,
-                request.text,
+                state.text,
                 message_id=state.user_message.id,
                 duration_ms=duration_ms,
             )
@@ -688,6 +766,16 @@ def _finished_event(running: ToolEvent, result: ToolResult) -> ToolEvent:
 
 async def _await(task: asyncio.Task[None]) -> None:
     await task
+
+
+def _closing(burst: Burst, emit: Emit) -> Emit:
+    """`emit` that closes the burst first: once the turn shows anything, nobody joins it."""
+
+    def shown(event: Event) -> None:
+        burst.close()
+        emit(event)
+
+    return shown
 
 
 def _error_event(exc: UserFacingError) -> ErrorEvent:

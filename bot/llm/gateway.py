@@ -38,6 +38,9 @@ STOPPED_BY_CALLER = (
     "Stopped by the caller before the model finished (a turn's length or repetition bound)."
 )
 CANCELLED = "Cancelled before the model finished (a turn's time bound, or shutdown)."
+# The api_logs error of a call cancelled because the member wrote again before its answer showed:
+# the turn restarted with their messages (bot/chat/bursts.py cancels the task with this text).
+SUPERSEDED = "Superseded: the member wrote again before the answer showed; the turn restarted."
 
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -430,7 +433,15 @@ class LLMGateway:
 
     async def _log_stopped(self, call: _CallLog, progress: _Progress, stop: BaseException) -> None:
         """The caller closed the stream (GeneratorExit) or was cancelled before it finished."""
-        reason = STOPPED_BY_CALLER if isinstance(stop, GeneratorExit) else CANCELLED
+        if isinstance(stop, GeneratorExit):
+            reason = STOPPED_BY_CALLER
+        elif SUPERSEDED in stop.args:
+            reason = SUPERSEDED
+            log.info(
+                "%s call to %s superseded by the member's next message", call.purpose, call.model
+            )
+        else:
+            reason = CANCELLED
         await self._write_log(call, response=progress.answer(), error=reason, usage=None)
 
     async def complete(

@@ -79,7 +79,8 @@ async def test_a_flood_across_threads_runs_at_most_the_users_turn_limit(
         return "waited"
 
     busy = ui_text("en").busy
-    async with world(user_max_concurrent_turns=2) as w:
+    # Bursts off: each message is a turn of its own (tests/discord/test_bursts.py merges them).
+    async with world(user_max_concurrent_turns=2, burst_wait_seconds=0) as w:
         w.services.registry.register(wait_here)
         threads = await _open_threads(w, 3)
         opened = len(w.llm.chat_requests)

@@ -138,7 +138,8 @@ async def test_a_replayed_message_is_not_answered_twice(world: WorldFactory) -> 
 
 
 async def test_quick_messages_in_a_thread_are_answered_in_order(world: WorldFactory) -> None:
-    async with world() as w:
+    # Bursts off: each message is a turn of its own (tests/discord/test_bursts.py merges them).
+    async with world(burst_wait_seconds=0) as w:
         w.llm.script(Text("Opened.", chunks=1))
         sent = await w.server.inject_message("start")
         thread_id = await w.wait_thread(sent)

@@ -51,6 +51,7 @@ import asyncio
 import logging
 import re
 import secrets
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -61,7 +62,9 @@ from tests.fakes.discord_gateway import Gateway, GatewaySession
 from tests.fakes.discord_http import ChannelRateLimit, FailRule, HttpLayer
 from tests.fakes.discord_interactions import InteractionApi, OptionBuilder, OptionValue
 from tests.fakes.discord_models import (
+    DIRECT_MESSAGE_TYPING,
     GUILD_MEMBERS,
+    GUILD_MESSAGE_TYPING,
     JSON,
     PRIVILEGED_INTENTS,
     REPLY,
@@ -494,6 +497,30 @@ class FakeDiscord:
         state.add_message(message)
         self.gateway.dispatch_message("MESSAGE_CREATE", message)
         return message
+
+    async def inject_typing(
+        self, *, author: FakeUser | None = None, channel_id: int | None = None
+    ) -> JSON:
+        """A user starts typing; dispatched as TYPING_START to sessions with the typing intent.
+
+        As Discord sends it: user_id, channel_id, timestamp (Unix seconds), and in a server
+        guild_id and the member (with its user).
+        """
+        state = self.state
+        author = author or state.user
+        channel = self._sendable_channel(channel_id, author)
+        data: JSON = {
+            "user_id": str(author.id),
+            "channel_id": str(channel.id),
+            "timestamp": int(time.time()),
+        }
+        intent = DIRECT_MESSAGE_TYPING
+        if channel.guild_id is not None:
+            intent = GUILD_MESSAGE_TYPING
+            data["guild_id"] = str(channel.guild_id)
+            data["member"] = state.member_json(author.id, guild_id=channel.guild_id)
+        self.gateway.dispatch("TYPING_START", data, intent=intent)
+        return data
 
     async def inject_edit(self, message: FakeMessage, content: str) -> FakeMessage:
         """The author edits their message; dispatched as MESSAGE_UPDATE."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -578,3 +580,44 @@ async def test_identify_with_a_malformed_shard_is_closed_with_4010() -> None:
         await ws.send_json({"op": 2, "d": identify})
         msg = await ws.receive()
         assert msg.type is aiohttp.WSMsgType.CLOSE and msg.data == 4010
+
+
+async def test_typing_start_reaches_on_typing_and_on_raw_typing_with_the_typing_intent() -> None:
+    intents = bot_intents()
+    intents.guild_typing = True
+    intents.dm_typing = True
+    async with FakeDiscord() as server:
+        bot = TinyBot(server.guild_id, intents)
+        raw: asyncio.Future[discord.RawTypingEvent] = asyncio.get_running_loop().create_future()
+        cached: asyncio.Future[tuple[Any, Any, datetime]] = (
+            asyncio.get_running_loop().create_future()
+        )
+
+        async def on_raw_typing(payload: discord.RawTypingEvent) -> None:
+            if not raw.done():
+                raw.set_result(payload)
+
+        async def on_typing(channel: Any, user: Any, when: datetime) -> None:
+            if not cached.done():
+                cached.set_result((channel, user, when))
+
+        bot.add_listener(on_raw_typing)
+        bot.add_listener(on_typing)
+        async with run_client(bot, server):
+            sent = await server.inject_typing()
+            payload = await asyncio.wait_for(raw, WAIT)
+            assert payload.user_id == server.user.id
+            assert payload.channel_id == server.channel_id
+            assert payload.guild_id == server.guild_id
+            assert isinstance(payload.user, discord.Member) and payload.user.id == server.user.id
+            assert int(payload.timestamp.timestamp()) == sent["timestamp"]
+            channel, user, _ = await asyncio.wait_for(cached, WAIT)
+            assert channel.id == server.channel_id and user.id == server.user.id
+
+
+async def test_typing_start_is_not_sent_without_the_typing_intent() -> None:
+    async with FakeDiscord() as server:
+        bot = TinyBot(server.guild_id)
+        async with run_client(bot, server):
+            await server.inject_typing()
+            assert not server.delivered("TYPING_START", lambda _: True)

@@ -6,6 +6,7 @@ import logging
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Final, Literal
 
 import discord
@@ -13,6 +14,7 @@ from discord.ext import commands
 
 from bot.bot import BotDeps
 from bot.chat.attachments import PreparedFiles
+from bot.chat.bursts import Burst, BurstPart, Bursts, Typing
 from bot.chat.engine import TurnRequest
 from bot.chat.interrupted import by_language, close_interrupted, find_interrupted
 from bot.chat.member_turn import speaking_member
@@ -108,6 +110,7 @@ def _turn_request(
     place: _Place,
     files: PreparedFiles,
     pace: float,
+    burst: Burst | None,
 ) -> TurnRequest:
     """The engine's request for a Discord message (with its files) answered at `place`."""
     return TurnRequest(
@@ -124,7 +127,17 @@ def _turn_request(
         images=tuple(files.images),
         read_pace=pace,
         session=session,
+        burst=burst,
     )
+
+
+@dataclass(frozen=True)
+class _Admitted:
+    """A message to answer as a turn of its own: where, in which language, and its burst."""
+
+    route: Route
+    ui: UiText
+    burst: Burst | None
 
 
 class Chat(commands.Cog):
@@ -139,6 +152,8 @@ class Chat(commands.Cog):
         self.locks = KeyedLocks()
         self.arrivals = KeyedLocks()
         self.files = AttachmentReader(deps.services.attachment_intake)
+        self.typing = Typing(clock=deps.clock)
+        self.bursts = Bursts()
         self.started = datetime.now(UTC)
         self._caught_up = False
 
@@ -170,26 +185,48 @@ class Chat(commands.Cog):
             return
         if message.type not in _CHAT_TYPES or self.deps.turns.closing:
             return
+        # Before any await, so that typing events and messages are seen in the gateway's order.
+        self.typing.wrote(message.channel.id, message.author.id)
         # A channel's messages reach the turn lock in the order Discord sent them: the checks
         # below read the database, and on PostgreSQL (pooled connections) a later message's
         # reads may finish first. The turn lock is queued for with no await after this block.
         async with self.arrivals.hold(message.channel.id):
+            self.bursts.spoke(message.channel.id, message.author.id)
             admitted = await self._admit(message, me)
         if admitted is None:
             return
-        route, ui = admitted
         with self.user_turns.hold(message.author.id):
-            async with self.deps.turns.track(), self.locks.hold(route.channel_id):
-                try:
-                    await self._converse(message, route, me, ui)
-                except Exception:
-                    log.exception("turn for message %d failed", message.id)
-                    await self._say(message, ui.error_prefix + ui.generic_error, in_thread=True)
+            async with self.deps.turns.track(), self.locks.hold(admitted.route.channel_id):
+                await self._run_turns(message, me, admitted)
 
-    async def _admit(
-        self, message: discord.Message, me: discord.ClientUser
-    ) -> tuple[Route, UiText] | None:
-        """Record the activity; the message's route and UI text if it is a turn to run now."""
+    @commands.Cog.listener()
+    async def on_raw_typing(self, payload: discord.RawTypingEvent) -> None:
+        """A member is typing: their message waiting in that channel waits for the next one."""
+        me = self.bot.user
+        if me is None or payload.user_id == me.id:
+            return
+        self.typing.typed(payload.channel_id, payload.user_id)
+        self.bursts.typed(payload.channel_id, payload.user_id)
+
+    async def _run_turns(
+        self, message: discord.Message, me: discord.ClientUser, admitted: _Admitted
+    ) -> None:
+        """The message's turn, then (one by one) any of its burst's messages it never took."""
+        route, ui, burst = admitted.route, admitted.ui, admitted.burst
+        try:
+            await self._converse(message, route, me, ui, burst)
+        except Exception:
+            log.exception("turn for message %d failed", message.id)
+            await self._say(message, ui.error_prefix + ui.generic_error, in_thread=True)
+        finally:
+            left = self.bursts.finish(message.channel.id, burst) if burst is not None else []
+        for part in left:
+            if isinstance(part.origin, discord.Message):
+                await self._run_turns(part.origin, me, _Admitted(route, ui, None))
+
+    async def _admit(self, message: discord.Message, me: discord.ClientUser) -> _Admitted | None:
+        """Record the activity; the message's route, UI text and burst if it is a turn to run
+        now (None: not a turn, refused, or it joined its author's open turn)."""
         await self._record_activity(message, me)
         route = await self._route(message, me)
         if route is None:
@@ -199,6 +236,8 @@ class Chat(commands.Cog):
         if verdict != "allowed":
             log.debug("ignoring message %d: %s", message.id, verdict)
             return None
+        if self._joined(message, route, me):
+            return None  # a turn of its author takes it in: no turn, cooldown or slot of its own
         ui = ui_text(settings.language)
         user_id = message.author.id
         # Checked before the cooldown, so that a user refused as busy spends no cooldown window.
@@ -213,7 +252,40 @@ class Chat(commands.Cog):
             if cool.notify:
                 await self._say(message, ui.cooldown.format(seconds=math.ceil(cool.retry_after)))
             return None
-        return route, ui
+        return _Admitted(route, ui, self._open_burst(message, route, settings.burst_wait_seconds))
+
+    def _joined(self, message: discord.Message, route: Route, me: discord.ClientUser) -> bool:
+        """Whether the message joined its author's open turn in this channel (a burst)."""
+        if route.kind == "channel" or message.attachments:
+            return False
+        text = _turn_text(message, me)
+        if not text:
+            return False
+        part = BurstPart(
+            text,
+            author_id=str(message.author.id),
+            author_name=message.author.display_name,
+            discord_message_id=message.id,
+            origin=message,
+        )
+        joined = self.bursts.join(message.channel.id, message.author.id, part)
+        if joined:
+            log.debug("message %d joined its author's turn", message.id)
+        return joined
+
+    def _open_burst(self, message: discord.Message, route: Route, wait: float) -> Burst | None:
+        """The burst the author's next messages here may join (none for a thread's opener)."""
+        if route.kind == "channel" or wait <= 0:
+            return None
+        place, author = message.channel.id, message.author.id
+        burst = Burst(
+            author,
+            wait_seconds=wait,
+            typing_lapses=partial(self.typing.lapses_at, place, author),
+            clock=self.deps.clock,
+        )
+        self.bursts.open(place, burst)
+        return burst
 
     async def _record_activity(self, message: discord.Message, me: discord.ClientUser) -> None:
         """A person wrote: the channel (a thread counts for its parent) is not idle.
@@ -257,7 +329,12 @@ class Chat(commands.Cog):
         return None
 
     async def _converse(
-        self, message: discord.Message, route: Route, me: discord.ClientUser, ui: UiText
+        self,
+        message: discord.Message,
+        route: Route,
+        me: discord.ClientUser,
+        ui: UiText,
+        burst: Burst | None = None,
     ) -> None:
         services = self.deps.services
         text = _turn_text(message, me)
@@ -278,7 +355,14 @@ class Chat(commands.Cog):
         settings = self.deps.services.settings()
         pace = read_pace(settings.stream_edit_interval)
         request = _turn_request(
-            message, text, title=title, session=session, place=place, files=files, pace=pace
+            message,
+            text,
+            title=title,
+            session=session,
+            place=place,
+            files=files,
+            pace=pace,
+            burst=burst,
         )
         cadence = StreamCadence(
             self.windows.get(place.channel_id), settings.stream_edit_interval, self.deps.clock
