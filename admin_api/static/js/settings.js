@@ -18,6 +18,7 @@ const LABELS = {
   member_daily_tokens: 'Tokens per member per day (0 = unlimited)',
   server_daily_tokens: 'Tokens per server per day (0 = unlimited)',
   stream_edit_interval: 'Discord edit interval (seconds)',
+  burst_wait_seconds: 'Wait for a typing member (seconds, 0 = off)',
   system_prompt_extra: 'Extra system prompt',
   web_search_max_results: 'Web search results',
   scrape_max_chars: 'Scrape limit (characters)',
@@ -35,7 +36,8 @@ const GROUPS = [
     'local_kb_top_k', 'local_kb_min_score']],
   ['tools', 'Tools', ['web_search_max_results', 'scrape_max_chars', 'fetch_max_chars',
     'fetch_max_results']],
-  ['discord', 'Discord', ['user_cooldown_seconds', 'stream_edit_interval']],
+  ['discord', 'Discord', ['user_cooldown_seconds', 'burst_wait_seconds',
+    'stream_edit_interval']],
   ['budgets', 'Budgets', ['member_daily_tokens', 'server_daily_tokens']],
 ];
 const SOURCES = {
