@@ -30,7 +30,7 @@ from bot.llm.gateway import (
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
 from bot.memory.local_kb import LocalKnowledgeBase
-from bot.memory.member_memory import ErasedMember, MemberMemory
+from bot.memory.member_memory import DiscordFollowUp, ErasedMember, MemberMemory
 from bot.memory.notes import NotesService
 from bot.memory.recall import RecallService
 from bot.memory.recall_embed import RecallEmbedder, SemanticRecall
@@ -42,6 +42,7 @@ from bot.ops.probes import MODEL_KEYS, build_readiness
 from bot.ops.readiness import Readiness
 from bot.ops.settings_sync import stored_settings_probe
 from bot.prompts import prompts_for
+from bot.prompts.ui_text import ui_text
 from bot.store import Repositories
 from bot.store.engine.database import Database
 from bot.store.repos.memories import Memory
@@ -240,6 +241,8 @@ def _open_memory(
         members=MemberMemory(
             core.repos.member_facts,
             placeholder=lambda: prompts_for(runtime().language)["member_erased_message"],
+            forgotten=lambda: prompts_for(runtime().language)["member_forgotten_message"],
+            neutral_title=lambda: ui_text(runtime().language).thread_fallback,
         ),
         recall=RecallService(
             core.repos.recall,
@@ -320,15 +323,18 @@ def _build_engine(
         pending=pending,
     )
 
-    async def summarize_after_erase(space: str, erased: ErasedMember) -> None:
-        # The erase took the summaries holding the member's messages and un-archived what they
-        # replaced: the summariser rebuilds them from the placeholders, off the caller's path.
-        for session_id in erased.sessions:
+    async def summarize_after_blank(
+        space: str, sessions: tuple[str, ...], _discord: DiscordFollowUp
+    ) -> None:
+        # An erase or a forget took the summaries holding the blanked messages and un-archived
+        # what they replaced: the summariser rebuilds them from the placeholders, off the
+        # caller's path.
+        for session_id in sessions:
             core.tasks.spawn(
                 summarizer.maybe_summarize(space, session_id), name=f"resummarize-{session_id}"
             )
 
-    memory.members.add_erase_listener(summarize_after_erase)
+    memory.members.add_blank_listener(summarize_after_blank)
     context = ContextBuilder(
         repos.messages,
         repos.memories,

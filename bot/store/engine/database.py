@@ -67,6 +67,9 @@ _PRAGMAS = (
     "PRAGMA foreign_keys=ON",
     "PRAGMA busy_timeout=5000",
     "PRAGMA temp_store=MEMORY",
+    # A deleted or overwritten row's bytes are zeroed, not left in free space: an erase must
+    # leave no copy of the text in the file (the WAL is truncated after it: `checkpoint`).
+    "PRAGMA secure_delete=ON",
 )
 
 
@@ -407,6 +410,24 @@ class Database(FirstRowReads):
         cursors, in order."""
         async with self._one_trip() as conn:
             return await conn.run_batch(statements)
+
+    async def scrub(self, fts_tables: Sequence[str] = ()) -> None:
+        """After texts were overwritten or deleted (an erase), leave no copy on disk. SQLite
+        (`secure_delete` zeroed the rows' old bytes): each FTS5 index in `fts_tables` is
+        merged into one segment, which drops the deleted rows' terms (SQLite 3.40 has no
+        FTS5 secure-delete), each in its own transaction; then the WAL is copied into the
+        file and truncated, taking the old page images with it (a busy reader makes that
+        partial: logged). PostgreSQL: nothing here — dead rows stay until VACUUM (README)."""
+        if self._write_link is None:
+            return
+        for table in fts_tables:
+            await self.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        async with self._write_lock:
+            self._started += 1
+            rows = await self._write_link.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
+        busy = next(iter(rows))[0] if rows else 0
+        if busy:
+            log.warning("the WAL checkpoint after an erase was blocked by a reader")
 
     async def size_bytes(self) -> int:
         """How much room the database takes (SQLite: pages × page size)."""

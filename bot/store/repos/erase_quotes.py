@@ -1,0 +1,168 @@
+"""What an erase or a forget blanks beyond the texts themselves, in the same transaction.
+
+- The bot's answers, in any thread of the space, that quote a blanked text (`Quotes`: a run of
+  its characters) — "Alice said her cat is Mochi-Kinako" in an answer to another member.
+- The conversation titles made from a blanked text or quoting one: a thread is named after its
+  first message, and recall shows the name with every hit of the thread, to every member.
+- What the bot still shows in Discord (`DiscordFollowUp`): the threads to rename, where to
+  look for its own messages to edit. Other people's Discord messages are not the bot's to edit.
+
+`Quotes` judges a quote on the characters themselves (case and spacing ignored), not on
+words: Japanese has no spaces. A run of QUOTE_CHARS characters of a text (CJK_QUOTE_CHARS in
+a text with CJK characters, which say more each), or the whole of a shorter one, counts; a
+text shorter than MIN_CHARS is too common to count. Common phrases longer than a run can make
+an answer count as a quote: an erase errs towards blanking.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from bot.store.engine.connection import Connection
+
+QUOTE_CHARS: Final = 16
+CJK_QUOTE_CHARS: Final = 8
+MIN_CHARS: Final = 6
+# Hiragana onwards (kana, CJK ideographs, Hangul, full-width forms).
+_CJK: Final = "\u3040"
+
+
+def normalized(text: str) -> str:
+    """`text` case-folded, its whitespace runs as single spaces."""
+    return " ".join(text.casefold().split())
+
+
+class Quotes:
+    """The runs of `texts` a quote of them repeats."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self._runs: dict[int, set[str]] = {}
+        for text in texts:
+            self.add(text)
+
+    def add(self, text: str) -> None:
+        """Count quotes of `text` too."""
+        flat = normalized(text)
+        if len(flat) < MIN_CHARS:
+            return
+        run = CJK_QUOTE_CHARS if any(char >= _CJK for char in flat) else QUOTE_CHARS
+        size = min(run, len(flat))
+        runs = self._runs.setdefault(size, set())
+        runs.update(flat[start : start + size] for start in range(len(flat) - size + 1))
+
+    def __bool__(self) -> bool:
+        return bool(self._runs)
+
+    def quoted_in(self, text: str) -> bool:
+        """Whether `text` repeats a run of one of the texts."""
+        flat = normalized(text)
+        for size, runs in self._runs.items():
+            if any(flat[start : start + size] in runs for start in range(len(flat) - size + 1)):
+                return True
+        return False
+
+
+# Answers read per round of the scan for quotes.
+SCAN: Final = 1000
+# The framing the attachment intake writes around a file (the same in every message): not
+# the member's words, so no quote of them.
+_FRAMING: Final = re.compile(r"\[attachment:[^\]\n]*\]|^----- (?:begin|end) .* -----$", re.M)
+
+
+def quotes_of(texts: Iterable[str]) -> Quotes:
+    """What counts as quoting `texts`: their words, without the attachment framing."""
+    return Quotes(_FRAMING.sub(" ", text) for text in texts)
+
+
+@dataclass(frozen=True)
+class DiscordFollowUp:
+    """What the bot shows in Discord of the blanked texts, for it to edit (its own only)."""
+
+    placeholder: str = ""
+    # The Discord channels (threads, DMs) of the conversations whose messages were blanked.
+    channels: tuple[int, ...] = ()
+    # The Discord ids of the blanked members' messages: the bot's answers after them go too.
+    sources: tuple[int, ...] = ()
+    # (thread id, new name) of the threads named after (or quoting) a blanked text.
+    renamed: tuple[tuple[int, str], ...] = ()
+    # The blanked texts, to find the bot's own messages quoting them (never stored or logged).
+    texts: tuple[str, ...] = ()
+
+
+async def answers_quoting(
+    conn: Connection, space: str, quotes: Quotes, skip: set[int]
+) -> tuple[list[int], set[int]]:
+    """The space's bot answers (outside `skip`) that quote the texts; the summaries holding
+    them."""
+    found: list[int] = []
+    memories: set[int] = set()
+    last = 0
+    while quotes:
+        rows = await conn.execute_fetchall(
+            "SELECT id, content, memory_id FROM messages WHERE space_id = ? AND id > ? "
+            "AND role = 'assistant' AND erased_at IS NULL ORDER BY id LIMIT ?",
+            (space, last, SCAN),
+        )
+        for row in rows:
+            if int(row["id"]) not in skip and quotes.quoted_in(str(row["content"] or "")):
+                found.append(int(row["id"]))
+                if row["memory_id"] is not None:
+                    memories.add(int(row["memory_id"]))
+        if len(rows) < SCAN:
+            break
+        last = int(rows[-1]["id"])
+    return found, memories
+
+
+async def retitle(
+    conn: Connection, space: str, quotes: Quotes, opened: Mapping[str, str], neutral: str
+) -> list[tuple[int, str]]:
+    """Rename the sessions in `opened` (id → title) and those whose title quotes the texts
+    (`neutral` with the name of who opened them); the renamed Discord threads."""
+    rows = await conn.execute_fetchall(
+        "SELECT s.id, s.title, s.discord_channel_id, (SELECT f.author_name FROM messages f "
+        "WHERE f.space_id = s.space_id AND f.session_id = s.id ORDER BY f.id LIMIT 1) AS opener "
+        "FROM sessions s WHERE s.space_id = ?",
+        (space,),
+    )
+    renamed: list[tuple[int, str]] = []
+    for row in rows:
+        session, old = str(row["id"]), str(row["title"] or "")
+        title = opened.get(session)
+        if title is None and quotes.quoted_in(old):
+            title = neutral.format(name=row["opener"] or "")
+        if title is None or title == old:
+            continue
+        await conn.execute(
+            "UPDATE sessions SET title = ? WHERE space_id = ? AND id = ?", (title, space, session)
+        )
+        if row["discord_channel_id"] is not None:
+            renamed.append((int(row["discord_channel_id"]), title))
+    return renamed
+
+
+async def discord_places(
+    conn: Connection, space: str, message_ids: list[int]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The Discord channels of these messages' conversations, and the messages' own Discord
+    ids (the members' messages carry one)."""
+    channels: set[int] = set()
+    sources: set[int] = set()
+    for start in range(0, len(message_ids), 500):
+        part = tuple(message_ids[start : start + 500])
+        marks = ",".join("?" for _ in part)
+        rows = await conn.execute_fetchall(
+            "SELECT m.discord_message_id, s.discord_channel_id FROM messages m JOIN sessions s "
+            "ON s.space_id = m.space_id AND s.id = m.session_id "
+            f"WHERE m.space_id = ? AND m.id IN ({marks})",
+            (space, *part),
+        )
+        for row in rows:
+            if row["discord_channel_id"] is not None:
+                channels.add(int(row["discord_channel_id"]))
+            if row["discord_message_id"] is not None:
+                sources.add(int(row["discord_message_id"]))
+    return tuple(sorted(channels)), tuple(sorted(sources))
