@@ -45,6 +45,7 @@ from bot.prompts import prompts_for
 from bot.prompts.ui_text import ui_text
 from bot.store import Repositories
 from bot.store.engine.database import Database
+from bot.store.repos.member_erase import SCRUBBED_FTS, SCRUBBED_TABLES
 from bot.store.repos.memories import Memory
 from bot.store.transfer import SessionTransfer
 from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
@@ -251,6 +252,16 @@ def _open_memory(
         recall_index=RecallIndexer(analyzer, core.repos.recall_terms),
         recall_embed=RecallEmbedder(gateway, core.repos.message_embeddings, runtime),
     )
+
+
+def _scrub_after_blank(core: _Core, memory: _Memory) -> None:
+    """After an erase or a forget, in the background: no old byte of the texts stays in the
+    database's files (SQLite: FTS merge and WAL truncation; PostgreSQL: VACUUM)."""
+
+    async def scrub(_space: str, _sessions: tuple[str, ...], _discord: DiscordFollowUp) -> None:
+        core.tasks.spawn(core.db.scrub(SCRUBBED_TABLES, SCRUBBED_FTS), name="scrub-after-erase")
+
+    memory.members.add_blank_listener(scrub)
 
 
 def _after_erase(memory: _Memory, tool_deps: ToolDeps | None) -> None:
@@ -493,6 +504,7 @@ async def open_services(
         tool_deps = _open_builtin_tools(stack, core, opts)
         memory = _open_memory(stack, core, tool_deps, analyzer)
         _after_erase(memory, tool_deps)
+        _scrub_after_blank(core, memory)
         # Loads off the event loop (threads) while the rest opens; done before we are ready.
         warming = asyncio.ensure_future(_warm_up(core, memory, opts))
         stack.push_async_callback(_settle, warming)

@@ -29,7 +29,7 @@ async def _erase(w: World, channel_id: int) -> str:
 
 @pytest.mark.parametrize(("said", "name"), CASES, ids=["en", "ja"])
 async def test_erase_blanks_the_bots_answers_quoting_her(
-    world: WorldFactory, said: str, name: str
+    world: WorldFactory, request: pytest.FixtureRequest, said: str, name: str
 ) -> None:
     async with world() as w:
         x, y = w.server.user, w.server.add_user("bob")
@@ -42,6 +42,7 @@ async def test_erase_blanks_the_bots_answers_quoting_her(
         await _ask(w, "And what about dogs?", loyal, author=y, thread_id=other)
         assert w.server.channel(opened).name == said[:100]
         assert await left_in_store(w, name)
+        assert await on_disk(w, name, request)
 
         reply = await _erase(w, opened)
 
@@ -58,9 +59,8 @@ async def test_erase_blanks_the_bots_answers_quoting_her(
         await w.server.wait_for(lambda: not [m for m in w.bot_messages(other) if name in m.content])
         assert ERASED_PLACEHOLDER in [c.json.get("content") for c in w.patches(other)]
         assert "Dogs are loyal." in [m.content for m in w.bot_messages(other)]
-        await w.services.tasks.drain()
-        assert on_disk(w, name) == []
+        assert await on_disk(w, name, request) == []
 
-        _, request = await _ask(w, "What was the cat called?", author=y, thread_id=other)
-        sent = _sent(request)
+        _, asked = await _ask(w, "What was the cat called?", author=y, thread_id=other)
+        sent = _sent(asked)
         assert name not in sent and "Dogs are loyal." in sent and ERASED_PLACEHOLDER in sent

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from bot.memory.member_memory import FORGOTTEN_PLACEHOLDER
 from tests.discord.conftest import World, WorldFactory
 from tests.discord.test_member_memory import _ask, _sent
 from tests.fakes.discord_models import FakeUser
 from tests.fakes.llm_server import RecordedRequest, Text, ToolCalls
+from tests.fakes.postgres import TempPostgres
 
 EMU = "Zorblax"
 FACT = f"Their emu is called {EMU}"
@@ -64,15 +67,32 @@ async def left_in_store(w: World, text: str) -> list[str]:
     return found
 
 
-def on_disk(w: World, text: str) -> list[str]:
-    """The database files (SQLite: the file and its WAL) holding `text`'s UTF-8 bytes, as
-    written or case-folded, while the bot keeps the database open."""
-    path = w.services.db.path
-    if path is None:
-        return []
+async def on_disk(w: World, text: str, request: pytest.FixtureRequest) -> list[str]:
+    """The database files holding `text`'s UTF-8 bytes (as written or case-folded) while the
+    bot keeps the database open: SQLite's file and WAL; PostgreSQL's files of the schema's
+    tables, TOAST tables and indexes after `VACUUM FULL` and a checkpoint (the server's own
+    WAL keeps the text until its segments are recycled: README)."""
+    await w.services.tasks.drain()  # the scrub after the erase runs in the background
     needles = {text.encode(), text.casefold().encode()}
+    path = w.services.db.path
+    if path is not None:
+        files = [path, path.with_name(path.name + "-wal")]
+    else:
+        server: TempPostgres = request.getfixturevalue("postgres_server")
+        database = str(await w.services.db.scalar("SELECT current_database()"))
+        # What README tells an owner to run: the bot's own plain VACUUM prunes the dead rows,
+        # but their bytes may stay in the pages' free space until the table is rewritten.
+        server.psql("VACUUM FULL", database)
+        server.psql("CHECKPOINT", database)
+        listed = server.psql(
+            "SELECT pg_relation_filepath(c.oid) FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 't', 'i') "
+            "AND n.nspname NOT IN ('pg_catalog', 'information_schema')",
+            database,
+        )
+        files = [server.data_dir / line.strip() for line in listed.splitlines() if line.strip()]
     found = []
-    for file in (path, path.with_name(path.name + "-wal")):
+    for file in files:
         data = file.read_bytes() if file.exists() else b""
         if any(needle in data for needle in needles):
             found.append(file.name)
@@ -83,7 +103,9 @@ def _renames(w: World, thread: int) -> list[Any]:
     return [c.json for c in w.server.calls_to("PATCH", rf"^/channels/{thread}$")]
 
 
-async def test_forgetting_a_fact_blanks_what_it_was_said_in(world: WorldFactory) -> None:
+async def test_forgetting_a_fact_blanks_what_it_was_said_in(
+    world: WorldFactory, request: pytest.FixtureRequest
+) -> None:
     async with world() as w:
         x, y = w.server.user, w.server.add_user("bob")
         lovely = Text(f"{EMU} is a lovely name for an emu!", chunks=1)
@@ -99,6 +121,7 @@ async def test_forgetting_a_fact_blanks_what_it_was_said_in(world: WorldFactory)
         _, before = await _ask(w, ABOUT, author=y)
         assert EMU in _sent(before), "the related layer found the message"
         assert await left_in_store(w, EMU)
+        assert await on_disk(w, EMU, request)
 
         reply = await _forget(w, x, opened, str(fact.id))
 
@@ -119,8 +142,7 @@ async def test_forgetting_a_fact_blanks_what_it_was_said_in(world: WorldFactory)
             assert FORGOTTEN_PLACEHOLDER in edits
         # The member's own message is not the bot's to edit: it stays in Discord.
         assert [m for m in w.server.messages_in(w.server.channel_id) if SAID in m.content]
-        await w.services.tasks.drain()
-        assert on_disk(w, EMU) == []
+        assert await on_disk(w, EMU, request) == []
 
         # The next requests: the same question, a recall, the member's own thread.
         _, after = await _ask(w, ABOUT, author=y)

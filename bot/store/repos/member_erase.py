@@ -44,6 +44,14 @@ from bot.store.repos.erase_traces import find_traces, knowledge_they_caused, rem
 
 # Ids per IN (...) list: well under both engines' limits on bound parameters.
 CHUNK: Final = 500
+# The tables whose rows an erase or a forget overwrites or deletes (`Database.scrub` then
+# takes the old bytes off the disk), and the full-text indexes over them.
+SCRUBBED_TABLES: Final = (
+    "messages", "recall_terms", "message_embeddings", "message_tags", "memories",
+    "memory_tags", "member_facts", "member_memory", "sessions", "tool_calls", "api_logs",
+    "attachments", "word_pool", "word_pool_authors", "topic_posts", "knowledge_entries",
+)  # fmt: skip
+SCRUBBED_FTS: Final = ("messages_fts", "recall_terms_fts", "knowledge_fts")
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,9 @@ from bot.store.engine.dialect import Params, Row
 from bot.store.repos.fact_forget import ForgotFacts, forget_facts
 from bot.store.repos.member_erase import ErasedMember, erase_member
 from bot.store.repos.space_records import ensure_space_row
-from bot.store.schema.fulltext import SEARCHABLE
 from bot.store.spaces import SpaceScope, in_space
 
 FactSource = Literal["tool", "request"]
-# The full-text indexes an erase or a forget deletes rows from (their terms are merged away).
-_FTS = tuple(s.fts for s in SEARCHABLE if s.table in ("messages", "recall_terms"))
 
 
 @dataclass(frozen=True)
@@ -180,7 +177,7 @@ class MemberFactRepository:
         neutral: str,
     ) -> ForgotFacts:
         """Forget one fact of the member (all: `fact_id` None) and blank what it was said in,
-        in one transaction (see `fact_forget`); then no file byte keeps the old text."""
+        in one transaction (see `fact_forget`)."""
         async with self._db.transaction() as conn:
             forgot = await forget_facts(
                 conn,
@@ -191,20 +188,16 @@ class MemberFactRepository:
                 placeholder=placeholder,
                 neutral=neutral,
             )
-        if forgot.facts:
-            await self._db.scrub(_FTS)
         return forgot
 
     async def erase(
         self, space: str, member_id: str, author: str | None, placeholder: str, *, neutral: str
     ) -> ErasedMember:
-        """Erase the member from the space in one transaction (see `member_erase`); then no
-        file byte keeps their old texts."""
+        """Erase the member from the space in one transaction (see `member_erase`)."""
         async with self._db.transaction() as conn:
             erased = await erase_member(
                 conn, space, member_id, author, placeholder, neutral=neutral
             )
-        await self._db.scrub(_FTS)
         return erased
 
     async def enabled(self, space: str, member_id: str) -> bool:
