@@ -56,13 +56,19 @@ class Quotes:
     def __bool__(self) -> bool:
         return bool(self._runs)
 
-    def quoted_in(self, text: str) -> bool:
-        """Whether `text` repeats a run of one of the texts."""
-        flat = normalized(text)
+    def quoted_in(self, text: str, besides: str = "") -> bool:
+        """Whether `text` repeats a run of one of the texts that `besides` (what `text`
+        answers: an answer repeating its own question quotes the asker) does not hold."""
+        flat, asked = normalized(text), normalized(besides)
         for size, runs in self._runs.items():
-            if any(flat[start : start + size] in runs for start in range(len(flat) - size + 1)):
+            found = _runs_of(flat, size) & runs
+            if found and (not asked or found - _runs_of(asked, size)):
                 return True
         return False
+
+
+def _runs_of(flat: str, size: int) -> set[str]:
+    return {flat[start : start + size] for start in range(len(flat) - size + 1)}
 
 
 # Answers read per round of the scan for quotes.
@@ -102,12 +108,15 @@ async def answers_quoting(
     last = 0
     while quotes:
         rows = await conn.execute_fetchall(
-            "SELECT id, content, memory_id FROM messages WHERE space_id = ? AND id > ? "
-            "AND role = 'assistant' AND erased_at IS NULL ORDER BY id LIMIT ?",
+            "SELECT m.id, m.content, m.memory_id, q.content AS asked FROM messages m "
+            "LEFT JOIN messages q ON q.space_id = m.space_id AND q.id = m.reply_to "
+            "WHERE m.space_id = ? AND m.id > ? AND m.role = 'assistant' "
+            "AND m.erased_at IS NULL ORDER BY m.id LIMIT ?",
             (space, last, SCAN),
         )
         for row in rows:
-            if int(row["id"]) not in skip and quotes.quoted_in(str(row["content"] or "")):
+            said, asked = str(row["content"] or ""), str(row["asked"] or "")
+            if int(row["id"]) not in skip and quotes.quoted_in(said, asked):
                 found.append(int(row["id"]))
                 if row["memory_id"] is not None:
                     memories.add(int(row["memory_id"]))
