@@ -17,11 +17,15 @@ an answer count as a quote: an erase errs towards blanking.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from bot.store.engine.connection import Connection
+from bot.store.engine.dialect import Params, Row
+
+# A read: `Connection.execute_fetchall` inside a transaction, `Database.fetchall` before one.
+Fetch = Callable[[str, Params], Awaitable[list[Row]]]
 
 QUOTE_CHARS: Final = 16
 CJK_QUOTE_CHARS: Final = 8
@@ -99,16 +103,19 @@ class DiscordFollowUp:
 
 
 async def answers_quoting(
-    conn: Connection, space: str, quotes: Quotes, skip: set[int]
-) -> tuple[list[int], set[int]]:
-    """The space's bot answers (outside `skip`) that quote the texts; the summaries holding
-    them."""
+    fetch: Fetch, space: str, quotes: Quotes, after: int = 0
+) -> tuple[list[int], int]:
+    """The space's bot answers after id `after` that quote the texts; the last id read.
+
+    An erase reads the bulk before its transaction (`fetch` = `Database.fetchall`) and only
+    the answers written since inside it: an answer written before a text cannot quote it, so
+    the texts the member adds meanwhile need only the later answers.
+    """
     found: list[int] = []
-    memories: set[int] = set()
-    last = 0
+    last = after
     while quotes:
-        rows = await conn.execute_fetchall(
-            "SELECT m.id, m.content, m.memory_id, q.content AS asked FROM messages m "
+        rows = await fetch(
+            "SELECT m.id, m.content, q.content AS asked FROM messages m "
             "LEFT JOIN messages q ON q.space_id = m.space_id AND q.id = m.reply_to "
             "WHERE m.space_id = ? AND m.id > ? AND m.role = 'assistant' "
             "AND m.erased_at IS NULL ORDER BY m.id LIMIT ?",
@@ -116,14 +123,28 @@ async def answers_quoting(
         )
         for row in rows:
             said, asked = str(row["content"] or ""), str(row["asked"] or "")
-            if int(row["id"]) not in skip and quotes.quoted_in(said, asked):
+            if quotes.quoted_in(said, asked):
                 found.append(int(row["id"]))
-                if row["memory_id"] is not None:
-                    memories.add(int(row["memory_id"]))
+        if rows:
+            last = int(rows[-1]["id"])
         if len(rows) < SCAN:
             break
-        last = int(rows[-1]["id"])
-    return found, memories
+    return found, last
+
+
+async def summaries_holding(conn: Connection, space: str, message_ids: list[int]) -> set[int]:
+    """The summaries that hold these messages now."""
+    held: set[int] = set()
+    for start in range(0, len(message_ids), 500):
+        part = tuple(message_ids[start : start + 500])
+        marks = ",".join("?" for _ in part)
+        rows = await conn.execute_fetchall(
+            f"SELECT memory_id FROM messages WHERE space_id = ? AND id IN ({marks}) "
+            "AND memory_id IS NOT NULL",
+            (space, *part),
+        )
+        held.update(int(row["memory_id"]) for row in rows)
+    return held
 
 
 async def retitle(

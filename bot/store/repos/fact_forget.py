@@ -23,6 +23,7 @@ from bot.store.repos.erase_quotes import (
     normalized,
     quotes_of,
     retitle,
+    summaries_holding,
 )
 from bot.store.repos.erase_traces import Traces as LogTraces
 from bot.store.repos.erase_traces import remove_traces
@@ -152,7 +153,9 @@ async def _blank(
 ) -> ForgotFacts:
     """Blank the messages, the answers quoting the texts, the titles."""
     quotes = quotes_of(texts)
-    quoting, held = await answers_quoting(conn, space, quotes, {*found.said, *found.answers})
+    quoted, _ = await answers_quoting(conn.execute_fetchall, space, quotes)
+    quoting = sorted(set(quoted) - {*found.said, *found.answers})
+    held = await summaries_holding(conn, space, quoting)
     memory_ids, sessions = await with_condensations(conn, space, found.memories | held)
     await drop_summaries(conn, space, memory_ids)
     await blank_tool_calls(conn, space, found.said)

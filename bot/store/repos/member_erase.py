@@ -35,10 +35,12 @@ from bot.store.engine.connection import Connection, utcnow
 from bot.store.repos.erase_lock import hold_for_erase
 from bot.store.repos.erase_quotes import (
     DiscordFollowUp,
+    Fetch,
     answers_quoting,
     discord_places,
     quotes_of,
     retitle,
+    summaries_holding,
 )
 from bot.store.repos.erase_traces import find_traces, knowledge_they_caused, remove_traces
 
@@ -87,6 +89,32 @@ def _theirs(alias: str, author: str | None) -> tuple[str, tuple[str, ...]]:
     if author is None:
         return f"{alias}.author_id IS NULL AND {alias}.role = 'user'", ()
     return f"{alias}.author_id = ?", (author,)
+
+
+@dataclass(frozen=True)
+class ScannedAhead:
+    """The bot's answers quoting the member, found before the erase's transaction (up to
+    answer id `upto`), so that the scan of the space's answers holds no writer."""
+
+    found: tuple[int, ...] = ()
+    upto: int = 0
+
+
+async def scan_ahead(fetch: Fetch, space: str, member_id: str, author: str | None) -> ScannedAhead:
+    """Find the answers quoting the member's texts and facts, outside any transaction."""
+    # Answers stored after this may quote a text of theirs stored after it: read again inside.
+    newest = await fetch("SELECT MAX(id) AS top FROM messages WHERE space_id = ?", (space,))
+    top = int(next(iter(newest))["top"] or 0) if newest else 0
+    mine, params = _theirs("m", author)
+    said = await fetch(
+        f"SELECT m.content FROM messages m WHERE m.space_id = ? AND {mine}", (space, *params)
+    )
+    facts = await fetch(
+        "SELECT fact FROM member_facts WHERE space_id = ? AND member_id = ?", (space, member_id)
+    )
+    texts = [str(r["content"] or "") for r in said] + [str(r["fact"]) for r in facts]
+    found, upto = await answers_quoting(fetch, space, quotes_of(texts))
+    return ScannedAhead(tuple(f for f in found if f <= top), min(upto, top))
 
 
 @dataclass
@@ -234,18 +262,23 @@ async def erase_member(
     placeholder: str,
     *,
     neutral: str | None = None,
+    ahead: ScannedAhead | None = None,
 ) -> ErasedMember:
     """Erase `member_id` from `space` inside the caller's transaction.
 
     `author` is the `messages.author_id` of their messages (None: the local user's, stored
     without one). `neutral` names a thread whose title quoted them ("Chat with {name}", the
-    name of who opened it); the threads they opened are named `placeholder`.
+    name of who opened it); the threads they opened are named `placeholder`. `ahead`: the
+    quoting answers `scan_ahead` found (without it the whole scan runs here).
     """
     await hold_for_erase(conn, space)
     found = await _their_messages(conn, space, author)
     texts = [*found.texts, *await _their_facts(conn, space, member_id)]
     quotes = quotes_of(texts)
-    quoting, held = await answers_quoting(conn, space, quotes, {*found.authored, *found.answers})
+    ahead = ahead or ScannedAhead()
+    later, _ = await answers_quoting(conn.execute_fetchall, space, quotes, ahead.upto)
+    quoting = sorted({*ahead.found, *later} - {*found.authored, *found.answers})
+    held = await summaries_holding(conn, space, quoting)
     memory_ids, sessions = await with_condensations(conn, space, found.memories | held)
     summaries = await drop_summaries(conn, space, memory_ids)
     knowledge = await knowledge_they_caused(conn, space, found.authored)

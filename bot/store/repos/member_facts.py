@@ -9,7 +9,7 @@ from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Params, Row
 from bot.store.repos.fact_forget import ForgotFacts, forget_facts
-from bot.store.repos.member_erase import ErasedMember, erase_member
+from bot.store.repos.member_erase import ErasedMember, erase_member, scan_ahead
 from bot.store.repos.space_records import ensure_space_row
 from bot.store.spaces import SpaceScope, in_space
 
@@ -194,9 +194,11 @@ class MemberFactRepository:
         self, space: str, member_id: str, author: str | None, placeholder: str, *, neutral: str
     ) -> ErasedMember:
         """Erase the member from the space in one transaction (see `member_erase`)."""
+        # The scan of the space's answers for quotes of them reads before the writer is held.
+        ahead = await scan_ahead(self._db.fetchall, space, member_id, author)
         async with self._db.transaction() as conn:
             erased = await erase_member(
-                conn, space, member_id, author, placeholder, neutral=neutral
+                conn, space, member_id, author, placeholder, neutral=neutral, ahead=ahead
             )
         return erased
 
