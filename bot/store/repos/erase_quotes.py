@@ -132,6 +132,29 @@ async def answers_quoting(
     return found, last
 
 
+@dataclass(frozen=True)
+class ScannedAhead:
+    """The bot's answers quoting the texts, found before the erase's (or forget's)
+    transaction (up to answer id `upto`), so that the scan of the space's answers holds no
+    writer."""
+
+    found: tuple[int, ...] = ()
+    upto: int = 0
+
+
+async def newest_message(fetch: Fetch, space: str) -> int:
+    """The space's newest message id (0: none): read before the texts an erase scans for,
+    as answers stored after it may quote a text stored after the read (scanned again inside)."""
+    rows = await fetch("SELECT MAX(id) AS top FROM messages WHERE space_id = ?", (space,))
+    return int(next(iter(rows))["top"] or 0) if rows else 0
+
+
+async def scanned_ahead(fetch: Fetch, space: str, quotes: Quotes, top: int) -> ScannedAhead:
+    """The answers up to message `top` quoting the texts, read outside any transaction."""
+    found, upto = await answers_quoting(fetch, space, quotes)
+    return ScannedAhead(tuple(f for f in found if f <= top), min(upto, top))
+
+
 async def summaries_holding(conn: Connection, space: str, message_ids: list[int]) -> set[int]:
     """The summaries that hold these messages now."""
     held: set[int] = set()

@@ -15,14 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from bot.store.engine.connection import Connection
+from bot.store.engine.dialect import Row
 from bot.store.repos.erase_lock import hold_for_erase
 from bot.store.repos.erase_quotes import (
     DiscordFollowUp,
+    Fetch,
+    ScannedAhead,
     answers_quoting,
     discord_places,
+    newest_message,
     normalized,
     quotes_of,
     retitle,
+    scanned_ahead,
     summaries_holding,
 )
 from bot.store.repos.erase_traces import Traces as LogTraces
@@ -58,7 +63,7 @@ class _Sources:
 
 
 async def _guessed(
-    conn: Connection, space: str, author: str | None, session: str | None, fact: str
+    fetch: Fetch, space: str, author: str | None, session: str | None, fact: str
 ) -> list[int]:
     """A fact kept before its message was recorded: the author's messages of its session
     holding it."""
@@ -72,7 +77,7 @@ async def _guessed(
             (author,),
         )
     )
-    rows = await conn.execute_fetchall(
+    rows = await fetch(
         f"SELECT id, content FROM messages WHERE space_id = ? AND session_id = ? AND {who}",
         (space, session, *params),
     )
@@ -80,11 +85,11 @@ async def _guessed(
     return [int(r["id"]) for r in rows if key and key in normalized(str(r["content"] or ""))]
 
 
-async def _sources(conn: Connection, space: str, said: list[int]) -> _Sources:
+async def _sources(fetch: Fetch, space: str, said: list[int]) -> _Sources:
     """The messages, the bot's answers to them, their summaries, texts and first date."""
     found = _Sources([], [], set(), [], None)
     for marks, ids in chunks(sorted(set(said))):
-        rows = await conn.execute_fetchall(
+        rows = await fetch(
             "SELECT id, role, content, memory_id, created_at FROM messages WHERE space_id = ? "
             f"AND (id IN ({marks}) OR (role = 'assistant' AND reply_to IN ({marks})))",
             (space, *ids, *ids),
@@ -101,6 +106,44 @@ async def _sources(conn: Connection, space: str, said: list[int]) -> _Sources:
     return found
 
 
+def _which(fact_id: int | None) -> tuple[str, tuple[int, ...]]:
+    return ("", ()) if fact_id is None else (" AND id = ?", (fact_id,))
+
+
+async def _facts_and_sources(
+    fetch: Fetch, space: str, member_id: str, author: str | None, fact_id: int | None
+) -> tuple[list[Row], _Sources]:
+    """The facts to forget and what they were said in."""
+    which, params = _which(fact_id)
+    facts = await fetch(
+        "SELECT id, fact, message_id, session_id, created_at FROM member_facts "
+        f"WHERE space_id = ? AND member_id = ?{which}",
+        (space, member_id, *params),
+    )
+    said: list[int] = []
+    for fact in facts:
+        if fact["message_id"] is not None:
+            said.append(int(fact["message_id"]))
+        else:
+            said += await _guessed(fetch, space, author, fact["session_id"], str(fact["fact"]))
+    return facts, await _sources(fetch, space, said)
+
+
+def _texts(facts: list[Row], found: _Sources) -> list[str]:
+    return [*(str(f["fact"]) for f in facts), *found.texts]
+
+
+async def forget_ahead(
+    fetch: Fetch, space: str, member_id: str, author: str | None, fact_id: int | None
+) -> ScannedAhead:
+    """The answers quoting the facts (or what they were said in), before the transaction."""
+    top = await newest_message(fetch, space)
+    facts, found = await _facts_and_sources(fetch, space, member_id, author, fact_id)
+    if not facts:
+        return ScannedAhead()
+    return await scanned_ahead(fetch, space, quotes_of(_texts(facts, found)), top)
+
+
 async def forget_facts(
     conn: Connection,
     space: str,
@@ -110,33 +153,32 @@ async def forget_facts(
     fact_id: int | None,
     placeholder: str,
     neutral: str,
+    ahead: ScannedAhead | None = None,
 ) -> ForgotFacts:
     """Forget one fact of `member_id` (`fact_id`) or all of them, inside the caller's
-    transaction; `author` as in `erase_member`, `neutral` the title of a renamed thread."""
+    transaction; `author` as in `erase_member`, `neutral` the title of a renamed thread,
+    `ahead` what `forget_ahead` found."""
     await hold_for_erase(conn, space)
-    which, params = ("", ()) if fact_id is None else (" AND id = ?", (fact_id,))
-    facts = await conn.execute_fetchall(
-        "SELECT id, fact, message_id, session_id, created_at FROM member_facts "
-        f"WHERE space_id = ? AND member_id = ?{which}",
-        (space, member_id, *params),
+    facts, found = await _facts_and_sources(
+        conn.execute_fetchall, space, member_id, author, fact_id
     )
     if not facts:
         return ForgotFacts(0)
-    said: list[int] = []
-    for fact in facts:
-        if fact["message_id"] is not None:
-            said.append(int(fact["message_id"]))
-        else:
-            said += await _guessed(conn, space, author, fact["session_id"], str(fact["fact"]))
+    which, params = _which(fact_id)
     await conn.execute(
         f"DELETE FROM member_facts WHERE space_id = ? AND member_id = ?{which}",
         (space, member_id, *params),
     )
-    found = await _sources(conn, space, said)
-    texts = [*(str(f["fact"]) for f in facts), *found.texts]
     since = min([str(f["created_at"]) for f in facts] + ([found.since] if found.since else []))
     forgot = await _blank(
-        conn, space, found, texts, since, placeholder=placeholder, neutral=neutral
+        conn,
+        space,
+        found,
+        _texts(facts, found),
+        since,
+        placeholder=placeholder,
+        neutral=neutral,
+        ahead=ahead or ScannedAhead(),
     )
     return replace(forgot, facts=len(facts))
 
@@ -150,11 +192,12 @@ async def _blank(
     *,
     placeholder: str,
     neutral: str,
+    ahead: ScannedAhead,
 ) -> ForgotFacts:
     """Blank the messages, the answers quoting the texts, the titles."""
     quotes = quotes_of(texts)
-    quoted, _ = await answers_quoting(conn.execute_fetchall, space, quotes)
-    quoting = sorted(set(quoted) - {*found.said, *found.answers})
+    later, _ = await answers_quoting(conn.execute_fetchall, space, quotes, ahead.upto)
+    quoting = sorted({*ahead.found, *later} - {*found.said, *found.answers})
     held = await summaries_holding(conn, space, quoting)
     memory_ids, sessions = await with_condensations(conn, space, found.memories | held)
     await drop_summaries(conn, space, memory_ids)

@@ -36,10 +36,13 @@ from bot.store.repos.erase_lock import hold_for_erase
 from bot.store.repos.erase_quotes import (
     DiscordFollowUp,
     Fetch,
+    ScannedAhead,
     answers_quoting,
     discord_places,
+    newest_message,
     quotes_of,
     retitle,
+    scanned_ahead,
     summaries_holding,
 )
 from bot.store.repos.erase_traces import find_traces, knowledge_they_caused, remove_traces
@@ -91,20 +94,9 @@ def _theirs(alias: str, author: str | None) -> tuple[str, tuple[str, ...]]:
     return f"{alias}.author_id = ?", (author,)
 
 
-@dataclass(frozen=True)
-class ScannedAhead:
-    """The bot's answers quoting the member, found before the erase's transaction (up to
-    answer id `upto`), so that the scan of the space's answers holds no writer."""
-
-    found: tuple[int, ...] = ()
-    upto: int = 0
-
-
 async def scan_ahead(fetch: Fetch, space: str, member_id: str, author: str | None) -> ScannedAhead:
     """Find the answers quoting the member's texts and facts, outside any transaction."""
-    # Answers stored after this may quote a text of theirs stored after it: read again inside.
-    newest = await fetch("SELECT MAX(id) AS top FROM messages WHERE space_id = ?", (space,))
-    top = int(next(iter(newest))["top"] or 0) if newest else 0
+    top = await newest_message(fetch, space)
     mine, params = _theirs("m", author)
     said = await fetch(
         f"SELECT m.content FROM messages m WHERE m.space_id = ? AND {mine}", (space, *params)
@@ -113,8 +105,7 @@ async def scan_ahead(fetch: Fetch, space: str, member_id: str, author: str | Non
         "SELECT fact FROM member_facts WHERE space_id = ? AND member_id = ?", (space, member_id)
     )
     texts = [str(r["content"] or "") for r in said] + [str(r["fact"]) for r in facts]
-    found, upto = await answers_quoting(fetch, space, quotes_of(texts))
-    return ScannedAhead(tuple(f for f in found if f <= top), min(upto, top))
+    return await scanned_ahead(fetch, space, quotes_of(texts), top)
 
 
 @dataclass

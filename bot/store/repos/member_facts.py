@@ -8,7 +8,7 @@ from typing import Literal
 from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Params, Row
-from bot.store.repos.fact_forget import ForgotFacts, forget_facts
+from bot.store.repos.fact_forget import ForgotFacts, forget_ahead, forget_facts
 from bot.store.repos.member_erase import ErasedMember, erase_member, scan_ahead
 from bot.store.repos.space_records import ensure_space_row
 from bot.store.spaces import SpaceScope, in_space
@@ -178,6 +178,8 @@ class MemberFactRepository:
     ) -> ForgotFacts:
         """Forget one fact of the member (all: `fact_id` None) and blank what it was said in,
         in one transaction (see `fact_forget`)."""
+        # The scan of the space's answers for quotes of them reads before the writer is held.
+        ahead = await forget_ahead(self._db.fetchall, space, member_id, author, fact_id)
         async with self._db.transaction() as conn:
             forgot = await forget_facts(
                 conn,
@@ -187,6 +189,7 @@ class MemberFactRepository:
                 fact_id=fact_id,
                 placeholder=placeholder,
                 neutral=neutral,
+                ahead=ahead,
             )
         return forgot
 
