@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from bot.store.engine.connection import Connection
@@ -98,8 +98,9 @@ class DiscordFollowUp:
     sources: tuple[int, ...] = ()
     # (thread id, new name) of the threads named after (or quoting) a blanked text.
     renamed: tuple[tuple[int, str], ...] = ()
-    # The blanked texts, to find the bot's own messages quoting them (never stored or logged).
-    texts: tuple[str, ...] = ()
+    # The blanked texts, to find the bot's own messages quoting them (never stored or logged:
+    # left out of the repr).
+    texts: tuple[str, ...] = field(default=(), repr=False)
 
 
 async def answers_quoting(
