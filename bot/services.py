@@ -42,6 +42,7 @@ from bot.ops.probes import MODEL_KEYS, build_readiness
 from bot.ops.readiness import Readiness
 from bot.ops.settings_sync import stored_settings_probe
 from bot.prompts import prompts_for
+from bot.runtime.heap import refreeze_if_frozen
 from bot.store import Repositories
 from bot.store.engine.database import Database
 from bot.store.repos.memories import Memory
@@ -60,7 +61,6 @@ from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker
 from bot.topics.service import TopicService
 from bot.turn.hooks import TurnResult
-from bot.utils.heap import refreeze_if_frozen
 from bot.utils.live_log import LiveLog
 from bot.utils.tasks import BackgroundTasks
 
