@@ -263,7 +263,8 @@ class RecallRepository:
         extra = await self._rows(space, [key[1] for key in new])
         known |= {("message", n): row["author_name"] for n, row in extra.items()}
         order = best_first(lift_speakers(scores, known, named))[:limit]
-        return RecallResult(lexical.terms, self._hits(order, found, words, extra, lexical.terms))
+        hits = self._hits(order, found, words, extra, lexical.terms)
+        return RecallResult(lexical.terms, _mark_lifted(hits, frozenset(nearest)))
 
     async def _lift_neighbours(
         self, space: str, scores: dict[tuple[str, int], float]
@@ -540,6 +541,17 @@ class RecallRepository:
             _with_lines(hit, around.get(hit.id, [])) if hit.kind == "message" else hit
             for hit in hits
         ]
+
+
+def _mark_lifted(hits: list[RecallHit], nearest: frozenset[int]) -> list[RecallHit]:
+    """`hits`, those holding no query term and not found by embedding marked `lifted`: only
+    a neighbour's lift put them in the ranking."""
+    return [
+        replace(hit, lifted=True)
+        if hit.kind == "message" and not hit.matched and hit.id not in nearest
+        else hit
+        for hit in hits
+    ]
 
 
 def _with_lines(hit: RecallHit, rows: list[Row]) -> RecallHit:
