@@ -44,13 +44,15 @@ ZoneOf = Callable[[str], Awaitable[str | None]]
 @dataclass(frozen=True)
 class RecallPage:
     """Matches `offset`… of a query (with their neighbours), out of `total` matches;
-    `zone`: the space's own time zone (None: UTC only)."""
+    `zone`: the space's own time zone (None: UTC only); `capped`: more messages may match
+    than the `total` the bounded candidate reads let recall rank."""
 
     terms: Terms
     total: int
     offset: int
     hits: list[RecallHit]
     zone: str | None = None
+    capped: bool = False
 
 
 class RecallService:
@@ -75,7 +77,7 @@ class RecallService:
         page = matches[offset : offset + count]
         hits = await self._reads.with_context(space, page)
         zone = await self._zone_of(space) if self._zone_of and hits else None
-        return RecallPage(ranked.terms, len(matches), offset, hits, zone)
+        return RecallPage(ranked.terms, len(matches), offset, hits, zone, ranked.capped)
 
     async def related(
         self,

@@ -106,6 +106,8 @@ class RecallTool:
             render_hit(hit, labels, offset + i + 1, page.zone) for i, hit in enumerate(page.hits)
         ]
         header = prompts.format("recall_header", query=query, total=page.total, first=offset + 1)
+        if page.capped:
+            header += " " + prompts.format("recall_capped", total=page.total)
 
         def next_token_for(count: int) -> str | None:
             after = offset + count

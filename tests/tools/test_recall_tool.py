@@ -14,6 +14,7 @@ from bot.memory.recall import RecallService, said_at
 from bot.store import Repositories
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import sqlite_url
+from bot.store.reads.recall import FUSE_CANDIDATES
 from bot.tools.core import ToolRegistry
 from bot.tools.paging import (
     INVALID_CONTINUATION_PREFIX,
@@ -227,6 +228,9 @@ def both(engine_db: Database) -> Repositories:
     return Repositories.over(engine_db)
 
 
+CAPPED = "More messages hold these words than recall ranks"
+
+
 def registry_with_zones(repos: Repositories) -> ToolRegistry:
     registry = ToolRegistry()
     service = RecallService(repos.recall, zone_of=repos.token_usage.timezone)
@@ -264,6 +268,16 @@ async def test_paging_reaches_every_match_exactly_once(both: Repositories, match
     assert sorted(match_lines(bodies)) == expected
     numbers = [line.split("]")[0] for body in bodies for line in body.splitlines()]
     assert [n for n in numbers if n.startswith("[")] == [f"[{n}" for n in range(1, matches + 1)]
+    assert not any(CAPPED in body for body in bodies)
+
+
+async def test_more_matches_than_recall_ranks_are_announced(both: Repositories) -> None:
+    for number in range(FUSE_CANDIDATES + 20):
+        await said(both, A, f"chapter {number:03d} of the Kinako saga")
+    bodies = await every_page(registry_over(both), "Kinako saga")
+    lines = match_lines(bodies)
+    assert len(lines) == len(set(lines)) == FUSE_CANDIDATES, "the best ranked, each once"
+    assert all(f"found: {FUSE_CANDIDATES}," in body and CAPPED in body for body in bodies)
 
 
 async def test_neighbours_are_context_lines_and_not_counted(both: Repositories) -> None:

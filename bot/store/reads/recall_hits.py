@@ -103,10 +103,12 @@ class RecallHit:
 
 @dataclass(frozen=True)
 class RecallResult:
-    """The query's terms and its hits, best first."""
+    """The query's terms and its hits, best first; `capped`: a candidate read returned as
+    many rows as it may, so more messages may match than the hits hold."""
 
     terms: Terms
     hits: list[RecallHit]
+    capped: bool = False
 
 
 def any_like(
