@@ -244,6 +244,7 @@ def _open_memory(
         recall=RecallService(
             core.repos.recall,
             SemanticRecall(gateway, core.repos.message_embeddings, runtime),
+            zone_of=core.repos.token_usage.timezone,
         ),
         recall_index=RecallIndexer(analyzer, core.repos.recall_terms),
         recall_embed=RecallEmbedder(gateway, core.repos.message_embeddings, runtime),

@@ -11,6 +11,7 @@ from bot.errors import NotFoundError
 from bot.store.engine.connection import Connection, Statement, utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
+from bot.store.schema.tables import SPACE_TABLES
 from bot.store.spaces import parse_space
 
 log = logging.getLogger(__name__)
@@ -47,25 +48,9 @@ class PurgeCounts:
 
 
 _COLUMNS = "id, kind, name, discord_id, created_at, left_at, default_model, language, persona"
-# Tables counted (and emptied) by a purge; the cascade from `spaces` removes the rest.
-_PURGED_TABLES: Final = (
-    "sessions",
-    "messages",
-    "memories",
-    "message_tags",
-    "memory_tags",
-    "knowledge_entries",
-    "note_pages",
-    "session_note_pages",
-    "attachments",
-    "topic_channels",
-    "topic_posts",
-    "word_pool",
-    "tool_calls",
-    "api_logs",
-    "member_facts",
-    "member_memory",
-)
+# Tables counted (and emptied) by a purge: every table with a space column (the schema's
+# declaration); the cascade from `spaces` removes their rows, `api_logs` is deleted itself.
+_PURGED_TABLES: Final = SPACE_TABLES
 
 # What the operator's space list counts.
 _COUNTED_TABLES: Final = ("sessions", "note_pages", "knowledge_entries")
