@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.memory.recall_embed import CANDIDATES as EMBED_CANDIDATES
 from bot.memory.recall_embed import SemanticRecall
@@ -24,6 +23,7 @@ from bot.store.reads.recall import FUSE_CANDIDATES, WORD_CANDIDATES, RecallRepos
 from bot.store.reads.recall_hits import Exclude, RecallHit, RecallLine
 from bot.store.reads.recall_neighbours import SPREAD_SOURCES
 from bot.store.reads.recall_rank import Terms, is_relevant
+from bot.utils.zones import zone_or_none
 
 # The tool ranks every candidate the fusion can hold (its lexical, term-index and embedding
 # lists and the neighbours their best lift), so that every match it found can be paged.
@@ -152,12 +152,10 @@ def said_at(created_at: str, zone: str | None = None) -> str:
         return created_at
     utc = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
     text = f"{utc:%Y-%m-%d %H:%M} UTC"
-    try:
-        local = utc.astimezone(ZoneInfo(zone)) if zone and zone != "UTC" else None
-    except (ZoneInfoNotFoundError, ValueError):
-        return text  # a zone this host does not know: UTC alone, never a failed recall
-    if local is None:
-        return text
+    known = zone_or_none(zone) if zone != "UTC" else None
+    if known is None:
+        return text  # no zone, or one this host does not know: UTC alone, never a failed recall
+    local = utc.astimezone(known)
     shown = f"{local:%H:%M}" if local.date() == utc.date() else f"{local:%Y-%m-%d %H:%M}"
     return f"{text} ({shown} {zone})"
 

@@ -33,6 +33,7 @@ class SpaceRecord:
     default_model: str | None
     language: str | None
     persona: str | None
+    timezone: str | None
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,9 @@ class PurgeCounts:
         return sum(self.counts.values())
 
 
-_COLUMNS = "id, kind, name, discord_id, created_at, left_at, default_model, language, persona"
+_COLUMNS = (
+    "id, kind, name, discord_id, created_at, left_at, default_model, language, persona, timezone"
+)
 # Tables counted (and emptied) by a purge: every table with a space column (the schema's
 # declaration); the cascade from `spaces` removes their rows, `api_logs` is deleted itself.
 _PURGED_TABLES: Final = SPACE_TABLES
@@ -120,6 +123,10 @@ class SpaceRepository:
     async def set_default_model(self, space_id: str, model: str | None) -> SpaceRecord:
         """The model new turns of this space use unless a session pins one (None: global)."""
         return await self._set(space_id, "default_model", model or None)
+
+    async def set_timezone(self, space_id: str, zone: str | None) -> SpaceRecord:
+        """The space's own time zone, an IANA name (None: UTC for days, UTC alone in times)."""
+        return await self._set(space_id, "timezone", zone or None)
 
     async def set_language(self, space_id: str, language: str | None) -> SpaceRecord:
         """The space's language (None: the global setting)."""
