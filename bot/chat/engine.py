@@ -27,7 +27,8 @@ from bot.chat.member_turn import (
 from bot.chat.not_stored import store_failure_reason
 from bot.chat.pending import PendingTurns
 from bot.chat.stopping import StopScope
-from bot.chat.tool_budget import ToolBudget, resume_footer, split_footer, trim_tool_result
+from bot.chat.tool_budget import ToolBudget, trim_tool_result
+from bot.chat.tool_marks import marked_result
 from bot.chat.turn_fit import ToolText
 from bot.chat.turn_messages import (
     ToolStep,
@@ -522,7 +523,12 @@ class ChatEngine:
             tools=self.registry.schemas(exclude=state.hidden_tools),
             images=request.images,
         )
-        return TurnMessages(context.messages, context.budget)
+        return TurnMessages(
+            context.messages,
+            context.budget,
+            refit=context.refit,
+            tool_tokens=context.tool_tokens,
+        )
 
     async def _tool_loop(
         self, turn: TurnMessages, model: str, state: _TurnState, request: TurnRequest, emit: Emit
@@ -536,7 +542,7 @@ class ChatEngine:
                 # Tools only while their results can be seen; the model is told once.
                 offer_tools = False
                 turn.tell(notice(prompts.format(why, limit=state.budget.max_chars)))
-            messages = turn.request()
+            messages = turn.request(offers_tools=offer_tools)
             if messages is None:
                 turn.stop(notice(prompts["tool_window_exhausted"]))
                 messages = turn.without_tools()
@@ -636,10 +642,17 @@ class ChatEngine:
             raw = await self._execute(call.name, arguments, state, fits)
             duration_ms = round((time.monotonic() - started) * 1000)
             result = trim_tool_result(raw, settings.max_tool_result_chars)
-            item, tails = self._tool_text(
-                call, arguments, result, round_number, prompts=prompts, cap=state.budget.max_chars
+            marked = marked_result(
+                call,
+                arguments,
+                result,
+                round_number,
+                self.registry.get(call.name),
+                prompts=prompts,
+                cap=state.budget.max_chars,
             )
-            item = fit_to_room(state.budget.take(item, tails), room)
+            taken = state.budget.take(marked.item, marked.budget_tails, marked.budget_closed)
+            item = fit_to_room(taken, room)
             state.tool_names.append(call.name)
             emit(_finished_event(running, result))
             for event in raw.events:
@@ -658,44 +671,6 @@ class ChatEngine:
             )
             await self._run_hooks(outcome, emit)
             turn.steps.append(ToolStep(call, item))
-
-    def _tool_text(
-        self,
-        call: ToolCall,
-        arguments: dict[str, Any],
-        result: ToolResult,
-        round_number: int,
-        *,
-        prompts: Prompts,
-        cap: int,
-    ) -> tuple[ToolText, list[tuple[str, str]]]:
-        """The result as a tool message in parts, and the tails the turn's cap may cut it with.
-
-        A cut page's footer resumes at the start of the page (the token the call was made
-        with); without such a token the marker says to repeat the call instead.
-        """
-        head = prompts.format("tool_result_prefix", name=call.name) + "\n"
-        body, footer = split_footer(result.text)
-        tool = self.registry.get(call.name)
-        start = arguments.get("continue_from")
-        paged = bool(footer) or (tool is not None and tool.paged)
-        resume = (
-            resume_footer(footer, start)
-            if paged and not result.failed and isinstance(start, str)
-            else ""
-        )
-
-        def tails(resume_with: str) -> tuple[str, str]:
-            hint = prompts.format(
-                "tool_resume_token" if resume_with else "tool_resume_call", name=call.name
-            )
-            budget_cut = prompts.format("tool_result_cut", limit=cap, resume=hint)
-            window_cut = prompts.format("tool_result_shortened", resume=hint)
-            return f"\n{budget_cut}{resume_with}", f"\n{window_cut}{resume_with}"
-
-        options = [tails(resume)] + ([tails("")] if resume else [])
-        item = ToolText(head, body, footer, options[0][1], round_number)
-        return item, options
 
     def _running_event(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolEvent:
         """The `running` event of a call: the tool's icon and label for its arguments."""
