@@ -27,6 +27,7 @@ from bot.chat.member_turn import (
 from bot.chat.not_stored import store_failure_reason
 from bot.chat.pending import PendingTurns
 from bot.chat.stopping import StopScope
+from bot.chat.tool_arguments import Refusal, ScreenedCalls, screen_calls
 from bot.chat.tool_budget import ToolBudget, trim_tool_result
 from bot.chat.tool_marks import marked_result
 from bot.chat.turn_fit import ToolText
@@ -552,8 +553,9 @@ class ChatEngine:
             )
             if not calls or not offer_tools or state.stopped:
                 break
-            turn.steps.append(assistant_message(text, calls))
-            await self._run_tools(calls, turn, state, request, emit)
+            screened = screen_calls(calls, turn.room(state.budget.rounds + 1))
+            turn.steps.append(assistant_message(text, screened.calls))
+            await self._run_tools(screened, turn, state, request, emit)
             state.budget.rounds += 1
 
     async def _stream_round(
@@ -616,7 +618,7 @@ class ChatEngine:
 
     async def _run_tools(
         self,
-        calls: list[ToolCall],
+        screened: ScreenedCalls,
         turn: TurnMessages,
         state: _TurnState,
         request: TurnRequest,
@@ -625,10 +627,10 @@ class ChatEngine:
         settings = self._settings()
         prompts = prompts_for(settings.language)
         round_number = state.budget.rounds + 1
-        for index, call in enumerate(calls):
+        for index, call in enumerate(screened.calls):
             head = prompts.format("tool_result_prefix", name=call.name) + "\n"
             room = turn.room(round_number)
-            not_run = _not_run(state.budget, room, prompts)
+            not_run = _not_run(state.budget, room, prompts, screened.refused.get(index))
             if not_run is not None:
                 # Every tool_call id needs its tool message; this one says why nothing ran.
                 turn.steps.append(ToolStep(call, ToolText(not_run, round=round_number)))
@@ -718,8 +720,14 @@ class ChatEngine:
                 log.exception("tool hook failed after %s", outcome.name)
 
 
-def _not_run(budget: ToolBudget, room: int, prompts: Prompts) -> str | None:
+def _not_run(
+    budget: ToolBudget, room: int, prompts: Prompts, refusal: Refusal | None
+) -> str | None:
     """Why a call of this round does not run (its tool message), or None when it runs."""
+    if refusal is not None:
+        return prompts.format(
+            "tool_arguments_refused", size=f"{refusal.size:,}", limit=f"{refusal.limit:,}"
+        )
     if budget.chars_exhausted:
         return prompts.format("tool_not_run", limit=budget.max_chars)
     if room < PAGE_TOKENS:
