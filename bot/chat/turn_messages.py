@@ -96,9 +96,6 @@ class TurnMessages:
     def _step_tokens(self) -> int:
         return sum(message_tokens(step) for step in self.steps if not isinstance(step, ToolStep))
 
-    def _fixed_tokens(self) -> int:
-        return self._context_tokens() + self._step_tokens()
-
     def _tools(self) -> list[ToolText]:
         return [step.text for step in self.steps if isinstance(step, ToolStep)]
 
