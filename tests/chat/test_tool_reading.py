@@ -20,6 +20,7 @@ from bot.chat.turn_messages import ToolStep, TurnMessages, assistant_message
 from bot.llm.types import Message, ToolCall
 from bot.prompts import prompts_for
 from bot.services import ServiceOptions, Services, open_services
+from bot.tools.paging import parse_paged_result, parse_token
 from tests.chat.test_context_fit import fill_every_layer, write_kb
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Text, ToolCalls
@@ -210,3 +211,43 @@ async def test_a_cut_newest_result_names_the_offset_that_resumes_it(
         closed = turn.request(offers_tools=False)
         assert closed is not None
         assert str(closed[-1]["content"]).endswith(EN["tool_result_left_out"])
+
+
+async def test_a_cut_knowledge_base_part_names_the_token_that_resumes_it(
+    make_settings: SettingsFactory, service_options: ServiceOptions
+) -> None:
+    settings = make_settings()
+    settings.kb_dir.mkdir(parents=True)
+    text = "".join(f"Sentence {n:04d} of the ferry timetable.\n" for n in range(400))
+    (settings.kb_dir / "ferry.md").write_text(text, "utf-8")
+    async with open_services(settings, service_options) as services:
+        injected = {"space_id": LOCAL}
+        first = await services.registry.execute(
+            "read_kb_file", {"path": "ferry.md"}, injected=injected
+        )
+        token = parse_paged_result(first.text)[1]["next_token"]
+        arguments = {"continue_from": token}
+        call = ToolCall("call_1", "read_kb_file", arguments)
+        result = await services.registry.execute("read_kb_file", arguments, injected=injected)
+        start = parse_token(token, "read_kb_file")["offset"]
+        tool = services.registry.get("read_kb_file")
+        marked = marked_result(call, arguments, result, 1, tool, prompts=EN, cap=24000)
+        context: list[Message] = [{"role": "user", "content": "read the ferry file"}]
+        fixed = sum(message_tokens(m) for m in context) + message_tokens(
+            assistant_message("", [call])
+        )
+        turn = TurnMessages(context, fixed + content_tokens(marked.item.text) // 2)
+        turn.steps += [assistant_message("", [call]), ToolStep(call, marked.item)]
+        sent = turn.request()
+        assert sent is not None
+        content = str(sent[-1]["content"])
+        match = re.search(r'call read_kb_file with (\{"continue_from": "[\w-]+"\})\.\]$', content)
+        assert match is not None, content[-300:]
+        shown = content.split("\n", 2)[2]
+        shown = shown[: shown.rindex("\n…[")]
+        assert shown and text[start:].startswith(shown), "the part's start"
+        resumed = json.loads(match.group(1))
+        offset = parse_token(resumed["continue_from"], "read_kb_file")["offset"]
+        assert offset == start + len(shown), "its token resumes exactly at the cut"
+        rest = await services.registry.execute("read_kb_file", resumed, injected=injected)
+        assert rest.text.split("\n", 1)[1].startswith(text[offset:][:500])
