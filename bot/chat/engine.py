@@ -631,11 +631,13 @@ class ChatEngine:
             head = prompts.format("tool_result_prefix", name=call.name) + "\n"
             room = turn.room(round_number)
             not_run = _not_run(state.budget, room, prompts, screened.refused.get(index))
+            call_id = f"{round_number}-{index + 1}-{call.id}"
             if not_run is not None:
                 # Every tool_call id needs its tool message; this one says why nothing ran.
                 turn.steps.append(ToolStep(call, ToolText(not_run, round=round_number)))
+                if index in screened.refused:
+                    self._show_refused(call_id, call, not_run, emit)
                 continue
-            call_id = f"{round_number}-{index + 1}-{call.id}"
             arguments = _arguments(call)
             running = self._running_event(call_id, call.name, arguments)
             emit(running)
@@ -673,6 +675,12 @@ class ChatEngine:
             )
             await self._run_hooks(outcome, emit)
             turn.steps.append(ToolStep(call, item))
+
+    def _show_refused(self, call_id: str, call: ToolCall, why: str, emit: Emit) -> None:
+        """Show a refused call as one that failed, so the member sees why nothing was done."""
+        running = self._running_event(call_id, call.name, _arguments(call))
+        emit(running)
+        emit(_finished_event(running, ToolResult.error(why)))
 
     def _running_event(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolEvent:
         """The `running` event of a call: the tool's icon and label for its arguments."""

@@ -11,7 +11,7 @@ from bot.chat.engine import TurnRequest
 from bot.chat.tool_arguments import MAX_TOOL_ARGUMENT_CHARS
 from bot.prompts import prompts_for
 from bot.services import ServiceOptions, open_services
-from bot.turn.events import ChunkEvent, DoneEvent
+from bot.turn.events import ChunkEvent, DoneEvent, ToolEvent
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, Text, ToolCalls
 
@@ -57,6 +57,10 @@ async def test_a_call_with_too_large_arguments_is_refused_and_the_model_told_why
     answer = "".join(event.text for event in events if isinstance(event, ChunkEvent))
     assert answer == ANSWER, "the turn ends with the model's real answer"
     assert isinstance(events[-1], DoneEvent)
+    shown = [(e.name, e.status) for e in events if isinstance(e, ToolEvent)]
+    assert shown == [("write_note", "running"), ("write_note", "error")], "the member sees it"
+    (failed,) = [e for e in events if isinstance(e, ToolEvent) and e.status == "error"]
+    assert "Refused, not run" in failed.result
 
 
 async def test_arguments_just_under_the_limit_run(
