@@ -163,6 +163,8 @@ async def test_no_request_without_tools_tells_the_model_to_call_one(
     assert markers, "at 8k the earlier results were shortened"
     for marker in markers:
         assert not re.search(r"\bcall\b", marker), marker
+    newest = tool_texts(answering)[-1]
+    assert "…[" not in newest and newest.endswith("for more]"), "the newest arrives whole"
     notices = [m["content"] for m in answering.messages if m["role"] == "system"][-1:]
     assert notices == [EN["tool_rounds_exhausted"]]
     # Earlier results became digests of their lines, spread over each page, not just a marker.
