@@ -35,8 +35,10 @@ class ToolStep:
 
 
 def condensed_tokens(item: ToolText) -> int:
-    """Tokens of `item` at its shortest form: its head and cut tail (or whole, if smaller)."""
-    return min(content_tokens(item.text), content_tokens(item.cut(0)))
+    """Tokens of `item` at its shortest form: its head and marker (or whole, if smaller); the
+    larger of its cut and digest forms, as an earlier round shrinks to its digest."""
+    shortest = max(content_tokens(item.cut(0)), content_tokens(item.digested(0)))
+    return min(content_tokens(item.text), shortest)
 
 
 def fit_to_room(item: ToolText, room: int) -> ToolText:
