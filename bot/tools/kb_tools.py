@@ -72,7 +72,7 @@ def read_kb_resume(arguments: dict[str, Any], body: str, kept: int) -> dict[str,
     resumed = start + max(0, kept - len(header) - 1)
     try:
         return {"continue_from": continuation(match.group(1), resumed)}
-    except (ValueError, InvalidTokenError):
+    except ValueError:  # a path no token may carry (InvalidTokenError is one)
         return None
 
 
