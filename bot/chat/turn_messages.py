@@ -83,17 +83,21 @@ class TurnMessages:
         self.told = False
         self._refit = refit
         self._tool_tokens = tool_tokens
-        self._floor: int | None = None
+        self._floor: list[Message] | None = None
 
     def _context_tokens(self) -> int:
         return sum(message_tokens(message) for message in self.context)
 
-    def _floor_tokens(self) -> int:
-        """Tokens of the context once it has given the tool exchange all it may."""
+    def _floor_context(self) -> list[Message]:
+        """The context once it has given the tool exchange all it may."""
         if self._floor is None:
             floor = self.context if self._refit is None else self._refit(self.budget)
-            self._floor = min(self._context_tokens(), sum(message_tokens(m) for m in floor))
+            smaller = sum(message_tokens(m) for m in floor) < self._context_tokens()
+            self._floor = floor if smaller else self.context
         return self._floor
+
+    def _floor_tokens(self) -> int:
+        return sum(message_tokens(message) for message in self._floor_context())
 
     def _step_tokens(self) -> int:
         return sum(message_tokens(step) for step in self.steps if not isinstance(step, ToolStep))
@@ -157,11 +161,15 @@ class TurnMessages:
         return messages
 
     def _context_for(self, exchange: int, budget: int) -> list[Message]:
-        """The context, given way to an exchange of `exchange` tokens where it must."""
-        if self._refit is None or self._context_tokens() + exchange <= budget:
-            return self.context
-        # The reading's share of the room is capped in `allocate`; the rest stays the context's.
-        return self._refit(exchange)
+        """The context, given way to an exchange of `exchange` tokens where it must.
+
+        It gives way once, straight to its floor, and stays there: a model server reuses
+        what it computed for the prompt's unchanged start, so the layers change at most once
+        a turn rather than at every round.
+        """
+        if self._context_tokens() + exchange > budget:
+            self.context = self._floor_context()
+        return self.context
 
     def stop(self, notice: Message) -> None:
         """Tools end here: this turn's tool exchange does not fit, so the model answers without."""

@@ -139,12 +139,20 @@ async def test_the_answer_holds_most_of_what_five_rounds_read(
     assert chain.read >= 5 * 3000, "each round read a page"
     print(f"{backend} {window}: {chain.kept} of {chain.read} characters, {chain.share:.0%}")
     assert chain.share >= floor, (chain.kept, chain.read)
-    # The context gave way to the reading, the last exchanges before the question kept whole.
+    # The context gave way to the reading, the last exchanges before the question kept whole;
+    # it changed once (a server reuses its work on the prompt's unchanged start).
     first, last = chain.requests[0], chain.requests[-1]
     assert context_chars(last) < context_chars(first)
+    assert len({context_of(sent) for sent in chain.requests}) == 2
     talk = [str(m.get("content")) for m in last.messages if m["role"] in ("user", "assistant")]
     assert any(text.startswith(f"answer {OLDER_EXCHANGES - 1}:") for text in talk)
     assert any(text.startswith(f"answer {OLDER_EXCHANGES - 2}:") for text in talk)
+
+
+def context_of(request: RecordedRequest) -> str:
+    """The request's messages before the turn's question, as JSON."""
+    asked = next(i for i, m in enumerate(request.messages) if QUESTION in str(m.get("content")))
+    return json.dumps(request.messages[:asked], sort_keys=True)
 
 
 def context_chars(request: RecordedRequest) -> int:
