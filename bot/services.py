@@ -43,6 +43,7 @@ from bot.ops.readiness import Readiness
 from bot.ops.settings_sync import stored_settings_probe
 from bot.prompts import prompts_for
 from bot.prompts.ui_text import ui_text
+from bot.runtime.heap import refreeze_if_frozen
 from bot.store import Repositories
 from bot.store.engine.database import Database
 from bot.store.repos.member_erase import SCRUBBED_FTS, SCRUBBED_TABLES
@@ -62,7 +63,6 @@ from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker
 from bot.topics.service import TopicService
 from bot.turn.hooks import TurnResult
-from bot.utils.heap import refreeze_if_frozen
 from bot.utils.live_log import LiveLog
 from bot.utils.tasks import BackgroundTasks
 
@@ -248,6 +248,7 @@ def _open_memory(
         recall=RecallService(
             core.repos.recall,
             SemanticRecall(gateway, core.repos.message_embeddings, runtime),
+            zone_of=core.repos.token_usage.timezone,
         ),
         recall_index=RecallIndexer(analyzer, core.repos.recall_terms),
         recall_embed=RecallEmbedder(gateway, core.repos.message_embeddings, runtime),

@@ -36,6 +36,9 @@ ToolHandler = Callable[..., Awaitable[Any] | Any]
 # Reads the sources of a successful call from its (validated) arguments and its result.
 SourceReader = Callable[[dict[str, Any], ToolResult], Iterable[Source]]
 LabelMaker = Callable[[dict[str, Any]], str]
+# The call's arguments, its result's body and how much of the body was kept → the arguments
+# of the call that reads on from there, or None.
+ResumeMaker = Callable[[dict[str, Any], str, int], dict[str, Any] | None]
 _LABEL_CHARS = 60
 
 _JSON_TYPES: dict[Any, str] = {
@@ -85,6 +88,9 @@ class Tool:
     source: str = "builtin"
     display: ToolDisplay = field(default_factory=ToolDisplay)
     sources: SourceReader | None = field(default=None, repr=False)
+    # The arguments of the call that reads on after the first `kept` characters of a result's
+    # body, for a tool whose calls resume at an offset (None: it cannot say).
+    resume: ResumeMaker | None = field(default=None, repr=False)
 
     @property
     def icon(self) -> str:
@@ -267,6 +273,7 @@ class ToolRegistry:
         timeout: float = DEFAULT_TOOL_TIMEOUT,
         display: ToolDisplay | None = None,
         sources: SourceReader | None = None,
+        resume: ResumeMaker | None = None,
     ) -> Tool:
         """Register a typed callable; its schema comes from its signature and docstring."""
         schema, injected, validator = schema_from_callable(func, name, description)
@@ -280,6 +287,7 @@ class ToolRegistry:
             validator=validator,
             display=display or ToolDisplay(),
             sources=sources,
+            resume=resume,
         )
         self.add(tool)
         return tool

@@ -204,7 +204,9 @@ class RecallRepository:
         for hit in summaries:
             found[(hit.kind, hit.id)] = hit
         ranked = lexical_order(hit for hit in found.values() if hit.matched)
-        return RecallResult(terms, ranked[:limit])
+        full = len(indexed) >= (NEWEST_CANDIDATES if newest else FTS_CANDIDATES)
+        capped = full or len(recent) >= FTS_CANDIDATES or len(ranked) > limit
+        return RecallResult(terms, ranked[:limit], capped)
 
     async def ranked(
         self,
@@ -264,7 +266,8 @@ class RecallRepository:
         extra = await self._rows(space, [key[1] for key in new])
         known |= {("message", n): row["author_name"] for n, row in extra.items()}
         order = best_first(lift_speakers(scores, known, named))[:limit]
-        return RecallResult(lexical.terms, self._hits(order, found, words, extra, lexical.terms))
+        hits = _mark_lifted(self._hits(order, found, words, extra, lexical.terms), nearest)
+        return RecallResult(lexical.terms, hits, lexical.capped or len(words) >= WORD_CANDIDATES)
 
     async def _lift_neighbours(
         self, space: str, scores: dict[tuple[str, int], float]
@@ -542,6 +545,18 @@ class RecallRepository:
             _with_lines(hit, around.get(hit.id, [])) if hit.kind == "message" else hit
             for hit in hits
         ]
+
+
+def _mark_lifted(hits: list[RecallHit], nearest: Sequence[int]) -> list[RecallHit]:
+    """`hits`, those holding no query term and not found by embedding marked `lifted`: only
+    a neighbour's lift put them in the ranking."""
+    near = frozenset(nearest)
+    return [
+        replace(hit, lifted=True)
+        if hit.kind == "message" and not hit.matched and hit.id not in near
+        else hit
+        for hit in hits
+    ]
 
 
 def _with_lines(hit: RecallHit, rows: list[Row]) -> RecallHit:

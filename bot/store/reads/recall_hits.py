@@ -71,7 +71,9 @@ class RecallHit:
     """One match: a message (who said it, where, its neighbours) or a session's summary.
 
     `author_name` is None for the bot's own messages; `score` is the engine's (lower is
-    better, 0 for LIKE matches); `matched` the query terms it contains.
+    better, 0 for LIKE matches); `matched` the query terms it contains. `lifted`: a message
+    that joined the ranking only as the neighbour of a hit (`recall_neighbours`), holding
+    none of the query's terms: context of that hit, not a match of its own.
     """
 
     kind: HitKind
@@ -90,6 +92,7 @@ class RecallHit:
     before: tuple[RecallLine, ...] = ()
     after: tuple[RecallLine, ...] = ()
     parent_channel_id: int | None = None
+    lifted: bool = False
 
     @property
     def jump_url(self) -> str | None:
@@ -107,10 +110,12 @@ class RecallHit:
 
 @dataclass(frozen=True)
 class RecallResult:
-    """The query's terms and its hits, best first."""
+    """The query's terms and its hits, best first; `capped`: a candidate read returned as
+    many rows as it may, so more messages may match than the hits hold."""
 
     terms: Terms
     hits: list[RecallHit]
+    capped: bool = False
 
 
 def any_like(
