@@ -348,7 +348,12 @@ class ChatEngine:
         state.user_message = message
         state.text = f"{state.text}\n{part.text}"
         await save_requested_fact(
-            self._members, state.speaker, session.space_id, session.id, part.text
+            self._members,
+            state.speaker,
+            session.space_id,
+            session.id,
+            part.text,
+            message_id=message.id,
         )
 
     async def _already_stored(self, request: TurnRequest, space_id: str) -> bool:
@@ -480,7 +485,12 @@ class ChatEngine:
         prompts = prompts_for(settings.language)
         model = request.model or state.session.model or state.space_model or settings.llm_model
         remembered = await save_requested_fact(
-            self._members, state.speaker, state.session.space_id, state.session.id, request.text
+            self._members,
+            state.speaker,
+            state.session.space_id,
+            state.session.id,
+            request.text,
+            message_id=state.user_message.id,
         )
         if remembered is not None:
             emit(remembered)
@@ -704,6 +714,8 @@ class ChatEngine:
                 "space_id": state.session.space_id,
                 "member_id": state.speaker.id,
                 "member_name": state.speaker.name,
+                # The message the turn answers (its last): what a remembered fact came from.
+                "message_id": state.user_message.id,
                 ROOM_PARAM: room,
             },
         )

@@ -27,7 +27,9 @@ log = logging.getLogger(__name__)
 
 # Parameters the engine fills in itself (the conversation's session and space, the member
 # speaking, the room left for the result); never shown to nor accepted from the model.
-INJECTED_PARAMS = frozenset({"session_id", "space_id", "member_id", "member_name", "result_room"})
+INJECTED_PARAMS = frozenset(
+    {"session_id", "space_id", "member_id", "member_name", "message_id", "result_room"}
+)
 DEFAULT_TOOL_TIMEOUT = 60.0
 
 ToolHandler = Callable[..., Awaitable[Any] | Any]

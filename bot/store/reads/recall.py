@@ -47,6 +47,7 @@ from bot.store.engine.pinned import Reads
 from bot.store.reads.recall_hits import (
     MESSAGE_COLUMNS,
     SESSION_JOIN,
+    SESSION_TITLE,
     Exclude,
     RecallHit,
     RecallResult,
@@ -508,9 +509,10 @@ class RecallRepository:
             outer, outer_params = excluding(exclude, "m.session_id")
         clause, patterns = any_like("m.summary", terms.all, self._like)
         rows = await self._db.fetchall(
-            "SELECT m.id, m.session_id, m.summary, m.created_at, s.title, s.discord_guild_id, "
-            "s.discord_channel_id FROM (SELECT * FROM memories WHERE space_id = ? "
-            f"AND condensed_into IS NULL{inner} ORDER BY id DESC LIMIT ?) m {SESSION_JOIN} "
+            f"SELECT m.id, m.session_id, m.summary, m.created_at, {SESSION_TITLE}, "
+            "s.discord_guild_id, s.discord_channel_id FROM (SELECT * FROM memories "
+            f"WHERE space_id = ? AND condensed_into IS NULL{inner} ORDER BY id DESC LIMIT ?) m "
+            f"{SESSION_JOIN} "
             f"WHERE {clause}{outer} ORDER BY m.id DESC",
             (space, *inner_params, SUMMARY_WINDOW, *patterns, *outer_params),
         )

@@ -11,9 +11,16 @@ from bot.store.reads.recall_rank import Terms, matched_terms
 
 HitKind = Literal["message", "summary"]
 
+# A thread is named after its first message: when that message stays out of recall (a request
+# to remember, written with memory off, erased), so does the name — a conversation of an older
+# version may still carry it (the hit shows "untitled").
+SESSION_TITLE = (
+    "CASE WHEN (SELECT f.recall_hidden FROM messages f WHERE f.space_id = s.space_id "
+    "AND f.session_id = s.id ORDER BY f.id LIMIT 1) = 1 THEN '' ELSE s.title END AS title"
+)
 MESSAGE_COLUMNS = (
     "m.id, m.session_id, m.role, m.author_name, m.content, m.created_at, "
-    "m.discord_message_id, s.title, s.discord_guild_id, s.discord_channel_id, "
+    f"m.discord_message_id, {SESSION_TITLE}, s.discord_guild_id, s.discord_channel_id, "
     "s.parent_channel_id"
 )
 SESSION_JOIN = "JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id"
