@@ -11,7 +11,7 @@ import types
 import typing
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, create_model
@@ -34,6 +34,9 @@ ToolHandler = Callable[..., Awaitable[Any] | Any]
 # Reads the sources of a successful call from its (validated) arguments and its result.
 SourceReader = Callable[[dict[str, Any], ToolResult], Iterable[Source]]
 LabelMaker = Callable[[dict[str, Any]], str]
+# When a call waits for its member's Allow / Deny: never, always (an MCP server marked
+# `confirm`), or while the CONFIRM_NOTE_WRITES setting is on (the notes-writing tools).
+Confirm = Literal["never", "always", "note_writes"]
 _LABEL_CHARS = 60
 
 _JSON_TYPES: dict[Any, str] = {
@@ -83,6 +86,7 @@ class Tool:
     source: str = "builtin"
     display: ToolDisplay = field(default_factory=ToolDisplay)
     sources: SourceReader | None = field(default=None, repr=False)
+    confirm: Confirm = "never"
 
     @property
     def icon(self) -> str:
@@ -265,6 +269,7 @@ class ToolRegistry:
         timeout: float = DEFAULT_TOOL_TIMEOUT,
         display: ToolDisplay | None = None,
         sources: SourceReader | None = None,
+        confirm: Confirm = "never",
     ) -> Tool:
         """Register a typed callable; its schema comes from its signature and docstring."""
         schema, injected, validator = schema_from_callable(func, name, description)
@@ -278,6 +283,7 @@ class ToolRegistry:
             validator=validator,
             display=display or ToolDisplay(),
             sources=sources,
+            confirm=confirm,
         )
         self.add(tool)
         return tool

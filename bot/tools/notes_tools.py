@@ -200,7 +200,9 @@ def register_notes_tools(
     """Offer read_note and write_note; `on_write(session_id)` runs after every saved write."""
     tools = _NoteTools(notes, on_write)
     registry.register(tools.read_note, display=ToolDisplay(NOTE_ICON, _read_label))
-    registry.register(tools.write_note, display=ToolDisplay(NOTE_ICON, _write_label))
+    registry.register(
+        tools.write_note, display=ToolDisplay(NOTE_ICON, _write_label), confirm="note_writes"
+    )
 
 
 class NotesUpdatedHook:
