@@ -70,7 +70,7 @@ async def ask_member(
     )
     if decision.allowed:
         return Asked(decision)
-    member = ask.member_name or ask.member_id or "the member"
+    member = ask.member_name or ask.member_id or prompts["tool_approval_someone"]
     key = f"tool_approval_{decision.verdict}"
     text = prompts.format(key, tool=ask.tool, member=member, seconds=f"{ask.timeout:g}")
     return Asked(decision, ToolResult.error(text))

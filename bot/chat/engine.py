@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -148,6 +149,8 @@ class _TurnState:
     text: str = ""
     # The ids of the turn's stored user messages (the first, then the burst's).
     stored: list[int] = field(default_factory=list)
+    # The turn's time bound (TURN_TIMEOUT), once the turn runs under it.
+    bound: asyncio.Timeout | None = None
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:
@@ -408,7 +411,7 @@ class ChatEngine:
         prompts = prompts_for(settings.language)
         # The whole turn, tool calls included, is bounded in time: a model that never stops
         # must not hold the session (and its queue) forever.
-        bound = asyncio.timeout(settings.turn_timeout)
+        bound = state.bound = asyncio.timeout(settings.turn_timeout)
         stop = StopScope(request.stop)
         try:
             async with bound, stop:
@@ -757,7 +760,7 @@ class ChatEngine:
             detail=json.dumps(arguments, ensure_ascii=False)[:DETAIL_CHARS],
             member_id=state.speaker.id,
             member_name=state.speaker.name,
-            timeout=settings.approval_timeout_seconds,
+            timeout=_approval_time(settings.approval_timeout_seconds, state.bound),
             language=settings.language,
         )
         prompts = prompts_for(settings.language)
@@ -781,6 +784,16 @@ class ChatEngine:
                 await hook(outcome, emit)
             except Exception:
                 log.exception("tool hook failed after %s", outcome.name)
+
+
+def _approval_time(setting: float, bound: asyncio.Timeout | None) -> float:
+    """Seconds a question may wait: the setting, or less, so that the member is told the
+    truth when the turn's own time bound comes first (whole seconds, at least one)."""
+    deadline = None if bound is None else bound.when()
+    if deadline is None:
+        return setting
+    left = math.floor(deadline - asyncio.get_running_loop().time())
+    return max(1.0, min(setting, left))
 
 
 def _not_run(budget: ToolBudget, room: int, prompts: Prompts) -> str | None:

@@ -255,3 +255,18 @@ async def test_an_mcp_server_marked_confirm_asks_before_each_call(
             ("careful__append", "allowed"),
             ("free__append", None),
         ]
+
+
+async def test_a_question_waits_no_longer_than_the_turn_may_take(
+    world: WorldFactory, database_url: str
+) -> None:
+    # APPROVAL_TIMEOUT_SECONDS is 120, but the whole turn may take 3 s: the member is told
+    # the time they really have, and the question closes when it is up.
+    async with world(database_url=database_url, confirm_note_writes=True, turn_timeout=3) as w:
+        _thread_id, question = await _ask(w)
+        seconds = int(question.content.split("no answer within ")[1].split(" s")[0])
+        assert 1 <= seconds <= 3, question.content
+        await w.server.wait_for(lambda: question.content.startswith("⌛") or None)
+        await w.settle()
+        assert question.components == [] and f"within {seconds} s" in question.content
+        assert await w.services.notes.list_pages(w.space) == []
