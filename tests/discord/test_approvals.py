@@ -4,8 +4,11 @@ who asked, through the real discord.py client; a timeout denies; every decision 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bot.exts.chat._approval import CUSTOM_ID_PREFIX
 from bot.store.repos.api_logs import ApiLogFilter
@@ -56,8 +59,9 @@ async def _calls(w: World, thread_id: int) -> list[ToolCallRecord]:
 
 
 async def test_the_member_allows_and_the_note_is_written(
-    world: WorldFactory, database_url: str
+    world: WorldFactory, database_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO)
     async with world(database_url=database_url, confirm_note_writes=True) as w:
         thread_id, question = await _ask(w)
         member = w.server.user
@@ -87,6 +91,13 @@ async def test_the_member_allows_and_the_note_is_written(
             "allowed",
             str(member.id),
         )
+        decisions = [r.getMessage() for r in caplog.records if r.name == "bot.chat.approval"]
+        assert decisions == [
+            f"approval of write_note in session {call.session_id}: allowed "
+            f"(decided by {member.id}, asked {member.id})"
+        ]
+        infos = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+        assert not [line for line in infos if "Leave at nine." in line], "no bodies at INFO"
 
 
 async def test_the_member_denies_and_the_model_answers_without_the_tool(
