@@ -12,8 +12,8 @@ from admin_api.config import UnsafeBindError, admin_config, check_settings, star
 from bot.config import Settings, load_settings
 from bot.errors import StartupError
 from bot.ops.settings_sync import settings_synced
+from bot.runtime import event_loop
 from bot.services import open_services
-from bot.utils import event_loop
 from bot.utils.log_setup import configure_logging
 
 log = logging.getLogger("admin_api")

@@ -16,7 +16,7 @@ thread's CPU time (the CPU figure is what the code holds; wall adds preemption b
 a shared machine), and the longest garbage collection among them (a pause inside whichever
 callback triggered it). One build per pass re-reads the notes outline, as a turn does every
 30 s. Also the Janome messages per second (see bench/janome_rate.py).
-The start-up heap is frozen once each bot is open, as the bot does (`bot.utils.heap`).
+The start-up heap is frozen once each bot is open, as the bot does (`bot.runtime.heap`).
 
 Run: .venv/bin/python bench/context.py [--scale 1,10,100] [--rounds 200] [--repeat 1]
 (`--scale` alone is 1,10,100). Prints one JSON object and a one-line summary.
@@ -54,9 +54,9 @@ from bot.llm.backend import ChatBackend  # noqa: E402
 from bot.llm.gateway import default_backend_factory  # noqa: E402
 from bot.memory import notes as notes_module  # noqa: E402
 from bot.memory.japanese import InProcessAnalyzer  # noqa: E402
+from bot.runtime.heap import frozen_start_up_heap  # noqa: E402
 from bot.services import ServiceOptions, Services, open_services  # noqa: E402
 from bot.store.engine.database import Database  # noqa: E402
-from bot.utils.heap import frozen_start_up_heap  # noqa: E402
 from tests.fakes.llm_server import FakeLLMServer  # noqa: E402
 
 QUERY = "tell me about kyoto tea and the ramen place near the station"

@@ -488,7 +488,7 @@ async def running_bot(args: argparse.Namespace) -> AsyncIterator[Harness]:
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     """Cold turn, warm turns, then many threads at once; returns the JSON result."""
-    from bot.utils import event_loop
+    from bot.runtime import event_loop
 
     async with running_bot(args) as harness:
         control = harness.control
@@ -592,7 +592,7 @@ if __name__ == "__main__":
     if arguments.serve_fakes:
         asyncio.run(serve_fakes(arguments.tokens, arguments.rate))
         sys.exit(0)
-    from bot.utils import event_loop
+    from bot.runtime import event_loop
 
     result = event_loop.run(main(arguments), arguments.event_loop)
     print(json.dumps(result))

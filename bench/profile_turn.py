@@ -32,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.discord_turn import one_turn, running_bot
-from bot.utils import event_loop
+from bot.runtime import event_loop
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

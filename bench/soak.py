@@ -30,9 +30,9 @@ from bench.discord_turn import Control
 from bot.chat.engine import TurnRequest
 from bot.config import Settings
 from bot.llm.gateway import RetryPolicy
+from bot.runtime import event_loop
 from bot.services import ServiceOptions, Services, open_services
 from bot.turn.events import DoneEvent
-from bot.utils import event_loop
 
 SPACE = "local:soak"
 LIMIT_MIB = 20.0

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from bot.config import Settings, load_settings
 from bot.errors import ConfigurationError, StartupError, ValidationError
 from bot.prompts.ui_text import ui_text
+from bot.runtime import event_loop
 from bot.store.spaces import local_space
-from bot.utils import event_loop
 from bot.utils.log_setup import configure_logging, log_to_file
 
 if TYPE_CHECKING:
@@ -86,8 +86,8 @@ def terminal_space(value: str) -> str:
 async def run_chat(settings: Settings, space: str | None = None) -> int:
     """The terminal chat on the real engine, in the local space id `space` (or LOCAL_SPACE)."""
     from bot.chat.terminal import TerminalChat, backend_address
+    from bot.runtime.heap import frozen_start_up_heap
     from bot.services import open_services
-    from bot.utils.heap import frozen_start_up_heap
 
     space_id = space or settings.local_space_id
     # At a terminal the screen is the conversation's: the log goes to a file, named in the banner.

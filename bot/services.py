@@ -30,7 +30,7 @@ from bot.llm.gateway import (
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
 from bot.memory.local_kb import LocalKnowledgeBase
-from bot.memory.member_memory import ErasedMember, MemberMemory
+from bot.memory.member_memory import DiscordFollowUp, ErasedMember, MemberMemory
 from bot.memory.notes import NotesService
 from bot.memory.recall import RecallService
 from bot.memory.recall_embed import RecallEmbedder, SemanticRecall
@@ -42,8 +42,11 @@ from bot.ops.probes import MODEL_KEYS, build_readiness
 from bot.ops.readiness import Readiness
 from bot.ops.settings_sync import stored_settings_probe
 from bot.prompts import prompts_for
+from bot.prompts.ui_text import ui_text
+from bot.runtime.heap import refreeze_if_frozen
 from bot.store import Repositories
 from bot.store.engine.database import Database
+from bot.store.repos.member_erase import SCRUBBED_FTS, SCRUBBED_TABLES
 from bot.store.repos.memories import Memory
 from bot.store.transfer import SessionTransfer
 from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
@@ -60,7 +63,6 @@ from bot.tools.web_search import SearchFn
 from bot.topics.picker import TopicPicker
 from bot.topics.service import TopicService
 from bot.turn.hooks import TurnResult
-from bot.utils.heap import refreeze_if_frozen
 from bot.utils.live_log import LiveLog
 from bot.utils.tasks import BackgroundTasks
 
@@ -240,14 +242,27 @@ def _open_memory(
         members=MemberMemory(
             core.repos.member_facts,
             placeholder=lambda: prompts_for(runtime().language)["member_erased_message"],
+            forgotten=lambda: prompts_for(runtime().language)["member_forgotten_message"],
+            neutral_title=lambda: ui_text(runtime().language).thread_fallback,
         ),
         recall=RecallService(
             core.repos.recall,
             SemanticRecall(gateway, core.repos.message_embeddings, runtime),
+            zone_of=core.repos.token_usage.timezone,
         ),
         recall_index=RecallIndexer(analyzer, core.repos.recall_terms),
         recall_embed=RecallEmbedder(gateway, core.repos.message_embeddings, runtime),
     )
+
+
+def _scrub_after_blank(core: _Core, memory: _Memory) -> None:
+    """After an erase or a forget, in the background: no old byte of the texts stays in the
+    database's files (SQLite: FTS merge and WAL truncation; PostgreSQL: VACUUM)."""
+
+    async def scrub(_space: str, _sessions: tuple[str, ...], _discord: DiscordFollowUp) -> None:
+        core.tasks.spawn(core.db.scrub(SCRUBBED_TABLES, SCRUBBED_FTS), name="scrub-after-erase")
+
+    memory.members.add_blank_listener(scrub)
 
 
 def _after_erase(memory: _Memory, tool_deps: ToolDeps | None) -> None:
@@ -320,15 +335,18 @@ def _build_engine(
         pending=pending,
     )
 
-    async def summarize_after_erase(space: str, erased: ErasedMember) -> None:
-        # The erase took the summaries holding the member's messages and un-archived what they
-        # replaced: the summariser rebuilds them from the placeholders, off the caller's path.
-        for session_id in erased.sessions:
+    async def summarize_after_blank(
+        space: str, sessions: tuple[str, ...], _discord: DiscordFollowUp
+    ) -> None:
+        # An erase or a forget took the summaries holding the blanked messages and un-archived
+        # what they replaced: the summariser rebuilds them from the placeholders, off the
+        # caller's path.
+        for session_id in sessions:
             core.tasks.spawn(
                 summarizer.maybe_summarize(space, session_id), name=f"resummarize-{session_id}"
             )
 
-    memory.members.add_erase_listener(summarize_after_erase)
+    memory.members.add_blank_listener(summarize_after_blank)
     context = ContextBuilder(
         repos.messages,
         repos.memories,
@@ -488,6 +506,7 @@ async def open_services(
         tool_deps = _open_builtin_tools(stack, core, opts)
         memory = _open_memory(stack, core, tool_deps, analyzer)
         _after_erase(memory, tool_deps)
+        _scrub_after_blank(core, memory)
         # Loads off the event loop (threads) while the rest opens; done before we are ready.
         warming = asyncio.ensure_future(_warm_up(core, memory, opts))
         stack.push_async_callback(_settle, warming)

@@ -18,9 +18,9 @@ import pytest
 
 from bot.config import Settings
 from bot.llm.gateway import RetryPolicy
+from bot.runtime.event_loop import LoopFactory, loop_factory
 from bot.services import ServiceOptions, Services, open_services
 from bot.store.engine.dialect import sqlite_url
-from bot.utils.event_loop import LoopFactory, loop_factory
 from bot.utils.log_setup import CHATTY_LOGGERS, NOISY_LOGGERS
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.postgres import (

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializ
 
 from bot.store.spaces import ALL_SPACES, SpaceIdText, SpaceScope
 from bot.store.transfer import SQLITE_INT_MAX, TEXT_ID_PATTERN
+from bot.utils.zones import zone
 
 RowId = Annotated[int, Field(ge=1, le=SQLITE_INT_MAX)]
 SessionId = Annotated[str, Field(pattern=TEXT_ID_PATTERN)]
@@ -106,3 +107,11 @@ class OkOut(BaseModel):
     """An action succeeded."""
 
     ok: bool = True
+
+
+def _time_zone(value: str) -> str:
+    zone(value)  # ValueError: "unknown time zone '…'"
+    return value
+
+
+TimeZone = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_time_zone)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from admin_api.schemas.common import Body, DiscordId, SpaceId
+from admin_api.schemas.common import Body, DiscordId, SpaceId, TimeZone
 from admin_api.schemas.models import ModelName
 
 
@@ -20,6 +20,7 @@ class SpaceOut(BaseModel):
     knowledge: int
     left_at: str | None
     default_model: str | None
+    timezone: str | None
 
 
 class SpaceListOut(BaseModel):
@@ -44,7 +45,9 @@ class MoveIn(Body):
 
 
 class SpaceUpdateIn(Body):
-    """Changes to a space: `default_model` is the model string of a connection (preset) its
-    conversations use unless a person picks another; null goes back to the global model."""
+    """Changes to a space, each optional: `default_model` is the model string of a connection
+    (preset) its conversations use unless a person picks another (null: the global model);
+    `timezone` an IANA name its days and shown times follow (null: UTC)."""
 
-    default_model: ModelName | None
+    default_model: ModelName | None = None
+    timezone: TimeZone | None = None

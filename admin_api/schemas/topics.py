@@ -8,9 +8,9 @@ from typing import Annotated, Literal
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
-from admin_api.schemas.common import Body, DiscordId
+from admin_api.schemas.common import Body, DiscordId, TimeZone
 from admin_api.schemas.rows import TopicPostOut
-from bot.topics.policy import parse_hhmm, zone
+from bot.topics.policy import parse_hhmm
 
 ChannelId = Annotated[DiscordId, Field(ge=1)]
 
@@ -20,11 +20,6 @@ def _hhmm(value: str) -> str:
         parse_hhmm(value)
     except ValueError:
         raise ValueError("must be a time HH:MM") from None
-    return value
-
-
-def _time_zone(value: str) -> str:
-    zone(value)
     return value
 
 
@@ -38,7 +33,6 @@ def _crontab(value: str | None) -> str | None:
 
 
 HHMM = Annotated[str, Field(pattern=r"^\d{1,2}:\d{2}$"), AfterValidator(_hhmm)]
-TimeZone = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_time_zone)]
 Crontab = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_crontab)]
 NOT_NULL_TOPIC_FIELDS = (
     "enabled",

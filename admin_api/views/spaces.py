@@ -22,6 +22,7 @@ def _space(record: SpaceRecord, held: dict[str, int]) -> SpaceOut:
         knowledge=held.get("knowledge_entries", 0),
         left_at=record.left_at,
         default_model=record.default_model,
+        timezone=record.timezone,
     )
 
 
@@ -36,9 +37,11 @@ async def list_spaces(services: Services) -> SpaceListOut:
 
 
 async def update_space(services: Services, id: SpaceId, body: SpaceUpdateIn) -> SpaceOut:
-    """Set a space's default model (a connection's model string; null: the global model).
+    """Set a space's default model (a connection's model string; null: the global model) and
+    its time zone (an IANA name; null: UTC); a field left out stays as it is.
 
-    404 when the space is unknown; 422 when no connection (preset) has that model.
+    404 when the space is unknown; 422 when no connection (preset) has that model or the host
+    does not know the zone.
     """
     if body.default_model is not None:
         presets = await services.repos.presets.list()
@@ -50,7 +53,12 @@ async def update_space(services: Services, id: SpaceId, body: SpaceUpdateIn) -> 
             )
     if not any(record.id == id for record in await services.spaces.list()):
         raise not_found(f"Space {id!r}")
-    record = await services.spaces.set_default_model(id, body.default_model)
+    sent = body.model_fields_set
+    record = next(record for record in await services.spaces.list() if record.id == id)
+    if "default_model" in sent:
+        record = await services.spaces.set_default_model(id, body.default_model)
+    if "timezone" in sent:
+        record = await services.spaces.set_timezone(id, body.timezone)
     counts = await services.spaces.counts()
     return _space(record, counts.get(record.id, {}))
 

@@ -44,6 +44,9 @@ CALL_RESERVE_TOKENS = 160
 # Kept free for tools in the first call: the call, the result's head and one page.
 TOOL_RESERVE_TOKENS = PAGE_TOKENS + CALL_RESERVE_TOKENS + 60
 TOOL_RESERVE_MAX_SHARE = 0.5
+# What this turn's tool exchange may take of the room the recent exchanges leave, once it has
+# read more than a page: the layers and the older conversation give way to it up to here.
+READING_MAX_SHARE = 0.6
 
 __all__ = [
     "ANSWER_RESERVE_SHARE",
@@ -94,12 +97,14 @@ def allocate(
     *,
     min_exchanges: int = MIN_RECENT_EXCHANGES,
     tools: bool = False,
+    reading: int = 0,
 ) -> Allocation:
     """Share `budget` between the system prompt, the conversation and the layers.
 
     `exchanges` are the costs of the conversation's exchanges, oldest first (the last one is
     this turn's); `demands` maps each layer, in layer order, to its cost at the seed's limits;
-    with `tools`, a page for a tool result is kept free when the room allows one.
+    with `tools`, a page for a tool result is kept free when the room allows one; `reading` is
+    what this turn's tool exchange needs (kept free up to READING_MAX_SHARE of the room).
     """
     available = max(0, budget - system)
     cap = int(available * RECENT_MAX_SHARE)
@@ -116,9 +121,7 @@ def allocate(
             recent_tokens += cost
         kept += 1
     room = max(0, available - recent_tokens)
-    reserve = TOOL_RESERVE_TOKENS if tools else 0
-    if reserve > room * TOOL_RESERVE_MAX_SHARE:
-        reserve = 0
+    reserve = _tool_reserve(room, tools, reading)
     room -= reserve
     wanted = {name: max(0, min(demand, room)) for name, demand in demands.items()}
     total = sum(wanted.values())
@@ -136,3 +139,11 @@ def allocate(
         conversation=available - sum(layers.values()) - reserve,
         tool_reserve=reserve,
     )
+
+
+def _tool_reserve(room: int, tools: bool, reading: int) -> int:
+    """Tokens kept free for tool results: a page when tools are offered, more for a turn that
+    has read more, within READING_MAX_SHARE of `room`."""
+    fits = room * TOOL_RESERVE_MAX_SHARE >= TOOL_RESERVE_TOKENS
+    page = TOOL_RESERVE_TOKENS if tools and fits else 0
+    return max(page, min(reading, int(room * READING_MAX_SHARE)))

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Protocol
 
 from bot.chat.allocation import Allocation, allocate, prompt_budget
@@ -111,6 +111,24 @@ class BuiltContext:
     dropped_messages: int = 0
     allocation: Allocation | None = None
     cut_layers: list[str] = field(default_factory=list)
+    # Estimated tokens of the tool schemas the budget left room for (0: none offered).
+    tool_tokens: int = 0
+    # The context again with that many tokens kept free for the turn's tool results: the
+    # layers and the older conversation give way to what the turn has read.
+    refit: Callable[[int], list[Message]] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What a turn's context is rendered from, read once per turn."""
+
+    request: ContextRequest
+    system: Message
+    present: list[tuple[str, Draft]]
+    conversation: list[Message]
+    budget: int
+    tool_tokens: int
+    images: tuple[str, ...]
 
 
 def _speaker_content(message: StoredMessage) -> str:
@@ -287,24 +305,38 @@ class ContextBuilder:
                 up_to=request.user_message_id,
             ),
         )
-        conversation = _conversation(recent, request)
-        present = [(layer.name, draft) for layer, draft in drafts if draft is not None]
-        plan = allocate(
+        parts = _Parts(
+            request,
+            system,
+            [(layer.name, draft) for layer, draft in drafts if draft is not None],
+            _conversation(recent, request),
             budget,
-            message_tokens(system),
-            _exchange_costs(conversation),
-            {name: draft.demand + MESSAGE_OVERHEAD for name, draft in present},
-            tools=bool(tools),
+            tool_tokens,
+            tuple(images),
         )
-        messages: list[Message] = [system]
+        return self._render(parts, 0, notify=True)
+
+    def _render(self, parts: _Parts, reading: int, *, notify: bool) -> BuiltContext:
+        """The context of `parts` with `reading` tokens kept free for this turn's tool results;
+        `notify` tells the memory-cut listener (only the turn's first form does)."""
+        request = parts.request
+        plan = allocate(
+            parts.budget,
+            message_tokens(parts.system),
+            _exchange_costs(parts.conversation),
+            {name: draft.demand + MESSAGE_OVERHEAD for name, draft in parts.present},
+            tools=bool(parts.tool_tokens),
+            reading=reading,
+        )
+        messages: list[Message] = [parts.system]
         used: dict[str, int] = {}
         cut: list[str] = []
-        for name, draft in present:
+        for name, draft in parts.present:
             allotted = plan.layers[name] - MESSAGE_OVERHEAD
             text = draft.fit(allotted)
             if text != draft.text:
                 cut.append(name)
-                if name == MEMORY_LAYER and self._on_memory_cut is not None:
+                if notify and name == MEMORY_LAYER and self._on_memory_cut is not None:
                     self._on_memory_cut(request.session_id, max(0, allotted))
             if text is None:
                 continue
@@ -312,14 +344,28 @@ class ContextBuilder:
             messages.append(message)
             used[name] = message_tokens(message)
 
-        remaining = budget - plan.tool_reserve - sum(message_tokens(item) for item in messages)
-        chosen, dropped = _fit_conversation(conversation, remaining)
-        if images and chosen and chosen[-1]["role"] == "user":
-            chosen[-1]["images"] = list(images)
+        remaining = parts.budget - plan.tool_reserve - sum(message_tokens(m) for m in messages)
+        chosen, dropped = _fit_conversation(parts.conversation, remaining)
+        if parts.images and chosen and chosen[-1]["role"] == "user":
+            chosen[-1]["images"] = list(parts.images)
         messages.extend(chosen)
         used["conversation"] = sum(message_tokens(item) for item in chosen)
-        total = sum(message_tokens(item) for item in messages) + tool_tokens
-        return BuiltContext(messages, total, budget, used, dropped, plan, cut)
+        total = sum(message_tokens(item) for item in messages) + parts.tool_tokens
+        return BuiltContext(
+            messages,
+            total,
+            parts.budget,
+            used,
+            dropped,
+            plan,
+            cut,
+            parts.tool_tokens,
+            partial(self._refit, parts),
+        )
+
+    def _refit(self, parts: _Parts, reading: int) -> list[Message]:
+        """The messages of `parts` with `reading` tokens kept free for tool results."""
+        return self._render(parts, reading, notify=False).messages
 
     async def _draft_layers(
         self, request: ContextRequest

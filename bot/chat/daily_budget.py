@@ -17,8 +17,7 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import UTC, datetime, timedelta, tzinfo
 
 from bot.config import Settings
 from bot.errors import UserFacingError
@@ -27,6 +26,7 @@ from bot.llm.types import Message, StreamDelta, ToolSchema, Usage
 from bot.llm.usage_estimate import PromptShape, counted_usage
 from bot.prompts import Prompts
 from bot.store.repos.token_usage import Refused, Reservation, TokenUsageRepository
+from bot.utils.zones import zone_or_none
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +52,11 @@ class BudgetDay:
 
 def budget_day(now: datetime, zone: str | None) -> BudgetDay:
     """The day `now` falls on in `zone` (UTC when None or unknown) and when it ends."""
-    try:
-        tz = ZoneInfo(zone) if zone else UTC
-    except (ZoneInfoNotFoundError, ValueError):
+    known = zone_or_none(zone)
+    if zone and known is None:
         log.warning("unknown time zone %r: budgets use UTC days", zone)
-        tz, zone = UTC, None
+        zone = None
+    tz: tzinfo = known or UTC
     local = now.astimezone(tz)
     midnight = datetime.combine(local.date() + timedelta(days=1), datetime.min.time(), tz)
     return BudgetDay(local.date().isoformat(), midnight.astimezone(UTC), zone or "UTC")

@@ -29,7 +29,9 @@ from bot.chat.member_turn import (
 from bot.chat.not_stored import store_failure_reason
 from bot.chat.pending import PendingTurns
 from bot.chat.stopping import StopScope
-from bot.chat.tool_budget import ToolBudget, resume_footer, split_footer, trim_tool_result
+from bot.chat.tool_arguments import Refusal, ScreenedCalls, screen_calls
+from bot.chat.tool_budget import ToolBudget, trim_tool_result
+from bot.chat.tool_marks import marked_result
 from bot.chat.turn_fit import ToolText
 from bot.chat.turn_messages import (
     ToolStep,
@@ -354,7 +356,12 @@ class ChatEngine:
         state.user_message = message
         state.text = f"{state.text}\n{part.text}"
         await save_requested_fact(
-            self._members, state.speaker, session.space_id, session.id, part.text
+            self._members,
+            state.speaker,
+            session.space_id,
+            session.id,
+            part.text,
+            message_id=message.id,
         )
 
     async def _already_stored(self, request: TurnRequest, space_id: str) -> bool:
@@ -486,7 +493,12 @@ class ChatEngine:
         prompts = prompts_for(settings.language)
         model = request.model or state.session.model or state.space_model or settings.llm_model
         remembered = await save_requested_fact(
-            self._members, state.speaker, state.session.space_id, state.session.id, request.text
+            self._members,
+            state.speaker,
+            state.session.space_id,
+            state.session.id,
+            request.text,
+            message_id=state.user_message.id,
         )
         if remembered is not None:
             emit(remembered)
@@ -530,7 +542,12 @@ class ChatEngine:
             tools=self.registry.schemas(exclude=state.hidden_tools),
             images=request.images,
         )
-        return TurnMessages(context.messages, context.budget)
+        return TurnMessages(
+            context.messages,
+            context.budget,
+            refit=context.refit,
+            tool_tokens=context.tool_tokens,
+        )
 
     async def _tool_loop(
         self, turn: TurnMessages, model: str, state: _TurnState, request: TurnRequest, emit: Emit
@@ -544,7 +561,7 @@ class ChatEngine:
                 # Tools only while their results can be seen; the model is told once.
                 offer_tools = False
                 turn.tell(notice(prompts.format(why, limit=state.budget.max_chars)))
-            messages = turn.request()
+            messages = turn.request(offers_tools=offer_tools)
             if messages is None:
                 turn.stop(notice(prompts["tool_window_exhausted"]))
                 messages = turn.without_tools()
@@ -554,8 +571,9 @@ class ChatEngine:
             )
             if not calls or not offer_tools or state.stopped:
                 break
-            turn.steps.append(assistant_message(text, calls))
-            await self._run_tools(calls, turn, state, request, emit)
+            screened = screen_calls(calls, turn.room(state.budget.rounds + 1))
+            turn.steps.append(assistant_message(text, screened.calls))
+            await self._run_tools(screened, turn, state, request, emit)
             state.budget.rounds += 1
 
     async def _stream_round(
@@ -618,7 +636,7 @@ class ChatEngine:
 
     async def _run_tools(
         self,
-        calls: list[ToolCall],
+        screened: ScreenedCalls,
         turn: TurnMessages,
         state: _TurnState,
         request: TurnRequest,
@@ -627,15 +645,17 @@ class ChatEngine:
         settings = self._settings()
         prompts = prompts_for(settings.language)
         round_number = state.budget.rounds + 1
-        for index, call in enumerate(calls):
+        for index, call in enumerate(screened.calls):
             head = prompts.format("tool_result_prefix", name=call.name) + "\n"
             room = turn.room(round_number)
-            not_run = _not_run(state.budget, room, prompts)
+            not_run = _not_run(state.budget, room, prompts, screened.refused.get(index))
+            call_id = f"{round_number}-{index + 1}-{call.id}"
             if not_run is not None:
                 # Every tool_call id needs its tool message; this one says why nothing ran.
                 turn.steps.append(ToolStep(call, ToolText(not_run, round=round_number)))
+                if index in screened.refused:
+                    self._show_refused(call_id, call, not_run, emit)
                 continue
-            call_id = f"{round_number}-{index + 1}-{call.id}"
             arguments = _arguments(call)
             running = self._running_event(call_id, call.name, arguments)
             emit(running)
@@ -644,10 +664,17 @@ class ChatEngine:
             raw, decision = await self._execute(call.name, arguments, state, fits, request)
             duration_ms = round((time.monotonic() - started) * 1000)
             result = trim_tool_result(raw, settings.max_tool_result_chars)
-            item, tails = self._tool_text(
-                call, arguments, result, round_number, prompts=prompts, cap=state.budget.max_chars
+            marked = marked_result(
+                call,
+                arguments,
+                result,
+                round_number,
+                self.registry.get(call.name),
+                prompts=prompts,
+                cap=state.budget.max_chars,
             )
-            item = fit_to_room(state.budget.take(item, tails), room)
+            taken = state.budget.take(marked.item, marked.budget_tails, marked.budget_closed)
+            item = fit_to_room(taken, room)
             state.tool_names.append(call.name)
             emit(_finished_event(running, result))
             for event in raw.events:
@@ -668,43 +695,11 @@ class ChatEngine:
             await self._run_hooks(outcome, emit)
             turn.steps.append(ToolStep(call, item))
 
-    def _tool_text(
-        self,
-        call: ToolCall,
-        arguments: dict[str, Any],
-        result: ToolResult,
-        round_number: int,
-        *,
-        prompts: Prompts,
-        cap: int,
-    ) -> tuple[ToolText, list[tuple[str, str]]]:
-        """The result as a tool message in parts, and the tails the turn's cap may cut it with.
-
-        A cut page's footer resumes at the start of the page (the token the call was made
-        with); without such a token the marker says to repeat the call instead.
-        """
-        head = prompts.format("tool_result_prefix", name=call.name) + "\n"
-        body, footer = split_footer(result.text)
-        tool = self.registry.get(call.name)
-        start = arguments.get("continue_from")
-        paged = bool(footer) or (tool is not None and tool.paged)
-        resume = (
-            resume_footer(footer, start)
-            if paged and not result.failed and isinstance(start, str)
-            else ""
-        )
-
-        def tails(resume_with: str) -> tuple[str, str]:
-            hint = prompts.format(
-                "tool_resume_token" if resume_with else "tool_resume_call", name=call.name
-            )
-            budget_cut = prompts.format("tool_result_cut", limit=cap, resume=hint)
-            window_cut = prompts.format("tool_result_shortened", resume=hint)
-            return f"\n{budget_cut}{resume_with}", f"\n{window_cut}{resume_with}"
-
-        options = [tails(resume)] + ([tails("")] if resume else [])
-        item = ToolText(head, body, footer, options[0][1], round_number)
-        return item, options
+    def _show_refused(self, call_id: str, call: ToolCall, why: str, emit: Emit) -> None:
+        """Show a refused call as one that failed, so the member sees why nothing was done."""
+        running = self._running_event(call_id, call.name, _arguments(call))
+        emit(running)
+        emit(_finished_event(running, ToolResult.error(why)))
 
     def _running_event(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolEvent:
         """The `running` event of a call: the tool's icon and label for its arguments."""
@@ -737,6 +732,8 @@ class ChatEngine:
                 "space_id": state.session.space_id,
                 "member_id": state.speaker.id,
                 "member_name": state.speaker.name,
+                # The message the turn answers (its last): what a remembered fact came from.
+                "message_id": state.user_message.id,
                 ROOM_PARAM: room,
             },
         )
@@ -796,8 +793,14 @@ def _approval_time(setting: float, bound: asyncio.Timeout | None) -> float:
     return max(1.0, min(setting, left))
 
 
-def _not_run(budget: ToolBudget, room: int, prompts: Prompts) -> str | None:
+def _not_run(
+    budget: ToolBudget, room: int, prompts: Prompts, refusal: Refusal | None
+) -> str | None:
     """Why a call of this round does not run (its tool message), or None when it runs."""
+    if refusal is not None:
+        return prompts.format(
+            "tool_arguments_refused", size=f"{refusal.size:,}", limit=f"{refusal.limit:,}"
+        )
     if budget.chars_exhausted:
         return prompts.format("tool_not_run", limit=budget.max_chars)
     if room < PAGE_TOKENS:

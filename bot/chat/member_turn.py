@@ -74,6 +74,8 @@ async def save_requested_fact(
     space: str,
     session_id: str,
     text: str,
+    *,
+    message_id: int | None = None,
 ) -> RememberedEvent | None:
     """Keep the fact the message asks to be remembered, if memory is on; whether it was saved
     (None: the message asks nothing, or nobody is known to keep it for)."""
@@ -87,7 +89,13 @@ async def save_requested_fact(
         return RememberedEvent(None, fact, False, reason)
     try:
         kept = await members.remember(
-            space, speaker.id, fact, "request", member_name=speaker.name, session_id=session_id
+            space,
+            speaker.id,
+            fact,
+            "request",
+            member_name=speaker.name,
+            session_id=session_id,
+            message_id=message_id,
         )
     except UserFacingError as exc:
         log.info("did not keep a requested fact in %s: %s", space, exc)

@@ -127,14 +127,20 @@ class ToolBudget:
         """Whether the next model call is offered tools."""
         return not (self.chars_exhausted or self.rounds_exhausted)
 
-    def take(self, item: ToolText, tails: Sequence[tuple[str, str]]) -> ToolText:
+    def take(
+        self, item: ToolText, tails: Sequence[tuple[str, str]], closed_tail: str = ""
+    ) -> ToolText:
         """`item` as it may reach the model: whole while it fits, else cut to the room left.
 
-        A cut spends the budget: no further call runs in this turn.
+        A cut spends the budget: no further call runs in this turn; `closed_tail` then ends it
+        in the requests that offer no tools (it names no call).
         """
         if counted_chars(item) <= self.room:
             self.chars += counted_chars(item)
             return item
         cut = cut_to_room(item, self.room, tails)
         self.chars = self.max_chars
-        return cut
+        closed = closed_tail or cut.closed_tail
+        # The closed form must stay within the cap too: a longer tail takes from the body.
+        keep = len(cut.body) - max(0, len(closed) - len(cut.footer))
+        return replace(cut, body=cut.body[: max(0, keep)], precut=True, closed_tail=closed)

@@ -1,15 +1,18 @@
 """One turn's messages: the built context plus this turn's tool exchange, fitted into one
 budget before every model call, and the room that budget leaves for the next tool result.
 
-The room counts earlier rounds' results at their condensed form (head, cut marker and the
-token that reads them again: what `fit_tool_texts` shortens them to before anything is cut
-away) and the current round's results whole, so a result fitted to it reaches the model whole.
+As the exchange grows, the context gives way to it (the layers and the older conversation
+shrink, marked, down to the floor `allocate` keeps for them); a request that offers no tools
+also has the room of the schemas it does not carry. The room counts the context at that floor,
+earlier rounds' results at their condensed form (head and marker: what `fit_tool_texts`
+shortens them to before anything is cut away) and the current round's results whole, so a
+result fitted to it reaches the model whole.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from bot.chat.allocation import CALL_RESERVE_TOKENS, PAGE_TOKENS
@@ -32,8 +35,10 @@ class ToolStep:
 
 
 def condensed_tokens(item: ToolText) -> int:
-    """Tokens of `item` at its shortest form: its head and cut tail (or whole, if smaller)."""
-    return min(content_tokens(item.text), content_tokens(item.cut(0)))
+    """Tokens of `item` at its shortest form: its head and marker (or whole, if smaller); the
+    larger of its cut and digest forms, as an earlier round shrinks to its digest."""
+    shortest = max(content_tokens(item.cut(0)), content_tokens(item.digested(0)))
+    return min(content_tokens(item.text), shortest)
 
 
 def fit_to_room(item: ToolText, room: int) -> ToolText:
@@ -50,23 +55,52 @@ def fit_to_room(item: ToolText, room: int) -> ToolText:
             low = middle
         else:
             high = middle - 1
-    return replace(item, body=item.body[:low], footer=item.cut_tail)
+    return replace(item, body=item.body[:low], footer=item.tail_at(low), precut=True)
+
+
+Refit = Callable[[int], list[Message]]
 
 
 class TurnMessages:
-    """The context plus this turn's steps, fitted into one budget before every model call."""
+    """The context plus this turn's steps, fitted into one budget before every model call.
 
-    def __init__(self, context: list[Message], budget: int) -> None:
+    `refit(tokens)` renders the context again with `tokens` kept free for the tool exchange;
+    `tool_tokens` is what the tool schemas take of `budget` when they are sent.
+    """
+
+    def __init__(
+        self,
+        context: list[Message],
+        budget: int,
+        *,
+        refit: Refit | None = None,
+        tool_tokens: int = 0,
+    ) -> None:
         self.context = context
         self.budget = budget
         self.steps: list[Message | ToolStep] = []
         # The one notice that says tools are over for this turn has been given.
         self.told = False
+        self._refit = refit
+        self._tool_tokens = tool_tokens
+        self._floor: list[Message] | None = None
 
-    def _fixed_tokens(self) -> int:
-        return sum(message_tokens(message) for message in self.context) + sum(
-            message_tokens(step) for step in self.steps if not isinstance(step, ToolStep)
-        )
+    def _context_tokens(self) -> int:
+        return sum(message_tokens(message) for message in self.context)
+
+    def _floor_context(self) -> list[Message]:
+        """The context once it has given the tool exchange all it may."""
+        if self._floor is None:
+            floor = self.context if self._refit is None else self._refit(self.budget)
+            smaller = sum(message_tokens(m) for m in floor) < self._context_tokens()
+            self._floor = floor if smaller else self.context
+        return self._floor
+
+    def _floor_tokens(self) -> int:
+        return sum(message_tokens(message) for message in self._floor_context())
+
+    def _step_tokens(self) -> int:
+        return sum(message_tokens(step) for step in self.steps if not isinstance(step, ToolStep))
 
     def _tools(self) -> list[ToolText]:
         return [step.text for step in self.steps if isinstance(step, ToolStep)]
@@ -74,7 +108,7 @@ class TurnMessages:
     def room(self, round_number: int) -> int:
         """Tokens a further tool message of round `round_number` may take, every earlier
         round condensed and this round's results whole."""
-        spent = self._fixed_tokens()
+        spent = self._floor_tokens() + self._step_tokens()
         for item in self._tools():
             spent += (
                 content_tokens(item.text) if item.round == round_number else condensed_tokens(item)
@@ -91,13 +125,21 @@ class TurnMessages:
             self.told = True
             self.steps.append(notice)
 
-    def request(self) -> list[Message] | None:
-        """The messages of the next model call within the budget, or None if they cannot fit."""
-        fixed = self._fixed_tokens()
+    def request(self, *, offers_tools: bool = True) -> list[Message] | None:
+        """The messages of the next model call within the budget, or None if they cannot fit.
+
+        A call that offers no tools has the room of the schemas too, and its markers name no
+        call to make.
+        """
         tools = self._tools()
         if not tools:
             return self.without_tools()
-        fitted = fit_tool_texts(tools, fixed, self.budget)
+        budget = self.budget + (0 if offers_tools else self._tool_tokens)
+        exchange = self._step_tokens()
+        whole = sum(content_tokens(item.whole(closed=not offers_tools)) for item in tools)
+        context = self._context_for(exchange + whole, budget)
+        fixed = sum(message_tokens(message) for message in context) + exchange
+        fitted = fit_tool_texts(tools, fixed, budget, closed=not offers_tools)
         if fitted is None:
             return None
         if fitted.shortened:
@@ -110,13 +152,24 @@ class TurnMessages:
                 self.budget,
             )
         contents = iter(fitted.contents)
-        messages = list(self.context)
+        messages = list(context)
         for step in self.steps:
             if isinstance(step, ToolStep):
                 messages.append(tool_message(step.call, next(contents)))
             else:
                 messages.append(step)
         return messages
+
+    def _context_for(self, exchange: int, budget: int) -> list[Message]:
+        """The context, given way to an exchange of `exchange` tokens where it must.
+
+        It gives way once, straight to its floor, and stays there: a model server reuses
+        what it computed for the prompt's unchanged start, so the layers change at most once
+        a turn rather than at every round.
+        """
+        if self._context_tokens() + exchange > budget:
+            self.context = self._floor_context()
+        return self.context
 
     def stop(self, notice: Message) -> None:
         """Tools end here: this turn's tool exchange does not fit, so the model answers without."""

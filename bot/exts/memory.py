@@ -8,6 +8,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.bot import BotDeps
+from bot.exts._blanked import BlankedInDiscord
 from bot.exts._common import Reply, answer, clip, deps_of, session_here, space_here, ui_for
 from bot.memory.member_memory import MemberFact
 from bot.prompts.ui_text import UiText
@@ -164,5 +165,8 @@ class Memory(commands.GroupCog, group_name="memory", group_description="What the
 
 
 async def setup(bot: commands.Bot) -> None:
-    """Extension entry point."""
-    await bot.add_cog(Memory(deps_of(bot)))
+    """Extension entry point; after an erase or a forget the bot edits what it showed."""
+    deps = deps_of(bot)
+    blanked = BlankedInDiscord(bot, deps.services.tasks)
+    deps.services.members.add_blank_listener(blanked.on_blanked)
+    await bot.add_cog(Memory(deps))

@@ -7,6 +7,8 @@ sees a fact only when its owner marked it shared. Members list, forget and switc
 kept about them (the `/memory me` commands); while it is off nothing is saved about them.
 `erase` removes a member from the space: facts, switch, and their messages' text (see
 `bot.store.repos.member_erase`); the threads whose summaries held them are summarised again.
+Forgetting a fact also blanks the message it was said in (`bot.store.repos.fact_forget`).
+After either, blank listeners learn what the bot still shows in Discord (`DiscordFollowUp`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.errors import UserFacingError, ValidationError
+from bot.store.repos.erase_quotes import DiscordFollowUp
+from bot.store.repos.fact_forget import ForgotFacts
 from bot.store.repos.member_erase import ErasedMember
 from bot.store.repos.member_facts import (
     FactSource,
@@ -26,9 +30,12 @@ from bot.store.repos.member_facts import (
 from bot.store.spaces import parse_space
 
 __all__ = [
+    "BlankListener",
+    "DiscordFollowUp",
     "EraseListener",
     "ErasedMember",
     "FactsForTurn",
+    "ForgotFacts",
     "MemberFact",
     "MemberMemory",
     "MemberSummary",
@@ -59,9 +66,14 @@ _JA_BEFORE = re.compile(
 )
 _TRAILING = " \t\n.!?。！？、,，"
 ERASED_PLACEHOLDER = "[erased at the member's request]"
+FORGOTTEN_PLACEHOLDER = "[forgotten at the member's request]"
+NEUTRAL_TITLE = "Chat with {name}"
 
 # Told the space and what an erase removed (threads to summarise again, files to forget).
 EraseListener = Callable[[str, ErasedMember], Awaitable[None]]
+# Told the space, the threads to summarise again and what Discord still shows, after an erase
+# or a forget blanked texts.
+BlankListener = Callable[[str, tuple[str, ...], DiscordFollowUp], Awaitable[None]]
 
 
 class MemoryOffError(UserFacingError):
@@ -130,15 +142,30 @@ class MemberMemory:
         *,
         cap: int = MAX_FACTS_PER_MEMBER,
         placeholder: Callable[[], str] = lambda: ERASED_PLACEHOLDER,
+        forgotten: Callable[[], str] = lambda: FORGOTTEN_PLACEHOLDER,
+        neutral_title: Callable[[], str] = lambda: NEUTRAL_TITLE,
     ) -> None:
         self._repo = repo
         self._cap = cap
         self._placeholder = placeholder
+        self._forgotten = forgotten
+        self._neutral_title = neutral_title
         self._erase_listeners: list[EraseListener] = []
+        self._blank_listeners: list[BlankListener] = []
 
     def add_erase_listener(self, listener: EraseListener) -> None:
         """Call `listener(space, erased)` after each erase."""
         self._erase_listeners.append(listener)
+
+    def add_blank_listener(self, listener: BlankListener) -> None:
+        """Call `listener(space, sessions, discord)` after each erase or forget."""
+        self._blank_listeners.append(listener)
+
+    async def _blanked(
+        self, space: str, sessions: tuple[str, ...], discord: DiscordFollowUp
+    ) -> None:
+        for listener in self._blank_listeners:
+            await listener(space, sessions, discord)
 
     async def remember(
         self,
@@ -150,8 +177,10 @@ class MemberMemory:
         member_name: str = "",
         session_id: str | None = None,
         shared: bool = False,
+        message_id: int | None = None,
     ) -> MemberFact:
-        """Keep a fact about `member`; MemoryOffError, ValidationError or MemoryFullError."""
+        """Keep a fact about `member` (taken from `message_id`: forgetting it blanks that
+        message); MemoryOffError, ValidationError or MemoryFullError."""
         fact = clean_fact(text)
         if not await self._repo.enabled(space, member):
             raise MemoryOffError(
@@ -166,6 +195,7 @@ class MemberMemory:
             session_id=session_id,
             shared=shared,
             cap=self._cap,
+            message_id=message_id,
         )
         if stored is None:
             raise MemoryFullError(
@@ -178,12 +208,26 @@ class MemberMemory:
         return await self._repo.of_member(space, member)
 
     async def forget(self, space: str, member: str, fact_id: int) -> bool:
-        """Forget one of the member's facts; False when it is not one of theirs."""
-        return await self._repo.delete(space, member, fact_id)
+        """Forget one of the member's facts and blank what it was said in; False when it is
+        not one of theirs."""
+        return (await self._forget(space, member, fact_id)).facts > 0
 
     async def forget_all(self, space: str, member: str) -> int:
-        """Forget every fact about the member; how many there were."""
-        return await self._repo.delete_all(space, member)
+        """Forget every fact about the member (and what they were said in); how many."""
+        return (await self._forget(space, member, None)).facts
+
+    async def _forget(self, space: str, member: str, fact_id: int | None) -> ForgotFacts:
+        forgot = await self._repo.forget(
+            space,
+            member,
+            _author(space, member),
+            fact_id=fact_id,
+            placeholder=self._forgotten(),
+            neutral=self._neutral_title(),
+        )
+        if forgot.facts:
+            await self._blanked(space, forgot.sessions, forgot.discord)
+        return forgot
 
     async def share(self, space: str, member: str, fact_id: int, shared: bool) -> bool:
         """The owner shows one of their facts to the other members too (or stops)."""
@@ -210,9 +254,20 @@ class MemberMemory:
     async def erase(self, space: str, member: str) -> ErasedMember:
         """Erase the member from the space: facts, switch, tags, their messages' text (and the
         bot's answers to them), the summaries holding them; then have those summarised again."""
-        local = member == LOCAL_MEMBER and parse_space(space).kind == "local"
-        author = None if local else member
-        erased = await self._repo.erase(space, member, author, self._placeholder())
+        erased = await self._repo.erase(
+            space,
+            member,
+            _author(space, member),
+            self._placeholder(),
+            neutral=self._neutral_title(),
+        )
         for listener in self._erase_listeners:
             await listener(space, erased)
+        await self._blanked(space, erased.sessions, erased.discord)
         return erased
+
+
+def _author(space: str, member: str) -> str | None:
+    """The `messages.author_id` of the member's messages (None: the local user's)."""
+    local = member == LOCAL_MEMBER and parse_space(space).kind == "local"
+    return None if local else member

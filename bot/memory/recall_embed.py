@@ -26,8 +26,8 @@ from typing import Final, Protocol
 
 from bot.config import Settings
 from bot.memory.vectors import normalise
+from bot.runtime.blas import load_numpy
 from bot.store.repos.message_embeddings import MessageEmbeddingRepository, StoredVector
-from bot.utils.blas import load_numpy
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ from bot.memory.knowledge import KnowledgeEntry, KnowledgeService
 from bot.memory.notes import NotePage, NotesService
 from bot.store.repos.space_records import SpaceRecord, SpaceRepository
 from bot.store.spaces import parse_space
+from bot.utils import zones
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,12 @@ class SpaceService:
     async def rename(self, space_id: str, name: str) -> SpaceRecord:
         """Set a space's display name."""
         return await self.repo.rename(space_id, name)
+
+    async def set_timezone(self, space_id: str, zone: str | None) -> SpaceRecord:
+        """Set the space's time zone (an IANA name, checked; None: none)."""
+        if zone:
+            zones.zone(zone)  # raises ValueError naming an unknown zone
+        return await self.repo.set_timezone(space_id, zone)
 
     async def set_default_model(self, space_id: str, model: str | None) -> SpaceRecord:
         """The model of the space's conversations that pin none (None: the global default)."""

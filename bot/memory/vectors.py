@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from bot.utils.blas import load_numpy
+from bot.runtime.blas import load_numpy
 
 
 def normalise(vector: Sequence[float]) -> list[float] | None:

@@ -44,7 +44,7 @@ async def started_services(
     that import. The services are the container and this module sits below them, so the
     caller hands them in rather than this module importing them."""
     from bot.memory.japanese import JapaneseAnalyzer
-    from bot.utils.heap import frozen_start_up_heap
+    from bot.runtime.heap import frozen_start_up_heap
 
     async with AsyncExitStack() as stack:
         analyzer = JapaneseAnalyzer()

@@ -27,7 +27,9 @@ log = logging.getLogger(__name__)
 
 # Parameters the engine fills in itself (the conversation's session and space, the member
 # speaking, the room left for the result); never shown to nor accepted from the model.
-INJECTED_PARAMS = frozenset({"session_id", "space_id", "member_id", "member_name", "result_room"})
+INJECTED_PARAMS = frozenset(
+    {"session_id", "space_id", "member_id", "member_name", "message_id", "result_room"}
+)
 DEFAULT_TOOL_TIMEOUT = 60.0
 
 ToolHandler = Callable[..., Awaitable[Any] | Any]
@@ -37,6 +39,9 @@ LabelMaker = Callable[[dict[str, Any]], str]
 # When a call waits for its member's Allow / Deny: never, always (an MCP server marked
 # `confirm`), or while the CONFIRM_NOTE_WRITES setting is on (the notes-writing tools).
 Confirm = Literal["never", "always", "note_writes"]
+# The call's arguments, its result's body and how much of the body was kept → the arguments
+# of the call that reads on from there, or None.
+ResumeMaker = Callable[[dict[str, Any], str, int], dict[str, Any] | None]
 _LABEL_CHARS = 60
 
 _JSON_TYPES: dict[Any, str] = {
@@ -87,6 +92,9 @@ class Tool:
     display: ToolDisplay = field(default_factory=ToolDisplay)
     sources: SourceReader | None = field(default=None, repr=False)
     confirm: Confirm = "never"
+    # The arguments of the call that reads on after the first `kept` characters of a result's
+    # body, for a tool whose calls resume at an offset (None: it cannot say).
+    resume: ResumeMaker | None = field(default=None, repr=False)
 
     @property
     def icon(self) -> str:
@@ -270,6 +278,7 @@ class ToolRegistry:
         display: ToolDisplay | None = None,
         sources: SourceReader | None = None,
         confirm: Confirm = "never",
+        resume: ResumeMaker | None = None,
     ) -> Tool:
         """Register a typed callable; its schema comes from its signature and docstring."""
         schema, injected, validator = schema_from_callable(func, name, description)
@@ -284,6 +293,7 @@ class ToolRegistry:
             display=display or ToolDisplay(),
             sources=sources,
             confirm=confirm,
+            resume=resume,
         )
         self.add(tool)
         return tool

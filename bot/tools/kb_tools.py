@@ -10,6 +10,7 @@ on from where the layer stopped (`continuation`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
@@ -29,6 +30,8 @@ TOOL: Final = "read_kb_file"
 # Characters of a file per result (scrape_url's default page), fewer when the room is smaller.
 PAGE_CHARS: Final = 4000
 KB_ICON: Final = "📖"
+# A part's first line: "# Title (path), from character 1,201 of 20,000".
+_PART_HEADER: Final = re.compile(r"\(([^()]+)\), from character ([\d,]+) of [\d,]+$")
 
 
 class KBFile(Protocol):
@@ -56,6 +59,21 @@ class KBFiles(Protocol):
     async def file(self, path: str, space: str) -> KBFile | None:
         """The file at `path` if `space` may see it."""
         ...
+
+
+def read_kb_resume(arguments: dict[str, Any], body: str, kept: int) -> dict[str, Any] | None:
+    """The read_kb_file call that goes on after `kept` characters of a part (its first line is
+    the part's header, naming the file and where the part starts)."""
+    header, newline, _ = body.partition("\n")
+    match = _PART_HEADER.search(header)
+    if match is None or not newline:
+        return None
+    start = int(match.group(2).replace(",", "")) - 1
+    resumed = start + max(0, kept - len(header) - 1)
+    try:
+        return {"continue_from": continuation(match.group(1), resumed)}
+    except ValueError:  # a path no token may carry (InvalidTokenError is one)
+        return None
 
 
 def continuation(path: str, offset: int) -> str:
@@ -133,4 +151,5 @@ def register_kb_tools(
         KBFileReader(files, settings).read_kb_file,
         paged=True,
         display=ToolDisplay(KB_ICON, _label),
+        resume=read_kb_resume,
     )

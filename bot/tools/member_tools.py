@@ -18,6 +18,7 @@ REMEMBER_ICON = "🧠"
 REMEMBER_TOOL = "remember"
 
 
+_NOBODY = "Nobody to remember this for: the speaking member is not known here."
 # Characters of the list when no room is given (a fact has at most 300, a member at most 50).
 MAX_LIST_CHARS = 6000
 
@@ -63,6 +64,10 @@ def not_saved_text(exc: UserFacingError) -> str:
     return f"Not saved: {exc}"
 
 
+def _remember_label(arguments: dict[str, Any]) -> str:
+    return f"remember: {short_text(arguments.get('fact', ''))}"
+
+
 def register_member_tools(registry: ToolRegistry, members: MemberMemory) -> None:
     """Offer remember and member_facts (member memory of the conversation's space)."""
 
@@ -90,6 +95,7 @@ def register_member_tools(registry: ToolRegistry, members: MemberMemory) -> None
         member_id: str | None = None,
         member_name: str | None = None,
         session_id: str | None = None,
+        message_id: int | None = None,
     ) -> ToolResult:
         """Keep a fact about the person you are talking to, for their later conversations.
 
@@ -100,10 +106,7 @@ def register_member_tools(registry: ToolRegistry, members: MemberMemory) -> None
             fact: The fact in one short sentence, e.g. "Their cat is called Mochi."
         """
         if not space_id or not member_id:
-            raise ToolError(
-                "Nobody to remember this for: the speaking member is not known here.",
-                as_json=True,
-            )
+            raise ToolError(_NOBODY, as_json=True)
         try:
             kept = await members.remember(
                 space_id,
@@ -112,14 +115,14 @@ def register_member_tools(registry: ToolRegistry, members: MemberMemory) -> None
                 "tool",
                 member_name=member_name or "",
                 session_id=session_id,
+                message_id=message_id,
             )
         except UserFacingError as exc:
             raise ToolError(not_saved_text(exc), as_json=True) from None
         receipt = RememberedEvent(kept.id, kept.fact, True)
         return ToolResult(f"Remembered (fact #{kept.id}): {kept.fact}", events=(receipt,))
 
-    def label(arguments: dict[str, Any]) -> str:
-        return f"remember: {short_text(arguments.get('fact', ''))}"
-
-    registry.register(remember, name=REMEMBER_TOOL, display=ToolDisplay(REMEMBER_ICON, label))
+    registry.register(
+        remember, name=REMEMBER_TOOL, display=ToolDisplay(REMEMBER_ICON, _remember_label)
+    )
     registry.register(member_facts, display=ToolDisplay(REMEMBER_ICON, lambda _: "member_facts"))

@@ -4,6 +4,7 @@ notes_updated event hook. The space is injected by the engine, never chosen by t
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -21,6 +22,9 @@ READ_CHUNK_CHARS = 5000
 MAX_READ_CHARS = 6000
 LISTED_TITLES = 30
 NOTE_ICON = "📝"
+
+# The line closing a part of a page: where the part ends.
+_CHUNK_END = re.compile(r"\n\[characters \d+–(\d+) of \d+[^\n]*\]$")
 
 WriteMode = Literal["append", "replace", "create"]
 WriteListener = Callable[[str | None], None]
@@ -58,6 +62,23 @@ def render_page(page: NotePage, offset: int = 0, room: ResultRoom | None = None)
     if not fitted and start < total:
         raise ToolError("No room is left in the context window for this page.", as_json=True)
     return render(fitted or 0)
+
+
+def read_note_resume(arguments: dict[str, Any], body: str, kept: int) -> dict[str, Any] | None:
+    """The read_note call that goes on after `kept` characters of a page read with `arguments`
+    (its first line is the page's header); None for the list of titles."""
+    title = arguments.get("title")
+    offset = arguments.get("offset", 0)
+    header, newline, _ = body.partition("\n")
+    if not isinstance(title, str) or not title.strip() or not newline:
+        return None
+    if type(offset) is not int or not header.startswith("# "):
+        return None
+    resumed = max(0, offset) + max(0, kept - len(header) - 1)
+    chunk = _CHUNK_END.search(body)
+    if chunk is not None:
+        resumed = min(resumed, int(chunk.group(1)))  # a cut inside the closing line
+    return {"title": title, "offset": resumed}
 
 
 def list_titles(pages: list[NotePage], offset: int, room: ResultRoom) -> str:
@@ -199,7 +220,9 @@ def register_notes_tools(
 ) -> None:
     """Offer read_note and write_note; `on_write(session_id)` runs after every saved write."""
     tools = _NoteTools(notes, on_write)
-    registry.register(tools.read_note, display=ToolDisplay(NOTE_ICON, _read_label))
+    registry.register(
+        tools.read_note, display=ToolDisplay(NOTE_ICON, _read_label), resume=read_note_resume
+    )
     registry.register(
         tools.write_note, display=ToolDisplay(NOTE_ICON, _write_label), confirm="note_writes"
     )

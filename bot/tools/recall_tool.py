@@ -102,8 +102,12 @@ class RecallTool:
         if not page.hits:
             raise ToolError(prompts["recall_past_end"])
         labels = RecallLabels.of(prompts)
-        blocks = [render_hit(hit, labels, offset + i + 1) for i, hit in enumerate(page.hits)]
+        blocks = [
+            render_hit(hit, labels, offset + i + 1, page.zone) for i, hit in enumerate(page.hits)
+        ]
         header = prompts.format("recall_header", query=query, total=page.total, first=offset + 1)
+        if page.capped:
+            header += " " + prompts.format("recall_capped", total=page.total)
 
         def next_token_for(count: int) -> str | None:
             after = offset + count

@@ -6,7 +6,8 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from bot.utils.zones import zone_or_none
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +53,7 @@ def _candidates(environ: Mapping[str, str], etc: Path) -> list[str]:
 
 
 def _known(name: str) -> bool:
-    if not name or name.startswith("/"):
-        return False
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        return False
-    return True
+    return zone_or_none(name) is not None
 
 
 def host_timezone(environ: Mapping[str, str] | None = None, etc: Path = ETC) -> str:

@@ -58,3 +58,29 @@ async def test_a_space_picks_its_default_model_among_the_connections(admin: Admi
     assert cleared.json["default_model"] is None
     missing = await admin.patch("/api/spaces/guild:5", {"default_model": None})
     assert missing.status == 404
+
+
+async def test_a_space_gets_its_own_time_zone_and_keeps_its_model(admin: Admin) -> None:
+    await admin.services.spaces.ensure(GUILD, "Ramen Club")
+    await admin.post("/api/models/presets", {"label": "Local", "value": "ollama/qwen3:8b"})
+    await admin.patch(f"/api/spaces/{GUILD}", {"default_model": "ollama/qwen3:8b"})
+
+    for bad in ("Mars/Olympus", "../etc/passwd", "/etc/localtime"):
+        refused = await admin.patch(f"/api/spaces/{GUILD}", {"timezone": bad})
+        assert refused.status == 422 and "timezone" in refused.json["detail"], bad
+    zoned = await admin.patch(f"/api/spaces/{GUILD}", {"timezone": "Asia/Tokyo"})
+    assert zoned.status == 200, zoned.text
+    assert (zoned.json["timezone"], zoned.json["default_model"]) == (
+        "Asia/Tokyo",
+        "ollama/qwen3:8b",
+    )
+    # The zone budgets' days and recall's times read is the one the owner set.
+    assert await admin.services.repos.token_usage.timezone(GUILD) == "Asia/Tokyo"
+    listed = (await admin.get("/api/spaces")).json["spaces"]
+    assert [space["timezone"] for space in listed if space["id"] == GUILD] == ["Asia/Tokyo"]
+
+    model_only = await admin.patch(f"/api/spaces/{GUILD}", {"default_model": None})
+    assert model_only.json["timezone"] == "Asia/Tokyo", "a field left out stays"
+    cleared = await admin.patch(f"/api/spaces/{GUILD}", {"timezone": None})
+    assert cleared.json["timezone"] is None
+    assert await admin.services.repos.token_usage.timezone(GUILD) is None

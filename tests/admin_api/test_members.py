@@ -75,3 +75,30 @@ async def test_erase_a_member_in_one_space(admin: Admin) -> None:
     assert shown["request_json"] == shown["response_text"] == stored.content
     assert shown["model"] == "m" and shown["latency_ms"] == 3
     assert SECRET in (await admin.get(f"/api/logs/{logged[B]}")).json["request_json"]
+
+
+async def test_deleting_a_fact_blanks_the_message_it_was_said_in(admin: Admin) -> None:
+    repos, members = admin.services.repos, admin.services.members
+    here = await repos.sessions.create(A, title=f"remember that my cat is {SECRET}")
+    there = await repos.sessions.create(B, title=f"remember that my cat is {SECRET}")
+    said = await repos.messages.add(
+        A, here.id, "user", f"remember that my cat is {SECRET}", author_id=X, author_name="alice"
+    )
+    noted = await repos.messages.add(A, here.id, "assistant", "Noted!", reply_to=said.id)
+    other = await repos.messages.add(B, there.id, "user", f"my cat is {SECRET}", author_id=X)
+    cat = await members.remember(
+        A, X, f"my cat is {SECRET}", "request", session_id=here.id, message_id=said.id
+    )
+
+    gone = await admin.delete(f"/api/memory/members/{A}/{X}/facts/{cat.id}")
+
+    assert gone.json == {"deleted": 1}
+    forgotten = {m.id: m.content for m in await repos.messages.recent_live(A, here.id, 10)}
+    assert set(forgotten.values()) == {"[forgotten at the member's request]"}
+    assert set(forgotten) == {said.id, noted.id}
+    renamed = await repos.sessions.get(A, here.id)
+    assert renamed is not None and renamed.title == "Chat with alice"
+    # Another space's message and title are its own.
+    assert [m.content for m in await repos.messages.recent_live(B, there.id, 10)] == [other.content]
+    kept = await repos.sessions.get(B, there.id)
+    assert kept is not None and kept.title == f"remember that my cat is {SECRET}"

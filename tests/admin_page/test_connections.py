@@ -166,3 +166,23 @@ async def test_a_dead_connection_warns_on_its_own_row_and_the_configured_one_is_
     await expect(configured).to_contain_text("(configured: LLM_MODEL, follows it)")
     await expect(configured.locator(".connection-warning")).to_have_count(0)
     ui.assert_clean()
+
+
+async def test_a_space_keeps_time_in_the_zone_the_owner_types(ui: Ui) -> None:
+    await ui.admin.services.spaces.ensure(GUILD, "Ramen Club")
+    await ui.login()
+    await ui.go("spaces")
+    field = ui.page.get_by_label("Time zone of Ramen Club (guild:100)")
+    await expect(field).to_have_value("")
+    await field.fill("Mars/Olympus")
+    await field.press("Enter")
+    await expect(ui.status).to_contain_text("unknown time zone")
+    await expect(field).to_have_value("")
+    await field.fill("Asia/Tokyo")
+    await field.press("Enter")
+    await expect(ui.status).to_contain_text("Ramen Club (guild:100) now keeps time in Asia/Tokyo.")
+    assert await ui.admin.services.repos.token_usage.timezone(GUILD) == "Asia/Tokyo"
+    await ui.page.reload()
+    await ui.go("spaces")
+    await expect(field).to_have_value("Asia/Tokyo")
+    ui.assert_clean()

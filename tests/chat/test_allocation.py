@@ -8,6 +8,7 @@ import pytest
 
 from bot.chat.allocation import (
     MIN_RECENT_EXCHANGES,
+    READING_MAX_SHARE,
     Allocation,
     allocate,
     answer_reserve,
@@ -168,3 +169,15 @@ def test_the_token_factor_is_applied_once() -> None:
     assert prompt_budget(16384, 1400, 1.0) == 11708
     assert prompt_budget(16384, 1400, 0.0) == 11708, "a broken factor counts as 1"
     assert prompt_budget(1024, 5000) == 256, "never below the floor"
+
+
+def test_a_turn_that_has_read_more_takes_room_from_the_layers_up_to_its_share() -> None:
+    # Room 1000 after the system prompt; the last exchanges take 90 of it, 910 remain.
+    base = allocate(1100, 100, [30, 30, 30], {"kb": 5000}, tools=True)
+    grown = allocate(1100, 100, [30, 30, 30], {"kb": 5000}, tools=True, reading=400)
+    capped = allocate(1100, 100, [30, 30, 30], {"kb": 5000}, tools=True, reading=5000)
+    assert grown.tool_reserve == 400 and grown.layers == {"kb": 510}
+    assert grown.layers["kb"] < base.layers["kb"]
+    assert capped.tool_reserve == int(910 * READING_MAX_SHARE), "at most its share"
+    assert capped.layers == {"kb": 910 - capped.tool_reserve}, "the rest stays the layers'"
+    assert (capped.recent_exchanges, capped.recent_tokens) == (3, 90), "recent talk whole"

@@ -125,8 +125,12 @@ async def test_every_round_is_checked_not_only_the_first(
 
 
 async def test_counts_are_the_servers_else_the_logged_estimate(
-    make_settings: SettingsFactory, service_options: ServiceOptions, llm: FakeLLMServer
+    make_settings: SettingsFactory,
+    service_options: ServiceOptions,
+    llm: FakeLLMServer,
+    clock: Clock,
 ) -> None:
+    service_options.budget_clock = clock  # `used` reads the clock's day, not today's
     async with open_services(make_settings("ollama", max_answer_chars=100), service_options) as s:
         await _estimated_then_reported(s, llm)
 

@@ -1,7 +1,7 @@
 """Tools only while their results can be seen (what the loopback model received, over both
 backends): tools are offered while a page of result still fits the window, the newest result
-arrives whole, earlier ones are condensed with the token that reads them again, and the model
-is told once when tools are over."""
+arrives whole, earlier ones are condensed to digests naming the call that reads them again, and
+the model is told once when tools are over."""
 
 from __future__ import annotations
 
@@ -77,24 +77,38 @@ def check_whole(content: str, files: dict[str, str]) -> tuple[str, int, int]:
     return path, start, len(body)
 
 
-def check_condensed(content: str, files: dict[str, str], language: str) -> None:
-    """An earlier page: whole, or condensed to its start with the token it was read with."""
+def check_condensed(
+    content: str, files: dict[str, str], language: str, *, closed: bool = False
+) -> None:
+    """An earlier page: whole, or a digest of its lines (the page's start first, the rest in
+    order, each the file's own text) whose marker says to repeat the call it was read with;
+    in a request that offers no tools (`closed`) the marker names no call."""
     prompts = prompts_for(language)
-    marker = prompts.format("tool_result_shortened", resume="")[:8]
+    marker = "\n…["
     if marker not in content:
         check_whole(content, files)
         return
     match = PAGE_START.search(content)
     assert match is not None
     start = int(match.group(2).replace(",", "")) - 1
-    body, meta = parse_paged_result(content[match.end() :])
-    kept = body.split(marker, 1)[0].removesuffix("\n")
-    assert files[match.group(1)][start:].startswith(kept), "condensed: the page's start"
-    if start == 0:
-        assert "read_kb_file" in body and meta == {"has_more": False}, "repeat the call"
+    body, tail = content[match.end() :].split(marker, 1)
+    pieces = [piece for piece in body.split("\n") if piece and piece != "…"]
+    page = files[match.group(1)][start:]
+    assert pieces and page.startswith(pieces[0]), "the digest begins with the page's start"
+    found = 0
+    for piece in pieces:
+        found = page.find(piece, found)
+        assert found >= 0, "each kept line is the page's own text, in order"
+        found += len(piece)
+    if closed:
+        # No call named; the token the page was read with stays, for a later turn.
+        ending, meta = parse_paged_result(marker + tail)
+        assert ending == "\n" + prompts["tool_result_left_out"]
+        if start:
+            assert parse_token(meta["next_token"], "read_kb_file")["offset"] == start
     else:
-        assert parse_token(meta["next_token"], "read_kb_file")["offset"] == start, (
-            "condensed: its token reads the page again"
+        assert marker + tail == "\n" + prompts.format(
+            "tool_result_digest", resume=prompts.format("tool_resume_call", name="read_kb_file")
         )
 
 
@@ -150,7 +164,7 @@ def check_turn(turn: list[RecordedRequest], files: dict[str, str], window: int, 
             "the newest result is never cut to less than a page"
         )
         for earlier in contents[:-1]:
-            check_condensed(earlier, files, lang)
+            check_condensed(earlier, files, lang, closed=not request.tool_names)
 
 
 async def test_at_16384_japanese_pages_arrive_whole_and_earlier_ones_are_condensed(

@@ -10,12 +10,13 @@ loopback LLM received.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from bot.prompts import prompts_for
 from tests.discord.conftest import World, WorldFactory
 from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.llm_server import RecordedRequest, Text, ToolCalls
+from tests.fakes.llm_server import RecordedRequest, Reply, Text, ToolCalls
 
 FACT = "My cat is called Mochi-Kinako"
 NAME = "Mochi-Kinako"
@@ -115,3 +116,46 @@ async def test_a_fact_said_in_one_thread_reaches_the_next_thread_of_its_server_o
         (dm_recall,) = tool_texts(in_dm[1])
         assert "> other: What is the name of my cat?" in dm_recall, "only the DM's own words"
         assert NAME not in everything(in_dm) and RELATED not in everything(in_dm)
+
+
+SAGA = "Kinako saga"
+CHAPTERS = 40
+
+
+def next_page(request: RecordedRequest) -> Reply:
+    """The model following the last recall result's next_token, or answering at its end."""
+    token = re.search(r"next_token: (\S+)", tool_texts(request)[-1])
+    if token is None:
+        return Text("That is the whole saga.")
+    return ToolCalls([("recall", {"query": SAGA, "continue_from": token.group(1)})])
+
+
+async def test_the_model_pages_through_all_forty_matches_with_their_times(
+    world: WorldFactory,
+) -> None:
+    async with world() as w:
+        repos = w.services.repos
+        for n in range(CHAPTERS):
+            thread = await repos.sessions.create(w.space, title=f"chapter {n}")
+            await repos.messages.add(
+                w.space,
+                thread.id,
+                "user",
+                f"chapter {n:02d} of the {SAGA}",
+                author_name="Bea",
+                created_at=f"2026-12-07T14:{n:02d}:00+00:00",
+            )
+        await w.services.db.execute(
+            "UPDATE spaces SET timezone = 'Asia/Tokyo' WHERE id = ?", (w.space,)
+        )
+        before = len(w.llm.chat_requests)
+        w.llm.script(ToolCalls([("recall", {"query": SAGA})]), *[next_page] * 5)
+        # The question holds no word of the query: the tool searches this thread too.
+        await ask(w, w.server.channel_id, "Tell me the whole story", "That is the whole saga.")
+
+        results = tool_texts(w.llm.chat_requests[-1])
+        assert len(results) == 5 and len(w.llm.chat_requests) - before == 6
+        shown = [line for text in results for line in text.splitlines() if line.startswith("> ")]
+        assert sorted(shown) == [f"> Bea: chapter {n:02d} of the {SAGA}" for n in range(40)]
+        assert all(f"found: {CHAPTERS}," in text for text in results)
+        assert '· 2026-12-07 14:07 UTC (23:07 Asia/Tokyo) · in "chapter 7"' in "".join(results)

@@ -267,7 +267,9 @@ async def test_what_a_search_keeps_adds_no_collector_work_per_file(
 
     assert hits and {hit.method for hit in hits} == {ranking}
     assert await kb.search("猫の会議", "guild:7"), "another space's flags"
-    assert collector_work() - before < files // 4
+    # Per-file work was 1,255 (vectors) and 14,838 (BM25) for 400 files; a loaded CI worker
+    # adds up to ~140 objects of its own between the two counts, none of them per file.
+    assert collector_work() - before < files // 2
 
 
 async def test_edited_file_is_reembedded_once_and_old_vector_dropped(

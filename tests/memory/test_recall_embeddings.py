@@ -127,7 +127,7 @@ async def test_erase_removes_the_members_vectors_and_they_are_not_made_again(wor
     await w.embedder().backfill()
     assert {r["message_id"] for r in await w.rows(A)} == {mine, theirs}
 
-    await w.repos.member_facts.erase(A, "u1", "u1", "[erased]")
+    await w.repos.member_facts.erase(A, "u1", "u1", "[erased]", neutral="Chat")
     assert [r["message_id"] for r in await w.rows(A)] == [theirs]
     assert [r["message_id"] for r in await w.rows(B)] == [other_space]
     assert await w.embedder().backfill() == 0  # hidden now: never embedded again

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from bot.store.repos.space_records import SpaceRepository
 from bot.store.repos.tags import TagRepository
 from bot.store.repos.topics import TopicRepository
 from bot.store.repos.word_pool import WordPoolRepository
+from bot.store.schema.tables import SPACE_TABLES
 from bot.store.spaces import (
     ALL_SPACES,
     MAX_DISCORD_ID,
@@ -388,6 +390,55 @@ async def test_purge_removes_one_space_and_leaves_the_other(db: Database) -> Non
     with pytest.raises(NotFoundError):
         await spaces.purge(A)
     assert (await w.sessions.get(B, str(w.ids[B]["session"]))) is not None
+
+
+# A row for each space table `fill` leaves empty; `:name` stands for the space's own ids.
+_NAMED = re.compile(r":([a-z]+)")
+MORE_ROWS: dict[str, str] = {
+    "tool_calls": "INSERT INTO tool_calls (space_id, session_id, message_id, tool, ok, created_at) "
+    "VALUES (:space, :session, :message, 'recall', 1, '2026-01-01')",
+    "directory_channels": "INSERT INTO directory_channels (channel_id, space_id, name, kind, "
+    "updated_at) VALUES (:channel, :space, 'general', 'text', '2026-01-01')",
+    "member_facts": "INSERT INTO member_facts (space_id, member_id, fact, source, session_id, "
+    "created_at) VALUES (:space, 'u1', 'likes tea', 'tool', :session, '2026-01-01')",
+    "member_memory": "INSERT INTO member_memory (space_id, member_id, enabled, switched_at) "
+    "VALUES (:space, 'u1', 0, '2026-01-01')",
+    "recall_terms": "INSERT INTO recall_terms (id, space_id, terms) VALUES (:message, :space, 'x')",
+    "message_embeddings": "INSERT INTO message_embeddings (space_id, message_id, model, vector, "
+    "created_at) VALUES (:space, :message, 'm', :blob, '2026-01-01')",
+    "word_pool_authors": "INSERT INTO word_pool_authors (space_id, channel_id, word, author_id) "
+    "VALUES (:space, :channel, 'tea', 'u1')",
+    "note_versions": "INSERT INTO note_versions (space_id, version) VALUES (:space, 3)",
+    "token_usage": "INSERT INTO token_usage (space_id, day, member_id, used, updated_at) "
+    "VALUES (:space, '2026-01-01', '', 10, '2026-01-01')",
+}
+
+
+async def fill_every_space_table(db: Database) -> World:
+    """`fill`, then a row of A and of B in every space table it leaves empty."""
+    w = await fill(db)
+    for space in (A, B):
+        ids = w.ids[space]
+        values = {"space": space, "session": ids["session"], "message": ids["answer"]}
+        values |= {"channel": int(ids["channel"]) + 5000, "blob": b"\0\0\0\0"}
+        for table, sql in MORE_ROWS.items():
+            if await db.scalar(f"SELECT COUNT(*) FROM {table} WHERE space_id = ?", (space,)):
+                continue
+            names = _NAMED.findall(sql)
+            await db.execute(_NAMED.sub("?", sql), tuple(values[name] for name in names))
+    return w
+
+
+async def test_purge_empties_every_space_table_and_counts_each(db: Database) -> None:
+    await fill_every_space_table(db)
+    before_a, before_b = await table_counts(db, A), await table_counts(db, B)
+    assert sorted(before_a) == sorted(SPACE_TABLES), "every table with a space_id is declared"
+    empty = [table for table in SPACE_TABLES if not before_a[table] or not before_b[table]]
+    assert empty == [], f"give these tables a row in MORE_ROWS: {empty}"
+    counts = await SpaceRepository(db).purge(A)
+    assert counts.counts == before_a, "the purge reports every space table"
+    assert await table_counts(db, A) == dict.fromkeys(SPACE_TABLES, 0)
+    assert await table_counts(db, B) == before_b
 
 
 async def table_counts(db: Database, space: str) -> dict[str, int]:

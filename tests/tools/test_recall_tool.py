@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
-from bot.memory.recall import RecallService
+from bot.memory.recall import RecallService, said_at
 from bot.store import Repositories
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import sqlite_url
+from bot.store.reads.recall import FUSE_CANDIDATES
 from bot.tools.core import ToolRegistry
 from bot.tools.paging import (
     INVALID_CONTINUATION_PREFIX,
@@ -206,3 +207,117 @@ async def test_clear_messages_when_nothing_matches(repos: Repositories) -> None:
     assert not failed and text.startswith("The query has no words to search for")
     text, failed = await recall(registry, B, query="cat")
     assert text.startswith("Nothing")
+
+
+# ----------------------------------------------------------------- every match, on both engines
+
+
+@pytest.fixture
+async def engine_db(database_url: str) -> AsyncIterator[Database]:
+    """A fresh database on each engine."""
+    db = await Database.connect(database_url)
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+@pytest.fixture
+def both(engine_db: Database) -> Repositories:
+    """Repositories over that database."""
+    return Repositories.over(engine_db)
+
+
+CAPPED = "More messages hold these words than recall ranks"
+
+
+def registry_with_zones(repos: Repositories) -> ToolRegistry:
+    registry = ToolRegistry()
+    service = RecallService(repos.recall, zone_of=repos.token_usage.timezone)
+    register_recall_tool(registry, service, settings_of())
+    return registry
+
+
+async def every_page(registry: ToolRegistry, query: str) -> list[str]:
+    """The bodies of every page of `query`, following the continuation tokens."""
+    bodies: list[str] = []
+    arguments: dict[str, object] = {"query": query}
+    while True:
+        text, failed = await recall(registry, **arguments)
+        assert not failed and len(text) <= LIMIT, text
+        body, meta = parse_paged_result(text)
+        bodies.append(body)
+        if not meta["has_more"]:
+            return bodies
+        arguments = {"query": query, "continue_from": str(meta["next_token"])}
+
+
+def match_lines(bodies: list[str]) -> list[str]:
+    return [line for body in bodies for line in body.splitlines() if line.startswith("> ")]
+
+
+@pytest.mark.parametrize("matches", [30, 31, 40])
+async def test_paging_reaches_every_match_exactly_once(both: Repositories, matches: int) -> None:
+    for number in range(matches):
+        await said(both, A, f"chapter {number:02d} of the Kinako saga")
+    await said(both, A, "an unrelated line about the weather")
+    bodies = await every_page(registry_over(both), "Kinako saga")
+    assert len(bodies) == -(-matches // 8), "whole pages of eight short hits"
+    assert all(f"found: {matches}," in body for body in bodies)
+    expected = [f"> Alice: chapter {n:02d} of the Kinako saga" for n in range(matches)]
+    assert sorted(match_lines(bodies)) == expected
+    numbers = [line.split("]")[0] for body in bodies for line in body.splitlines()]
+    assert [n for n in numbers if n.startswith("[")] == [f"[{n}" for n in range(1, matches + 1)]
+    assert not any(CAPPED in body for body in bodies)
+
+
+async def test_more_matches_than_recall_ranks_are_announced(both: Repositories) -> None:
+    for number in range(FUSE_CANDIDATES + 20):
+        await said(both, A, f"chapter {number:03d} of the Kinako saga")
+    bodies = await every_page(registry_over(both), "Kinako saga")
+    lines = match_lines(bodies)
+    assert len(lines) == len(set(lines)) == FUSE_CANDIDATES, "the best ranked, each once"
+    assert all(f"found: {FUSE_CANDIDATES}," in body and CAPPED in body for body in bodies)
+
+
+async def test_neighbours_are_context_lines_and_not_counted(both: Repositories) -> None:
+    for pet in ("Biscuit", "Pudding", "Waffle"):
+        thread = await both.sessions.create(A, title=pet)
+        for role, text in (("user", "Did you finally adopt a dog?"), ("user", f"Yes, {pet}!")):
+            await both.messages.add(A, thread.id, role, text, author_name="Bea")
+    ranked = await both.recall.ranked(A, "adopt dog", limit=10)
+    assert len([hit for hit in ranked.hits if not hit.matched]) == 3, "the answers were lifted"
+    (body,) = await every_page(registry_over(both), "adopt dog")
+    assert "found: 3," in body
+    assert match_lines([body]) == ["> Bea: Did you finally adopt a dog?"] * 3
+    for pet in ("Biscuit", "Pudding", "Waffle"):
+        assert f"\n  Bea: Yes, {pet}!" in body, "the answer shows as its question's context"
+        assert f"> Bea: Yes, {pet}!" not in body
+    assert "[4]" not in body
+
+
+async def test_when_shows_utc_and_the_servers_time_zone(
+    engine_db: Database, both: Repositories
+) -> None:
+    for space, stamp in ((A, "2026-12-07T14:05:00+00:00"), (B, "2026-12-07T20:30:00+00:00")):
+        thread = await both.sessions.create(space, title="t")
+        await both.messages.add(
+            space, thread.id, "user", "the Kinako festival", author_name="Bea", created_at=stamp
+        )
+    registry = registry_with_zones(both)
+    text, _ = await recall(registry, A, query="Kinako festival")
+    assert "[1] Bea · 2026-12-07 14:05 UTC · in" in text, "no zone set: UTC alone"
+    for space in (A, B):
+        await engine_db.execute("UPDATE spaces SET timezone = 'Asia/Tokyo' WHERE id = ?", (space,))
+    text, _ = await recall(registry, A, query="Kinako festival")
+    assert "[1] Bea · 2026-12-07 14:05 UTC (23:05 Asia/Tokyo) · in" in text
+    text, _ = await recall(registry, B, query="Kinako festival")
+    assert "[1] Bea · 2026-12-07 20:30 UTC (2026-12-08 05:30 Asia/Tokyo) · in" in text
+
+
+def test_a_zone_this_host_does_not_know_leaves_utc_alone() -> None:
+    stamp = "2026-12-07T14:05:00.000000+00:00"
+    assert said_at(stamp, "Asia/Tokyo") == "2026-12-07 14:05 UTC (23:05 Asia/Tokyo)"
+    for zone in (None, "UTC", "Mars/Olympus_Mons", "../etc"):
+        assert said_at(stamp, zone) == "2026-12-07 14:05 UTC", zone
+    assert said_at("2026-12-07T23:05:00+09:00") == "2026-12-07 14:05 UTC"

@@ -102,8 +102,10 @@ export class SpacesScreen {
       h('div', {class: 'table-wrap'},
         this.table = h('table', {id: 'space-table', class: 'stack'},
           h('thead', {}, h('tr', {}, ['Name', 'Id', 'Kind', 'Sessions', 'Notes', 'Knowledge', 'Left',
-            'Default model', 'Actions'].map((name) => h('th', {scope: 'col'}, name)))),
+            'Default model', 'Time zone', 'Actions'].map((name) => h('th', {scope: 'col'}, name)))),
           this.rows)),
+      h('datalist', {id: 'space-zones'},
+        (Intl.supportedValuesOf?.('timeZone') ?? []).map((name) => h('option', {value: name}))),
       this.confirm);
   }
 
@@ -115,7 +117,7 @@ export class SpacesScreen {
     const list = this.spaces.spaces;
     fill(this.rows, list.length
       ? list.map((space) => this.row(space))
-      : h('tr', {}, h('td', {colspan: '9', class: 'empty'}, 'No spaces yet. A space appears ',
+      : h('tr', {}, h('td', {colspan: '10', class: 'empty'}, 'No spaces yet. A space appears ',
         'when the bot is added to a Discord server, when someone sends it a direct message, or ',
         'with the first local chat.')));
     labelCells(this.table);
@@ -131,6 +133,7 @@ export class SpacesScreen {
       h('td', {class: 'num'}, String(space.knowledge)),
       h('td', {}, space.left_at ? when(space.left_at) : '—'),
       h('td', {}, this.modelPick(space)),
+      h('td', {}, this.zoneField(space)),
       h('td', {class: 'actions'},
         h('button', {type: 'button', class: 'danger', onclick: () => this.ask(space)},
           'Delete this space\'s data…')));
@@ -159,6 +162,25 @@ export class SpacesScreen {
       this.status.info(`${spaceLabel(space)} now uses ${result.default_model ?? 'the global model'}.`);
     });
     return select;
+  }
+
+  /** The space's time zone (its budget days, the times recall shows); empty: UTC. */
+  zoneField(space) {
+    const input = h('input', {type: 'text', value: space.timezone ?? '', placeholder: 'UTC',
+      list: 'space-zones', autocomplete: 'off', 'aria-label': `Time zone of ${spaceLabel(space)}`});
+    input.addEventListener('change', async () => {
+      input.disabled = true;
+      const result = await this.status.guard(() => this.api.patch(
+        `/api/spaces/${encodeURIComponent(space.id)}`, {timezone: input.value.trim() || null}));
+      input.disabled = false;
+      if (!result) {
+        input.value = space.timezone ?? '';
+        return;
+      }
+      space.timezone = result.timezone;
+      this.status.info(`${spaceLabel(space)} now keeps time in ${result.timezone ?? 'UTC'}.`);
+    });
+    return input;
   }
 
   ask(space) {

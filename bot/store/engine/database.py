@@ -67,6 +67,9 @@ _PRAGMAS = (
     "PRAGMA foreign_keys=ON",
     "PRAGMA busy_timeout=5000",
     "PRAGMA temp_store=MEMORY",
+    # A deleted or overwritten row's bytes are zeroed, not left in free space: an erase must
+    # leave no copy of the text in the file (the WAL is truncated after it: `checkpoint`).
+    "PRAGMA secure_delete=ON",
 )
 
 
@@ -407,6 +410,39 @@ class Database(FirstRowReads):
         cursors, in order."""
         async with self._one_trip() as conn:
             return await conn.run_batch(statements)
+
+    async def scrub(self, tables: Sequence[str], fts_tables: Sequence[str]) -> None:
+        """After texts in `tables` were overwritten or deleted (an erase), leave no copy in
+        the database's files.
+
+        SQLite (`secure_delete` zeroed the rows' old bytes): each FTS5 index in `fts_tables`
+        is merged into one segment, which drops the deleted rows' terms (SQLite 3.40 has no
+        FTS5 secure-delete), each in its own transaction; then the WAL is copied into the
+        file and truncated, taking the old page images with it (a busy reader makes that
+        partial: logged). PostgreSQL: VACUUM of `tables` prunes the dead row versions (their
+        pages reach the disk at the server's next checkpoint); the server's WAL keeps the old
+        text until its segments are recycled (see README).
+        """
+        if self._write_link is None:
+            await self._vacuum(tables)
+            return
+        for table in fts_tables:
+            await self.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        async with self._write_lock:
+            self._started += 1
+            rows = await self._write_link.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
+        busy = next(iter(rows))[0] if rows else 0
+        if busy:
+            log.warning("the WAL checkpoint after an erase was blocked by a reader")
+
+    async def _vacuum(self, tables: Sequence[str]) -> None:
+        """PostgreSQL: VACUUM the tables (outside a transaction: pooled connections rest in
+        autocommit)."""
+        if not tables:
+            return
+        self._started += 1
+        async with self._pool().connect() as conn:
+            await conn.exec_driver_sql(f"VACUUM {', '.join(tables)}")
 
     async def size_bytes(self) -> int:
         """How much room the database takes (SQLite: pages × page size)."""

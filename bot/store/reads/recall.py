@@ -47,6 +47,7 @@ from bot.store.engine.pinned import Reads
 from bot.store.reads.recall_hits import (
     MESSAGE_COLUMNS,
     SESSION_JOIN,
+    SESSION_TITLE,
     Exclude,
     RecallHit,
     RecallResult,
@@ -203,7 +204,9 @@ class RecallRepository:
         for hit in summaries:
             found[(hit.kind, hit.id)] = hit
         ranked = lexical_order(hit for hit in found.values() if hit.matched)
-        return RecallResult(terms, ranked[:limit])
+        full = len(indexed) >= (NEWEST_CANDIDATES if newest else FTS_CANDIDATES)
+        capped = full or len(recent) >= FTS_CANDIDATES or len(ranked) > limit
+        return RecallResult(terms, ranked[:limit], capped)
 
     async def ranked(
         self,
@@ -263,7 +266,8 @@ class RecallRepository:
         extra = await self._rows(space, [key[1] for key in new])
         known |= {("message", n): row["author_name"] for n, row in extra.items()}
         order = best_first(lift_speakers(scores, known, named))[:limit]
-        return RecallResult(lexical.terms, self._hits(order, found, words, extra, lexical.terms))
+        hits = _mark_lifted(self._hits(order, found, words, extra, lexical.terms), nearest)
+        return RecallResult(lexical.terms, hits, lexical.capped or len(words) >= WORD_CANDIDATES)
 
     async def _lift_neighbours(
         self, space: str, scores: dict[tuple[str, int], float]
@@ -505,9 +509,10 @@ class RecallRepository:
             outer, outer_params = excluding(exclude, "m.session_id")
         clause, patterns = any_like("m.summary", terms.all, self._like)
         rows = await self._db.fetchall(
-            "SELECT m.id, m.session_id, m.summary, m.created_at, s.title, s.discord_guild_id, "
-            "s.discord_channel_id FROM (SELECT * FROM memories WHERE space_id = ? "
-            f"AND condensed_into IS NULL{inner} ORDER BY id DESC LIMIT ?) m {SESSION_JOIN} "
+            f"SELECT m.id, m.session_id, m.summary, m.created_at, {SESSION_TITLE}, "
+            "s.discord_guild_id, s.discord_channel_id FROM (SELECT * FROM memories "
+            f"WHERE space_id = ? AND condensed_into IS NULL{inner} ORDER BY id DESC LIMIT ?) m "
+            f"{SESSION_JOIN} "
             f"WHERE {clause}{outer} ORDER BY m.id DESC",
             (space, *inner_params, SUMMARY_WINDOW, *patterns, *outer_params),
         )
@@ -540,6 +545,18 @@ class RecallRepository:
             _with_lines(hit, around.get(hit.id, [])) if hit.kind == "message" else hit
             for hit in hits
         ]
+
+
+def _mark_lifted(hits: list[RecallHit], nearest: Sequence[int]) -> list[RecallHit]:
+    """`hits`, those holding no query term and not found by embedding marked `lifted`: only
+    a neighbour's lift put them in the ranking."""
+    near = frozenset(nearest)
+    return [
+        replace(hit, lifted=True)
+        if hit.kind == "message" and not hit.matched and hit.id not in near
+        else hit
+        for hit in hits
+    ]
 
 
 def _with_lines(hit: RecallHit, rows: list[Row]) -> RecallHit:

@@ -11,9 +11,16 @@ from bot.store.reads.recall_rank import Terms, matched_terms
 
 HitKind = Literal["message", "summary"]
 
+# A thread is named after its first message: when that message stays out of recall (a request
+# to remember, written with memory off, erased), so does the name — a conversation of an older
+# version may still carry it (the hit shows "untitled").
+SESSION_TITLE = (
+    "CASE WHEN (SELECT f.recall_hidden FROM messages f WHERE f.space_id = s.space_id "
+    "AND f.session_id = s.id ORDER BY f.id LIMIT 1) = 1 THEN '' ELSE s.title END AS title"
+)
 MESSAGE_COLUMNS = (
     "m.id, m.session_id, m.role, m.author_name, m.content, m.created_at, "
-    "m.discord_message_id, s.title, s.discord_guild_id, s.discord_channel_id, "
+    f"m.discord_message_id, {SESSION_TITLE}, s.discord_guild_id, s.discord_channel_id, "
     "s.parent_channel_id"
 )
 SESSION_JOIN = "JOIN sessions s ON s.space_id = m.space_id AND s.id = m.session_id"
@@ -64,7 +71,9 @@ class RecallHit:
     """One match: a message (who said it, where, its neighbours) or a session's summary.
 
     `author_name` is None for the bot's own messages; `score` is the engine's (lower is
-    better, 0 for LIKE matches); `matched` the query terms it contains.
+    better, 0 for LIKE matches); `matched` the query terms it contains. `lifted`: a message
+    that joined the ranking only as the neighbour of a hit (`recall_neighbours`), holding
+    none of the query's terms: context of that hit, not a match of its own.
     """
 
     kind: HitKind
@@ -83,6 +92,7 @@ class RecallHit:
     before: tuple[RecallLine, ...] = ()
     after: tuple[RecallLine, ...] = ()
     parent_channel_id: int | None = None
+    lifted: bool = False
 
     @property
     def jump_url(self) -> str | None:
@@ -100,10 +110,12 @@ class RecallHit:
 
 @dataclass(frozen=True)
 class RecallResult:
-    """The query's terms and its hits, best first."""
+    """The query's terms and its hits, best first; `capped`: a candidate read returned as
+    many rows as it may, so more messages may match than the hits hold."""
 
     terms: Terms
     hits: list[RecallHit]
+    capped: bool = False
 
 
 def any_like(

@@ -11,6 +11,7 @@ from bot.errors import NotFoundError
 from bot.store.engine.connection import Connection, Statement, utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
+from bot.store.schema.tables import SPACE_TABLES
 from bot.store.spaces import parse_space
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ class SpaceRecord:
     default_model: str | None
     language: str | None
     persona: str | None
+    timezone: str | None
 
 
 @dataclass(frozen=True)
@@ -46,26 +48,12 @@ class PurgeCounts:
         return sum(self.counts.values())
 
 
-_COLUMNS = "id, kind, name, discord_id, created_at, left_at, default_model, language, persona"
-# Tables counted (and emptied) by a purge; the cascade from `spaces` removes the rest.
-_PURGED_TABLES: Final = (
-    "sessions",
-    "messages",
-    "memories",
-    "message_tags",
-    "memory_tags",
-    "knowledge_entries",
-    "note_pages",
-    "session_note_pages",
-    "attachments",
-    "topic_channels",
-    "topic_posts",
-    "word_pool",
-    "tool_calls",
-    "api_logs",
-    "member_facts",
-    "member_memory",
+_COLUMNS = (
+    "id, kind, name, discord_id, created_at, left_at, default_model, language, persona, timezone"
 )
+# Tables counted (and emptied) by a purge: every table with a space column (the schema's
+# declaration); the cascade from `spaces` removes their rows, `api_logs` is deleted itself.
+_PURGED_TABLES: Final = SPACE_TABLES
 
 # What the operator's space list counts.
 _COUNTED_TABLES: Final = ("sessions", "note_pages", "knowledge_entries")
@@ -135,6 +123,10 @@ class SpaceRepository:
     async def set_default_model(self, space_id: str, model: str | None) -> SpaceRecord:
         """The model new turns of this space use unless a session pins one (None: global)."""
         return await self._set(space_id, "default_model", model or None)
+
+    async def set_timezone(self, space_id: str, zone: str | None) -> SpaceRecord:
+        """The space's own time zone, an IANA name (None: UTC for days, UTC alone in times)."""
+        return await self._set(space_id, "timezone", zone or None)
 
     async def set_language(self, space_id: str, language: str | None) -> SpaceRecord:
         """The space's language (None: the global setting)."""

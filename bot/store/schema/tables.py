@@ -22,3 +22,8 @@ BASELINE_VERSION: Final = 4
 
 TABLES: Final[tuple[Table, ...]] = (*OPERATOR_TABLES, *COMMUNITY_TABLES)
 TABLE_ORDER: Final = tuple(dependency_order(TABLES))
+# The tables whose every row is in a space (a `space_id` column), in declaration order: what a
+# space's purge empties and every query on them must filter on (tests/store/test_space_scoping).
+SPACE_TABLES: Final[tuple[str, ...]] = tuple(
+    table.name for table in TABLES if any(column.name == "space_id" for column in table.columns)
+)

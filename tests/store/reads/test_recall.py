@@ -256,6 +256,8 @@ async def test_the_answer_after_a_strong_hit_joins_the_ranking_from_its_session_
     assert ids[0] == question and answer in ids
     (lifted,) = [hit for hit in hits if hit.id == answer]
     assert lifted.matched == () and lifted.author_name == "Carla"
+    # Marked as such: the recall tool shows it as context, not as a match of its own.
+    assert [hit.id for hit in hits if hit.lifted] == [answer]
     # The neighbour is the session's, never another session's or another space's row.
     assert between not in ids and all(hit.session_id != other for hit in hits)
     assert {hit.session_id for hit in hits} <= {chat, weak}

@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 
-from bot.utils.heap import refreeze_if_frozen
+from bot.runtime.heap import refreeze_if_frozen
 
 log = logging.getLogger(__name__)
 

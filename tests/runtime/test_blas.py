@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROBE = """
 import os
 {load}
@@ -20,7 +20,7 @@ matrix = np.ones((200_000, 64), dtype=np.float32)
 matrix @ np.ones(64, dtype=np.float32)
 print(len(os.listdir("/proc/self/task")), os.environ.get("OPENBLAS_NUM_THREADS"))
 """
-LOAD = "from bot.utils.blas import load_numpy; load_numpy()"
+LOAD = "from bot.runtime.blas import load_numpy; load_numpy()"
 
 counts_threads = pytest.mark.skipif(
     not Path("/proc/self/task").is_dir() or (os.cpu_count() or 1) < 2,
@@ -58,7 +58,7 @@ def test_numpy_loaded_after_the_start_up_freeze_is_frozen_too() -> None:
     """Its modules live as long as the process: a full collection need not walk them."""
     probe = (
         "import gc\n"
-        "from bot.utils.blas import load_numpy\n"
+        "from bot.runtime.blas import load_numpy\n"
         "gc.freeze()\n"
         "load_numpy()\n"
         "import numpy\n"

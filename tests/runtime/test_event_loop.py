@@ -1,4 +1,4 @@
-"""The event loop choice (`bot.utils.event_loop`): uvloop where it is installed, asyncio's loop
+"""The event loop choice (`bot.runtime.event_loop`): uvloop where it is installed, asyncio's loop
 when told or where it is missing, and a clear refusal when uvloop is demanded but absent."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from bot.errors import StartupError
-from bot.utils import event_loop
+from bot.runtime import event_loop
 
 
 async def _running_loop_name() -> str:

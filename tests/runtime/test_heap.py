@@ -1,10 +1,10 @@
-"""The start-up heap frozen out of full collections while the bot runs (`bot.utils.heap`)."""
+"""The start-up heap frozen out of full collections while the bot runs (`bot.runtime.heap`)."""
 
 from __future__ import annotations
 
 import gc
 
-from bot.utils.heap import frozen_start_up_heap, refreeze_if_frozen
+from bot.runtime.heap import frozen_start_up_heap, refreeze_if_frozen
 
 
 class Held:
