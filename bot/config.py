@@ -48,6 +48,8 @@ RUNTIME_KEYS = frozenset(
         "member_daily_tokens",
         "server_daily_tokens",
         "burst_wait_seconds",
+        "confirm_note_writes",
+        "approval_timeout_seconds",
         "stream_edit_interval",
         "system_prompt_extra",
         "web_search_max_results",
@@ -359,6 +361,18 @@ class Settings(BaseSettings):
     )
     mcp_call_timeout: float = Field(
         default=60.0, gt=0, le=3600, description="Seconds an MCP tool call may take."
+    )
+    confirm_note_writes: bool = Field(
+        default=False,
+        description="Ask the member (Allow / Deny buttons) before the model writes a shared "
+        'note; MCP servers ask when their config entry says "confirm": true.',
+    )
+    approval_timeout_seconds: float = Field(
+        default=120.0,
+        ge=1,
+        le=900,
+        description="Seconds a tool call waits for its member's Allow / Deny; no answer in "
+        "time counts as Deny.",
     )
 
     admin_host: str = Field(

@@ -17,7 +17,7 @@ from bot.chat.layers import MemberFactsLayer, RelatedMemoriesLayer, default_laye
 from bot.chat.pending import PendingTurns
 from bot.chat.sessions import ConversationSessions
 from bot.chat.summarize import Summarizer
-from bot.chat.tool_log import RecordToolCallHook
+from bot.chat.tool_log import RecordApprovalHook, RecordToolCallHook
 from bot.chat.warmup import Warmable, warm_up
 from bot.config import RuntimeSettings, Settings
 from bot.llm.gateway import (
@@ -411,6 +411,7 @@ def _add_engine_hooks(
         )
 
     engine.add_tool_hook(RecordToolCallHook(repos.tool_calls))
+    engine.add_tool_hook(RecordApprovalHook(repos.api_logs))
     engine.add_tool_hook(SaveKnowledgeHook(memory.knowledge))
     engine.add_tool_hook(NotesUpdatedHook())
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from admin_api.schemas.common import Limit, Page, RowId, SpaceId
 from admin_api.schemas.rows import SessionOut
+from bot.turn.approval import Verdict
 
 ChannelParam = Annotated[str, Field(pattern=r"^[0-9]{1,20}$", examples=["123456789012345678"])]
 Before = Annotated[str, Field(max_length=64)]
@@ -111,6 +112,14 @@ class ToolCallOut(BaseModel):
     sources: list[SourceOut]
     duration_ms: int | None
     created_at: str
+    approval: Verdict | None = Field(
+        default=None,
+        description="Set when the tool asked its member first (Allow / Deny): their decision, "
+        "no answer in time, or nobody could be asked.",
+    )
+    approved_by: str | None = Field(
+        default=None, description="The Discord user id of who allowed or denied the call."
+    )
 
 
 class TranscriptMessageOut(BaseModel):

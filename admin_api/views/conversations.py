@@ -24,6 +24,7 @@ from admin_api.schemas.rows import SessionOut
 from bot.services import Services
 from bot.store.reads.conversations import SummaryRange, ThreadSummary, TranscriptMessage
 from bot.store.spaces import ALL_SPACES
+from bot.turn.approval import VERDICTS, Verdict
 
 
 def _text_id(value: int | None) -> str | None:
@@ -81,6 +82,11 @@ async def list_threads(services: Services, query: ThreadsQuery) -> Page[ThreadOu
     )
 
 
+def _verdict(stored: str | None) -> Verdict | None:
+    """A stored approval as the API's choice (anything unknown reads as none)."""
+    return next((verdict for verdict in VERDICTS if verdict == stored), None)
+
+
 def _message(item: TranscriptMessage) -> TranscriptMessageOut:
     message = item.message
     return TranscriptMessageOut(
@@ -106,6 +112,8 @@ def _message(item: TranscriptMessage) -> TranscriptMessageOut:
                 sources=[SourceOut(title=s.title, url=s.url) for s in call.sources],
                 duration_ms=call.duration_ms,
                 created_at=call.created_at,
+                approval=_verdict(call.approval),
+                approved_by=call.approved_by,
             )
             for call in item.tool_calls
         ],

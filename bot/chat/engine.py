@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -14,6 +15,7 @@ from typing import Any
 
 from bot.chat.allocation import PAGE_TOKENS, answer_reserve
 from bot.chat.answer_bounds import AnswerBounds, server_limit_notice
+from bot.chat.approval import Asked, ask_member, needs_approval
 from bot.chat.bursts import Burst, BurstPart
 from bot.chat.context import ContextBuilder, ContextRequest
 from bot.chat.daily_budget import BudgetCall, TurnBudget
@@ -52,6 +54,7 @@ from bot.store.repos.sessions import Session, SessionRepository
 from bot.store.repos.space_records import SpaceRecord, SpaceRepository
 from bot.tools.core import ToolRegistry
 from bot.tools.room import ROOM_PARAM, ResultRoom
+from bot.turn.approval import ApprovalAsk, Approver, Decision
 from bot.turn.events import (
     ChunkEvent,
     DoneEvent,
@@ -116,6 +119,9 @@ class TurnRequest:
     on_stored: Callable[[], None] | None = field(default=None, compare=False, kw_only=True)
     # The member's next messages join this turn until it shows anything (bot/chat/bursts.py).
     burst: Burst | None = field(default=None, compare=False, kw_only=True)
+    # Asks the member before a tool with side effects runs (bot/chat/approval.py); without
+    # one such calls are refused: nobody can be asked.
+    approver: Approver | None = field(default=None, compare=False, kw_only=True)
 
 
 @dataclass
@@ -145,6 +151,8 @@ class _TurnState:
     text: str = ""
     # The ids of the turn's stored user messages (the first, then the burst's).
     stored: list[int] = field(default_factory=list)
+    # The turn's time bound (TURN_TIMEOUT), once the turn runs under it.
+    bound: asyncio.Timeout | None = None
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:
@@ -410,7 +418,7 @@ class ChatEngine:
         prompts = prompts_for(settings.language)
         # The whole turn, tool calls included, is bounded in time: a model that never stops
         # must not hold the session (and its queue) forever.
-        bound = asyncio.timeout(settings.turn_timeout)
+        bound = state.bound = asyncio.timeout(settings.turn_timeout)
         stop = StopScope(request.stop)
         try:
             async with bound, stop:
@@ -653,7 +661,7 @@ class ChatEngine:
             emit(running)
             started = time.monotonic()
             fits = result_room(state.budget, settings.max_tool_result_chars, room, head)
-            raw = await self._execute(call.name, arguments, state, fits)
+            raw, decision = await self._execute(call.name, arguments, state, fits, request)
             duration_ms = round((time.monotonic() - started) * 1000)
             result = trim_tool_result(raw, settings.max_tool_result_chars)
             marked = marked_result(
@@ -682,6 +690,7 @@ class ChatEngine:
                 state.text,
                 message_id=state.user_message.id,
                 duration_ms=duration_ms,
+                approval=decision,
             )
             await self._run_hooks(outcome, emit)
             turn.steps.append(ToolStep(call, item))
@@ -702,11 +711,20 @@ class ChatEngine:
         return ToolEvent(call_id, name, "running", label=label, detail=detail, icon=tool.icon)
 
     async def _execute(
-        self, name: str, arguments: dict[str, Any], state: _TurnState, room: ResultRoom
-    ) -> ToolResult:
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        state: _TurnState,
+        room: ResultRoom,
+        request: TurnRequest,
+    ) -> tuple[ToolResult, Decision | None]:
+        """The call's result, and its member's decision when the tool asks first."""
         if name in state.hidden_tools:
-            return ToolResult.error(state.hidden_tools[name])  # not offered: never run
-        return await self.registry.execute(
+            return ToolResult.error(state.hidden_tools[name]), None  # not offered: never run
+        asked = await self._approval(name, arguments, state, request)
+        if asked is not None and asked.refusal is not None:
+            return asked.refusal, asked.decision
+        result = await self.registry.execute(
             name,
             arguments,
             injected={
@@ -719,6 +737,31 @@ class ChatEngine:
                 ROOM_PARAM: room,
             },
         )
+        return result, None if asked is None else asked.decision
+
+    async def _approval(
+        self, name: str, arguments: dict[str, Any], state: _TurnState, request: TurnRequest
+    ) -> Asked | None:
+        """Ask the member first when the tool says so (None: it runs without asking)."""
+        settings = state.settings or self._settings()
+        tool = self.registry.get(name)
+        if tool is None or not needs_approval(tool, settings):
+            return None
+        if request.burst is not None:
+            # The member's next message is a turn of its own now: joining would restart the
+            # turn and cancel the question they are being asked.
+            request.burst.close()
+        ask = ApprovalAsk(
+            tool=name,
+            label=tool.label(arguments),
+            detail=json.dumps(arguments, ensure_ascii=False)[:DETAIL_CHARS],
+            member_id=state.speaker.id,
+            member_name=state.speaker.name,
+            timeout=_approval_time(settings.approval_timeout_seconds, state.bound),
+            language=settings.language,
+        )
+        prompts = prompts_for(settings.language)
+        return await ask_member(request.approver, ask, prompts, session_id=state.session.id)
 
     @staticmethod
     def _add_sources(found: Sequence[Source], state: _TurnState, emit: Emit) -> None:
@@ -738,6 +781,16 @@ class ChatEngine:
                 await hook(outcome, emit)
             except Exception:
                 log.exception("tool hook failed after %s", outcome.name)
+
+
+def _approval_time(setting: float, bound: asyncio.Timeout | None) -> float:
+    """Seconds a question may wait: the setting, or less, so that the member is told the
+    truth when the turn's own time bound comes first (whole seconds, at least one)."""
+    deadline = None if bound is None else bound.when()
+    if deadline is None:
+        return setting
+    left = math.floor(deadline - asyncio.get_running_loop().time())
+    return max(1.0, min(setting, left))
 
 
 def _not_run(

@@ -8,6 +8,9 @@ Commands: a line is a command when it starts with "/" and a word of letters foll
 or the end of the line ("/model", "/model qwen3:8b"); anything else is a message ("/usr/bin is
 full", "/ 2"). A line starting with "//" is a message without its first "/" ("//help" sends
 "/help"). An unknown command is answered here and never sent to the model.
+
+A tool that asks first (bot/chat/approval.py) asks here: the next input line answers, and only
+"y" (or "yes") allows the call; anything else, or end of input, denies it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from bot.config import Settings, is_ollama_model
 from bot.llm.gateway import OLLAMA_DEFAULT_BASE
 from bot.prompts.ui_text import UiText
 from bot.tools.member_tools import REMEMBER_ICON
+from bot.turn.approval import ApprovalAsk, Decision
 from bot.turn.events import (
     ChunkEvent,
     DoneEvent,
@@ -45,6 +49,9 @@ from bot.turn.events import (
 EXIT_COMMANDS = frozenset({"/exit", "/quit"})
 COMMAND = re.compile(r"/([A-Za-z]+)(?:\s+(.*))?")
 DEFAULT_MODEL_CHOICE = "default"
+APPROVING = frozenset({"y", "yes", "はい"})
+# Who decided a terminal's question (the local space has no Discord user).
+TERMINAL_DECIDER = "terminal"
 # The exit code of a script whose chat was interrupted (128 + SIGINT), as a shell reports it.
 INTERRUPTED = 130
 
@@ -152,6 +159,7 @@ class TerminalChat:
         self._quit = asyncio.Event()
         self._interrupted = False
         self._turn_stop: asyncio.Event | None = None
+        self._lines: _FdLines | None = None
         self.failed_turns = 0
 
     def _status(self, text: str) -> None:
@@ -169,6 +177,7 @@ class TerminalChat:
             source="terminal",
             model=self._model,
             stop=stop,
+            approver=self._approve,
         )
         wrote_text = False
         async for event in self._engine.run_turn(request):
@@ -288,6 +297,21 @@ class TerminalChat:
         line = reading.result()
         return line or None
 
+    async def _approve(self, ask: ApprovalAsk) -> Decision:
+        """Ask on the terminal whether a tool with side effects may run: only "y" allows it."""
+        stream = self._out if self._interactive else self._err
+        question = self._ui.terminal_approval_question.format(tool=ask.label, detail=ask.detail)
+        stream.write("\n" + question)
+        stream.flush()
+        try:
+            async with asyncio.timeout(ask.timeout):
+                line = await self._readline(self._lines)
+        except TimeoutError:
+            stream.write("\n")
+            return Decision("timeout")
+        answer = (line or "").strip().lower()
+        return Decision("allowed" if answer in APPROVING else "denied", TERMINAL_DECIDER)
+
     def _banner(self) -> str:
         lines = [
             self._ui.terminal_banner.format(
@@ -335,7 +359,7 @@ class TerminalChat:
 
     async def _chat(self) -> int:
         fd = _FdLines.usable(self._in)
-        lines = _FdLines(fd) if fd is not None else None
+        lines = self._lines = _FdLines(fd) if fd is not None else None
         if self._interactive:
             self._out.write(self._banner() + "\n")
         while not self._quit.is_set():

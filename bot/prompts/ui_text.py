@@ -131,6 +131,14 @@ class UiText:
     runner_intents_disabled: str
     runner_bad_token: str
     busy: str
+    approval_question: str
+    approval_allow: str
+    approval_deny: str
+    approval_allowed: str
+    approval_denied: str
+    approval_timed_out: str
+    approval_not_yours: str
+    terminal_approval_question: str
     turn_interrupted: str
 
     def not_remembered(self, reason: str | None) -> str:

@@ -11,7 +11,7 @@ import types
 import typing
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, create_model
@@ -36,6 +36,9 @@ ToolHandler = Callable[..., Awaitable[Any] | Any]
 # Reads the sources of a successful call from its (validated) arguments and its result.
 SourceReader = Callable[[dict[str, Any], ToolResult], Iterable[Source]]
 LabelMaker = Callable[[dict[str, Any]], str]
+# When a call waits for its member's Allow / Deny: never, always (an MCP server marked
+# `confirm`), or while the CONFIRM_NOTE_WRITES setting is on (the notes-writing tools).
+Confirm = Literal["never", "always", "note_writes"]
 # The call's arguments, its result's body and how much of the body was kept → the arguments
 # of the call that reads on from there, or None.
 ResumeMaker = Callable[[dict[str, Any], str, int], dict[str, Any] | None]
@@ -88,6 +91,7 @@ class Tool:
     source: str = "builtin"
     display: ToolDisplay = field(default_factory=ToolDisplay)
     sources: SourceReader | None = field(default=None, repr=False)
+    confirm: Confirm = "never"
     # The arguments of the call that reads on after the first `kept` characters of a result's
     # body, for a tool whose calls resume at an offset (None: it cannot say).
     resume: ResumeMaker | None = field(default=None, repr=False)
@@ -273,6 +277,7 @@ class ToolRegistry:
         timeout: float = DEFAULT_TOOL_TIMEOUT,
         display: ToolDisplay | None = None,
         sources: SourceReader | None = None,
+        confirm: Confirm = "never",
         resume: ResumeMaker | None = None,
     ) -> Tool:
         """Register a typed callable; its schema comes from its signature and docstring."""
@@ -287,6 +292,7 @@ class ToolRegistry:
             validator=validator,
             display=display or ToolDisplay(),
             sources=sources,
+            confirm=confirm,
             resume=resume,
         )
         self.add(tool)

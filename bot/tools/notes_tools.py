@@ -223,7 +223,9 @@ def register_notes_tools(
     registry.register(
         tools.read_note, display=ToolDisplay(NOTE_ICON, _read_label), resume=read_note_resume
     )
-    registry.register(tools.write_note, display=ToolDisplay(NOTE_ICON, _write_label))
+    registry.register(
+        tools.write_note, display=ToolDisplay(NOTE_ICON, _write_label), confirm="note_writes"
+    )
 
 
 class NotesUpdatedHook:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.store.repos.messages import StoredMessage
+from bot.turn.approval import Decision
 from bot.turn.events import Event
 from bot.turn.tool_result import ToolResult
 
@@ -18,7 +19,7 @@ class ToolOutcome:
     """A finished tool call, for hooks such as knowledge saving and the tool call log.
 
     `message_id` is the user message whose turn made the call; `duration_ms` how long the
-    tool ran.
+    tool ran; `approval` its member's decision when the tool asked first.
     """
 
     space_id: str
@@ -30,6 +31,7 @@ class ToolOutcome:
     user_text: str
     message_id: int | None = None
     duration_ms: int | None = None
+    approval: Decision | None = None
 
 
 @dataclass(frozen=True)

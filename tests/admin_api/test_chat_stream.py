@@ -239,3 +239,36 @@ async def test_a_failed_turn_tells_the_operator_the_address_and_the_fix(
     assert error["value"] == "The language model is not reachable right now."
     assert error["detail"].startswith(f"The model server at http://127.0.0.1:{port} is not")
     assert "LLM_API_BASE" in error["detail"]
+
+
+async def test_a_note_write_that_asks_first_is_refused_where_nobody_can_be_asked(
+    admin: Admin,
+) -> None:
+    changed = await admin.put("/api/settings", {"values": {"confirm_note_writes": True}})
+    assert changed.status == 200, changed.text
+    admin.llm.script(
+        ToolCalls([("write_note", {"title": "Groceries", "content": "milk", "mode": "create"})]),
+        Text("I could not."),
+    )
+    events = sse_events((await admin.post("/api/chat/stream", {"message": "note milk"})).text)
+    kinds = [event["type"] for event in events if event["type"] != "chunk"]
+    assert kinds == ["session_id", "tool", "tool", "done"], "no notes_updated: nothing written"
+    assert (await admin.get("/api/notes")).json["pages"] == []
+    (tool,) = [m for m in admin.llm.chat_requests[1].messages if m["role"] == "tool"]
+    assert "needs a member's approval before it runs, and nobody can be asked here" in str(
+        tool["content"]
+    )
+    session_id = events[0]["value"]
+    transcript = await admin.get(f"/api/conversations/{session_id}/transcript")
+    calls = [call for item in transcript.json["items"] for call in item["tool_calls"]]
+    assert [(c["tool"], c["ok"], c["approval"], c["approved_by"]) for c in calls] == [
+        ("write_note", False, "unasked", None)
+    ]
+    logs = (await admin.get("/api/logs", params={"space": LOCAL})).json["items"]
+    (decision,) = [row for row in logs if row["purpose"] == "approval"]
+    assert (decision["session_id"], decision["space_id"], decision["model"]) == (
+        session_id,
+        LOCAL,
+        "approval:write_note",
+    )
+    assert decision["error"] == "not run: unasked"

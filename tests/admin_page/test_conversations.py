@@ -157,3 +157,25 @@ async def test_a_long_transcript_opens_at_its_end_and_loads_earlier_pages(ui: Ui
     ids = await messages.evaluate_all("(items) => items.map((li) => Number(li.dataset.messageId))")
     assert ids == said, "every message once, in order"
     ui.assert_clean()
+
+
+async def test_a_call_that_asked_first_shows_its_decision(ui: Ui) -> None:
+    admin = ui.admin
+    changed = await admin.put("/api/settings", {"values": {"confirm_note_writes": True}})
+    assert changed.status == 200, changed.text
+    admin.llm.script(
+        ToolCalls([("write_note", {"title": "Plan", "content": "tea", "mode": "create"})]),
+        Text("Nobody allowed it."),
+    )
+    reply = await admin.post("/api/chat/stream", {"message": "note the plan"})
+    assert reply.status == 200, reply.text
+    await ui.login()
+    await ui.go("conversations")
+    screen = ui.screen("conversations")
+    await screen.get_by_label("Server or space").select_option(LOCAL)
+    await screen.locator("#conv-channels").get_by_role("button", name="Outside Discord").click()
+    await screen.locator("#conv-threads button.pick").first.click()
+    call = screen.locator('#conv-transcript .tool-call[data-tool="write_note"]')
+    await expect(call.locator(".approval")).to_have_text(" · 🔐 nobody could be asked: not run")
+    await expect(call).to_contain_text("✗ failed")
+    ui.assert_clean()

@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,11 +20,11 @@ from bot.config import Settings
 from bot.memory.member_memory import MAX_FACT_CHARS, MAX_FACTS_PER_MEMBER
 from bot.prompts import prompts_for
 from bot.prompts.ui_text import ui_text
-from bot.services import Services
+from bot.services import ServiceOptions, Services, open_services
 from bot.turn.events import Event, SessionEvent
 from tests.bot_process import bot_env
 from tests.conftest import LOCAL
-from tests.fakes.llm_server import Endless, FakeLLMServer, Hang, Text
+from tests.fakes.llm_server import Endless, FakeLLMServer, Hang, Text, ToolCalls
 
 # The child makes the pty its controlling terminal, so ^C and ^D work as at a real keyboard.
 ON_A_TERMINAL = (
@@ -363,3 +364,42 @@ async def test_requests_to_remember_show_their_receipts_and_the_model_is_told(
     assert prompts.format("member_fact_saved", id=tea.id, fact="I like green tea") in systems[0]
     for system, reason in zip(systems[1:], ("invalid", "full"), strict=True):
         assert "was NOT saved: " + prompts[f"member_fact_not_saved_{reason}"] in system
+
+
+async def test_a_tool_that_asks_first_asks_on_the_terminal(
+    make_settings: Callable[..., Settings], service_options: ServiceOptions, llm: FakeLLMServer
+) -> None:
+    """The next line answers: "y" runs the note write, anything else denies it."""
+    write = {"title": "Plan", "content": "tea", "mode": "create"}
+    llm.script(
+        ToolCalls([("write_note", write)]),
+        Text("Written."),
+        ToolCalls([("write_note", {**write, "title": "Other"})]),
+        Text("Not written."),
+    )
+    settings = make_settings(confirm_note_writes=True)
+    async with open_services(settings, service_options) as services:
+        out, err = io.StringIO(), io.StringIO()
+        chat = TerminalChat(
+            services.engine,
+            ui=ui_text("en"),
+            space_id=LOCAL,
+            stdin=io.StringIO("note the plan\ny\nnote another\nn\n"),
+            stdout=out,
+            stderr=err,
+            interactive=False,
+        )
+        assert await chat.run() == 0
+        assert out.getvalue() == "Written.\nNot written.\n"
+        assert err.getvalue().count("Allow write_note (create): ") == 2
+        assert [p.title for p in await services.notes.list_pages(LOCAL)] == ["Plan"]
+        results = [
+            str(m["content"]) for r in llm.chat_requests for m in r.messages if m["role"] == "tool"
+        ]
+        assert "Not run" not in results[0] and "denied the call of write_note" in results[-1]
+        (session,) = await services.repos.sessions.list(LOCAL)
+        calls = await services.repos.tool_calls.for_session(LOCAL, session.id)
+        assert [(c.approval, c.approved_by) for c in calls] == [
+            ("allowed", "terminal"),
+            ("denied", "terminal"),
+        ]

@@ -46,8 +46,10 @@ OptionValue = Any
 # Application command option types.
 SUB_COMMAND, SUB_COMMAND_GROUP = 1, 2
 STRING, INTEGER, BOOLEAN, USER, CHANNEL, ROLE, MENTIONABLE, NUMBER, ATTACHMENT = range(3, 12)
-# Interaction callback types allowed per interaction type (2 = command, 4 = autocomplete).
-_CALLBACKS = {2: {4, 5, 9}, 4: {8}}
+# Interaction callback types allowed per interaction type (2 = command, 3 = message
+# component, 4 = autocomplete). 6 and 7 answer a component on the message it is on.
+_CALLBACKS = {2: {4, 5, 9}, 3: {4, 5, 6, 7, 9}, 4: {8}}
+DEFERRED_UPDATE, UPDATE_MESSAGE = 6, 7
 
 
 class InteractionApi:
@@ -153,7 +155,8 @@ class InteractionApi:
             webhook_id=self.state.application_id,
             interaction_id=ix.id,
         )
-        message.type = CHAT_INPUT_COMMAND
+        if ix.custom_id is None:
+            message.type = CHAT_INPUT_COMMAND
         return message
 
     async def interaction_callback(self, request: web.Request) -> web.StreamResponse:
@@ -171,8 +174,11 @@ class InteractionApi:
         if kind not in _CALLBACKS.get(ix.type, set()):
             raise form_error("type", "BASE_TYPE_CHOICES", f"Invalid callback type {kind!r}")
         data = body.get("data") or {}
+        ix.callback_data = data
         message: FakeMessage | None = None
-        if kind in (4, 5):
+        if kind in (DEFERRED_UPDATE, UPDATE_MESSAGE):
+            message = self._update_component_message(ix, data, call.files, edit=kind == 7)
+        elif kind in (4, 5):
             flags = int(data.get("flags") or 0) & (EPHEMERAL | SENDABLE_FLAGS)
             if kind == 5:
                 message = self._loading_message(ix, (flags & EPHEMERAL) | LOADING)
@@ -202,6 +208,19 @@ class InteractionApi:
             )
             resource["message"] = self.state.message_json(message)
         return json_response({"interaction": summary, "resource": resource})
+
+    def _update_component_message(
+        self, ix: FakeInteraction, data: JSON, files: list[UploadedFile], *, edit: bool
+    ) -> FakeMessage:
+        """A component's message, edited by an UPDATE_MESSAGE callback (6 only acknowledges)."""
+        message = self.state.messages[ix.message_id] if ix.message_id is not None else None
+        if message is None or message.deleted:
+            raise unknown("Message", 10008)
+        ix.original = message
+        if edit:
+            self.rest.apply_edit(message, data, files)
+            self.rest.echo("MESSAGE_UPDATE", message)
+        return message
 
     def _loading_message(self, ix: FakeInteraction, flags: int) -> FakeMessage:
         channel = self.state.channels[ix.channel_id]

@@ -322,6 +322,19 @@ class FakeMessage:
     edited_timestamp: str | None = None
     deleted: bool = False
     versions: list[str] = field(default_factory=list)
+    # Every components list the message had (posted, then each edit that set them).
+    component_versions: list[list[JSON]] = field(default_factory=list)
+
+    def custom_ids(self) -> list[str]:
+        """The custom_ids of the message's (enabled) buttons and selects, in order."""
+        found: list[str] = []
+        pending = list(self.components)
+        while pending:
+            item = pending.pop(0)
+            if item.get("custom_id") and not item.get("disabled"):
+                found.append(str(item["custom_id"]))
+            pending[:0] = list(item.get("components") or [])
+        return found
 
     @property
     def ephemeral(self) -> bool:
@@ -406,6 +419,11 @@ class FakeInteraction:
     followups: list[FakeMessage] = field(default_factory=list)
     choices: list[JSON] | None = None
     modal: JSON | None = None
+    # A component interaction (type 3): the pressed component and the message it is on.
+    custom_id: str | None = None
+    message_id: int | None = None
+    # The `data` of the bot's interaction callback (an update's content and components).
+    callback_data: JSON | None = None
 
     @property
     def acknowledged(self) -> bool:

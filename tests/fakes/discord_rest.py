@@ -175,6 +175,7 @@ class RestApi:
             **extra,
         )
         message.attachments = self._attachments(channel.id, body, files)
+        message.component_versions.append(list(message.components))
         ref = body.get("message_reference")
         if isinstance(ref, dict) and ref.get("message_id") is not None:
             target = state.messages.get(snowflake(ref["message_id"]))
@@ -203,6 +204,7 @@ class RestApi:
             message.embeds = list(body["embeds"] or [])
         if "components" in body:
             message.components = list(body["components"] or [])
+            message.component_versions.append(list(message.components))
         if "allowed_mentions" in body:
             message.allowed_mentions = body["allowed_mentions"]
         if "flags" in body and body["flags"] is not None:

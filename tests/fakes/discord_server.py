@@ -23,22 +23,26 @@ key)` the sessions an event was sent to. Read state directly: `calls` (every RES
 order, as `RestCall`, with status and response headers), `calls_to(method, regex)`,
 `messages_in(channel_id)` (visible messages after edits; `FakeMessage.versions` keeps every
 content, `pings()` tells who was notified), `message(id)`, `threads`, `interactions`
-(`FakeInteraction.texts()`), `commands(guild_id)`, `sessions` / `resumes` (gateway).
+(`FakeInteraction.texts()`), `commands(guild_id)`, the components of the bot's messages
+(`FakeMessage.components`, every version in `component_versions`), `sessions` / `resumes` (gateway).
 `wait_for(predicate)` sleeps until a state change makes it true (no polling).
 
-Behaviour: the bot's creates/edits/deletes are echoed as MESSAGE_CREATE/UPDATE/DELETE; a
-thread started from a message has the message's id (as in Discord) and is announced with
-THREAD_CREATE (newly_created); interaction callbacks are accepted once (40060 after) and
-within `ack_deadline` seconds (10062 after); the first followup after a defer fills the
-"thinking" message; a session without the MESSAGE_CONTENT intent gets blank content for
-guild messages that do not mention the bot. `fail_next()` injects failures (429 the way
-Discord sends it: JSON body with retry_after, `Via` header), `enable_rate_limit()` turns on
-the per-channel message bucket (creates and edits share it; X-RateLimit-* headers; 429 when
-exceeded), `force_reconnect()` sends op 7 and `disconnect()` drops the socket; dispatches in
-the gap are replayed after RESUME, exactly once (sequence numbers). Attachments are served at
-`{url}/attachments/...`, so `Attachment.read()` works. 5xx answers make discord.py sleep
-1-9 s per retry, so prefer 4xx/429 in tests; a bug inside the fake is answered 400 and kept
-in `errors`. Unknown routes answer 404 JSON and log a warning naming the route.
+Behaviour: the bot's creates/edits/deletes are echoed as MESSAGE_CREATE/UPDATE/DELETE; a thread
+started from a message has the message's id (as in Discord) and is announced with THREAD_CREATE
+(newly_created); interaction callbacks are accepted once (40060 after) and within
+`ack_deadline` seconds (10062 after); the first followup after a defer fills the "thinking"
+message; `press(message, custom_id, user=)` presses a button the message shows
+(INTERACTION_CREATE type 3), and an UPDATE_MESSAGE callback (7) edits that message
+(`FakeInteraction.callback_type` / `callback_data` keep the answer); a session without the
+MESSAGE_CONTENT intent gets blank content for guild messages that do not mention the bot.
+`fail_next()` injects failures (429 the way Discord sends it: JSON body with retry_after, `Via`
+header), `enable_rate_limit()` turns on the per-channel message bucket (creates and edits share
+it; X-RateLimit-* headers; 429 when exceeded), `force_reconnect()` sends op 7 and
+`disconnect()` drops the socket; dispatches in the gap are replayed after RESUME, exactly once
+(sequence numbers). Attachments are served at `{url}/attachments/...`, so `Attachment.read()`
+works. 5xx answers make discord.py sleep 1-9 s per retry, so prefer 4xx/429 in tests; a bug
+inside the fake is answered 400 and kept in `errors`. Unknown routes answer 404 JSON and log a
+warning naming the route.
 
 Modules: discord_models (values), discord_state (the world and its JSON), discord_gateway,
 discord_http (recording, failures, rate limits), discord_rest (channels, messages, threads),
@@ -86,6 +90,8 @@ from tests.fakes.discord_state import DiscordState
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# Interaction type 3 and the button component type.
+COMPONENT, BUTTON = 3, 2
 AttachmentSpec = tuple[str, bytes, str | None]
 
 
@@ -584,9 +590,52 @@ class FakeDiscord:
             data["guild_id"] = command["guild_id"]
         if resolved:
             data["resolved"] = resolved
+        kind = 4 if autocomplete else 2
+        ix = self._interaction(kind, " ".join(path), data, user, channel, locale=locale)
+        self.gateway.dispatch("INTERACTION_CREATE", ix.payload)
+        return ix
+
+    async def press(
+        self,
+        message: FakeMessage,
+        custom_id: str,
+        *,
+        user: FakeUser | None = None,
+        component_type: int = BUTTON,
+        locale: str = "en-US",
+    ) -> FakeInteraction:
+        """A user presses the button `custom_id` on one of the bot's messages; dispatched as
+        INTERACTION_CREATE type 3 (MESSAGE_COMPONENT) with the message, as Discord sends it.
+
+        Discord offers only what the message shows: a component it no longer carries (the
+        bot removed or disabled it) cannot be pressed (ValueError).
+        """
+        user = user or self.state.user
+        channel = self._sendable_channel(message.channel_id, user)
+        if message.deleted or custom_id not in message.custom_ids():
+            raise ValueError(f"message {message.id} shows no component {custom_id!r}")
+        data: JSON = {"custom_id": custom_id, "component_type": component_type}
+        ix = self._interaction(COMPONENT, custom_id, data, user, channel, locale=locale)
+        ix.custom_id, ix.message_id = custom_id, message.id
+        ix.payload["message"] = self.state.message_json(message)
+        self.gateway.dispatch("INTERACTION_CREATE", ix.payload)
+        return ix
+
+    def _interaction(
+        self,
+        kind: int,
+        name: str,
+        data: JSON,
+        user: FakeUser,
+        channel: FakeChannel,
+        *,
+        locale: str,
+    ) -> FakeInteraction:
+        """A new interaction of `kind` by `user` in `channel`, with its gateway payload."""
+        state = self.state
+        guild_id = channel.guild_id
         iid = state.ids.next()
         token = f"ix-{iid}-{secrets.token_hex(8)}"
-        kind = 4 if autocomplete else 2
         payload: JSON = {
             "id": str(iid),
             "application_id": str(state.application_id),
@@ -623,10 +672,9 @@ class FakeDiscord:
             )
         loop = asyncio.get_running_loop()
         ix = FakeInteraction(
-            iid, token, kind, " ".join(path), user, channel.id, guild_id, payload, loop.time()
+            iid, token, kind, name, user, channel.id, guild_id, payload, loop.time()
         )
         state.interactions[iid] = ix
-        self.gateway.dispatch("INTERACTION_CREATE", payload)
         return ix
 
 

@@ -339,15 +339,7 @@ class DiscordState:
             out["webhook_id"] = str(message.webhook_id)
             out["application_id"] = str(self.application_id)
         if message.interaction_id is not None:
-            ix = self.interactions[message.interaction_id]
-            out["interaction_metadata"] = {
-                "id": str(ix.id),
-                "type": ix.type,
-                "user": ix.user.to_json(),
-                "authorizing_integration_owners": {"0": str(ix.guild_id or self.guild_id)},
-                "name": ix.name,
-                "command_type": 1,
-            }
+            out["interaction_metadata"] = self._interaction_metadata(message.interaction_id)
         if message.thread_id is not None and message.thread_id in self.channels:
             out["thread"] = self.channel_json(self.channels[message.thread_id])
         if message.reference is not None:
@@ -359,6 +351,21 @@ class DiscordState:
                     if ref is None or ref.deleted
                     else self.message_json(ref, with_reference=False)
                 )
+        return out
+
+    def _interaction_metadata(self, interaction_id: int) -> JSON:
+        """A response message's `interaction_metadata` (a component's names its message)."""
+        ix = self.interactions[interaction_id]
+        out: JSON = {
+            "id": str(ix.id),
+            "type": ix.type,
+            "user": ix.user.to_json(),
+            "authorizing_integration_owners": {"0": str(ix.guild_id or self.guild_id)},
+            "name": ix.name,
+            "command_type": 1,
+        }
+        if ix.message_id is not None:
+            out["interacted_message_id"] = str(ix.message_id)
         return out
 
     def mentioned_ids(self, message: FakeMessage) -> list[int]:

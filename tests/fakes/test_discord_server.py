@@ -621,3 +621,72 @@ async def test_typing_start_is_not_sent_without_the_typing_intent() -> None:
         async with run_client(bot, server):
             await server.inject_typing()
             assert not server.delivered("TYPING_START", lambda _: True)
+
+
+class _Question(discord.ui.View):
+    """Two buttons; only `asker` may press them: the answer replaces the question."""
+
+    def __init__(self, asker: int) -> None:
+        super().__init__(timeout=None)
+        self.asker = asker
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id == self.asker:
+            return True
+        await interaction.response.send_message("not yours", ephemeral=True)
+        return False
+
+    @discord.ui.button(label="Yes", custom_id="q:yes", style=discord.ButtonStyle.success)
+    async def yes(self, interaction: discord.Interaction, _button: discord.ui.Button[Any]) -> None:
+        await interaction.response.edit_message(content="said yes", view=None)
+        self.stop()
+
+    @discord.ui.button(label="No", custom_id="q:no", style=discord.ButtonStyle.danger)
+    async def no(self, interaction: discord.Interaction, _button: discord.ui.Button[Any]) -> None:
+        await interaction.response.defer()
+
+
+async def test_buttons_are_recorded_pressed_and_answered_by_updating_their_message() -> None:
+    async with FakeDiscord() as server:
+        bot = TinyBot(server.guild_id)
+        async with run_client(bot, server):
+            channel = bot.get_channel(server.channel_id)
+            assert isinstance(channel, discord.TextChannel)
+            sent = await channel.send("yes or no?", view=_Question(server.user.id))
+            stored = server.message(sent.id)
+            assert stored is not None and stored.custom_ids() == ["q:yes", "q:no"]
+            assert stored.components[0]["components"][0]["label"] == "Yes"
+
+            stranger = server.add_user("stranger")
+            refused = await server.press(stored, "q:yes", user=stranger)
+            await server.wait_for(lambda: refused.acknowledged)
+            assert refused.callback_type == 4 and refused.texts() == ["not yours"]
+            assert refused.messages()[0].ephemeral
+            assert stored.content == "yes or no?" and stored.custom_ids() == ["q:yes", "q:no"]
+
+            deferred = await server.press(stored, "q:no")
+            await server.wait_for(lambda: deferred.acknowledged)
+            assert deferred.callback_type == 6 and stored.content == "yes or no?"
+
+            pressed = await server.press(stored, "q:yes")
+            await server.wait_for(lambda: pressed.acknowledged)
+            assert pressed.callback_type == 7 and pressed.user.id == server.user.id
+            assert pressed.payload["message"]["id"] == str(stored.id)
+            assert pressed.payload["data"] == {"custom_id": "q:yes", "component_type": 2}
+            assert stored.content == "said yes" and stored.components == []
+            assert len(stored.component_versions) == 2 and stored.component_versions[1] == []
+            with pytest.raises(ValueError, match="shows no component"):
+                await server.press(stored, "q:yes")
+
+
+async def test_a_message_without_the_button_cannot_be_pressed() -> None:
+    async with FakeDiscord() as server:
+        bot = TinyBot(server.guild_id)
+        async with run_client(bot, server):
+            channel = bot.get_channel(server.channel_id)
+            assert isinstance(channel, discord.TextChannel)
+            sent = await channel.send("plain")
+            stored = server.message(sent.id)
+            assert stored is not None and stored.component_versions == [[]]
+            with pytest.raises(ValueError, match="shows no component"):
+                await server.press(stored, "q:yes")

@@ -43,6 +43,7 @@ def test_stdio_and_http_entries() -> None:
                     "env": {"TOKEN": "abcd1234"},
                     "allowed_tools": ["read_file"],
                     "timeout": 30,
+                    "confirm": True,
                 },
                 "remote": {
                     "url": "https://user:pw@example.test:8443/mcp?key=secret",
@@ -61,6 +62,7 @@ def test_stdio_and_http_entries() -> None:
     )
     assert files.env == {"TOKEN": "abcd1234"} and files.enabled and files.error is None
     assert files.allowed_tools == frozenset({"read_file"}) and files.timeout == 30.0
+    assert files.confirm and not remote.confirm, "calls wait for an Allow only where asked"
     assert remote.transport == "http" and not remote.enabled and remote.error is None
     assert remote.allowed_tools is None
     assert remote.target == "https://example.test:8443/mcp", "no credentials, no query"
@@ -78,6 +80,7 @@ def test_stdio_and_http_entries() -> None:
         ({"command": "  "}, "command is empty"),
         ({"command": "x", "args": "not-a-list"}, "args"),
         ({"command": "x", "env": {"N": 1}}, "env.N"),
+        ({"command": "x", "confirm": "yes"}, "confirm"),
         ({"command": "x", "enabled": "yes"}, "enabled"),
         ({"command": "x", "timeout": 0}, "timeout"),
         ("just text", "JSON object"),

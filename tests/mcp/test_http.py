@@ -38,6 +38,7 @@ async def test_tools_join_the_registry_namespaced_with_schemas_as_listed(
             assert status.target == http_server.url
             (hashed,) = [name for name in status.tools if name.startswith("web__dotted_name_")]
             assert status.tools == [
+                "web__append",
                 "web__arguments",
                 "web__crash",
                 "web__dotted_name",

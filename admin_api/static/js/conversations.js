@@ -29,13 +29,27 @@ export function sourceLink(source) {
     : h('span', {}, label);
 }
 
+/** What became of a call that asked its member first (`approval`), with who decided. */
+export function approvalText(call) {
+  const by = call.approved_by ? ` by ${call.approved_by}` : '';
+  switch (call.approval) {
+    case 'allowed': return `allowed${by}`;
+    case 'denied': return `denied${by}`;
+    case 'timeout': return 'no answer in time: not run';
+    case 'unasked': return 'nobody could be asked: not run';
+    default: return null;
+  }
+}
+
 /** A tool call as Discord shows it: its name, ✓ or ✗ (with why), and its sources. */
 export function toolCallView(call) {
+  const approval = approvalText(call);
   const state = call.ok ? h('span', {class: 'ok'}, '✓ ', h('span', {class: 'sr-only'}, 'succeeded'))
     : h('span', {class: 'bad'}, '✗ failed');
   return h('li', {class: 'tool-call', dataset: {ok: String(call.ok), tool: call.tool}},
     h('span', {'aria-hidden': 'true'}, '🔧 '), h('strong', {}, call.tool), ' ', state,
     call.duration_ms !== null && call.duration_ms !== undefined ? h('span', {class: 'meta'}, ` ${call.duration_ms} ms`) : null,
+    approval ? h('span', {class: 'meta approval', dataset: {approval: call.approval}}, ` · 🔐 ${approval}`) : null,
     call.ok ? null : h('span', {class: 'bad reason'}, ` — ${call.error ?? 'no reason given'}`),
     h('details', {}, h('summary', {}, 'Arguments'), h('pre', {}, call.arguments)),
     call.sources.length

@@ -20,6 +20,7 @@ from bot.chat.interrupted import by_language, close_interrupted, find_interrupte
 from bot.chat.member_turn import speaking_member
 from bot.exts._common import deps_of, space_of_message
 from bot.exts._text import readable_mentions, strip_bot_mention, thread_name
+from bot.exts.chat._approval import ButtonApprover
 from bot.exts.chat._attachments import AttachmentReader
 from bot.exts.chat._flood import UserTurns
 from bot.exts.chat._reply import ReplyRenderer
@@ -128,6 +129,7 @@ def _turn_request(
         read_pace=pace,
         session=session,
         burst=burst,
+        approver=ButtonApprover(place.channel, message.author.id),
     )
 
 

@@ -45,11 +45,14 @@ class ToolCallRecord:
     sources: list[ToolCallSource]
     duration_ms: int | None
     created_at: str
+    # Set when the call asked its member first: the verdict and who gave it.
+    approval: str | None = None
+    approved_by: str | None = None
 
 
 _COLUMNS = (
     "id, space_id, session_id, message_id, call_id, tool, arguments_json, ok, error, "
-    "sources_json, duration_ms, created_at"
+    "sources_json, duration_ms, created_at, approval, approved_by"
 )
 
 
@@ -79,6 +82,8 @@ def _record(row: Row) -> ToolCallRecord:
         sources=_sources(row["sources_json"]),
         duration_ms=row["duration_ms"],
         created_at=row["created_at"],
+        approval=row["approval"],
+        approved_by=row["approved_by"],
     )
 
 
@@ -123,8 +128,11 @@ class ToolCallRepository:
         sources: Sequence[ToolCallSource] = (),
         duration_ms: int | None = None,
         created_at: str | None = None,
+        approval: str | None = None,
+        approved_by: str | None = None,
     ) -> int:
-        """Store a call (arguments and error bounded here); returns its id.
+        """Store a call (arguments and error bounded here); returns its id. `approval` and
+        `approved_by`: the member's decision when the tool asked first.
 
         The session must be in `space` (a foreign key refuses anything else).
         """
@@ -134,8 +142,8 @@ class ToolCallRepository:
         ]
         return await self._db.insert(
             "INSERT INTO tool_calls (space_id, session_id, message_id, call_id, tool, "
-            "arguments_json, ok, error, sources_json, duration_ms, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "arguments_json, ok, error, sources_json, duration_ms, created_at, approval, "
+            "approved_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 space,
                 session_id,
@@ -148,6 +156,8 @@ class ToolCallRepository:
                 json.dumps(kept, ensure_ascii=False),
                 duration_ms,
                 created_at or utcnow(),
+                approval,
+                None if approved_by is None else approved_by[:200],
             ),
         )
 

@@ -305,6 +305,10 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
             Column("sources_json", TEXT, default="[]"),
             Column("duration_ms", INTEGER, null=True),
             CREATED,
+            # A call that asked its member first: allowed, denied, timeout or unasked (nobody
+            # could be asked), and the Discord user id of who decided.
+            Column("approval", TEXT, null=True, since=15),
+            Column("approved_by", TEXT, null=True, since=15),
         ),
         foreign_keys=(IN_SESSION,),
         indexes=(

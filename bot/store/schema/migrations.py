@@ -148,6 +148,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # 14: `token_usage`, the tokens a space's turns used per day, per member and in all, with
     # the estimates of calls under way reserved against the daily budgets.
     added_in(14),
+    # 15: `tool_calls.approval` and `approved_by`: a tool with side effects asked its member
+    # first (Allow / Deny), and who decided.
+    added_in(15),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -48,6 +48,8 @@ class McpServerConfig:
     enabled: bool = True
     allowed_tools: frozenset[str] | None = None
     timeout: float | None = None
+    # Every call of the server's tools waits for its member's Allow / Deny first.
+    confirm: bool = False
     error: str | None = None
 
     @property
@@ -85,6 +87,7 @@ class _Entry(BaseModel):
     disabled: bool = False
     allowed_tools: list[str] | None = None
     timeout: float | None = Field(default=None, gt=0, le=3600)
+    confirm: bool = False
 
 
 def server_prefix(name: str) -> str:
@@ -166,6 +169,7 @@ def _server(name: str, raw: Any, prefixes: dict[str, str]) -> McpServerConfig:
         enabled=entry.enabled and not entry.disabled and problem is None,
         allowed_tools=None if entry.allowed_tools is None else frozenset(entry.allowed_tools),
         timeout=entry.timeout,
+        confirm=entry.confirm,
         error=problem,
     )
 

@@ -375,6 +375,7 @@ class McpManager:
             validator=None,
             source=f"mcp:{server}",
             display=ToolDisplay(label=lambda _args: f"{remote.name} ({server})"),
+            confirm="always" if config.confirm else "never",
         )
 
     async def _invoke(

@@ -83,6 +83,13 @@ def build_server(on_slow_start: Callable[[], None] = lambda: None) -> MCPServer:
         return os.environ.get(name, "<unset>")
 
     @server.tool()
+    def append(line: str) -> str:
+        """Append a line to the file named by DEMO_APPEND_FILE (a tool with a side effect)."""
+        with open(os.environ["DEMO_APPEND_FILE"], "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+        return f"appended: {line}"
+
+    @server.tool()
     def nothing() -> str:
         """Answer with empty text."""
         return ""
