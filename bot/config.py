@@ -6,7 +6,10 @@ import asyncio
 import ipaddress
 import json
 import logging
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import time
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origin
@@ -59,6 +62,51 @@ RUNTIME_KEYS = frozenset(
     }
 )
 IdList = Annotated[list[int], NoDecode]
+
+_QUIET_WINDOW = re.compile(r"^\s*(\d{1,2})(?::(\d{2}))?\s*-\s*(\d{1,2})(?::(\d{2}))?\s*$")
+QUIET_HOURS_HINT = 'hours "START-END" such as "23-7" or "22:30-06:00" (24-hour clock)'
+
+
+@dataclass(frozen=True)
+class QuietHours:
+    """From `start` (included) to `end` (excluded), wrapping midnight when start > end."""
+
+    start: time
+    end: time
+
+    def covers(self, local: time) -> bool:
+        """Whether the local time of day `local` falls in the window."""
+        if self.start < self.end:
+            return self.start <= local < self.end
+        return local >= self.start or local < self.end
+
+    def __str__(self) -> str:
+        return f"{self.start:%H:%M}–{self.end:%H:%M}"
+
+
+def _clock(hours: str, minutes: str | None, value: str) -> time:
+    hour, minute = int(hours), int(minutes or 0)
+    if hour == 24 and minute == 0:
+        return time(0)  # "22-24": until midnight
+    if hour > 23 or minute > 59:
+        raise ValueError(f"{value!r} is not a time window: {QUIET_HOURS_HINT}")
+    return time(hour, minute)
+
+
+def parse_quiet_hours(value: str) -> QuietHours | None:
+    """'23-7' → 23:00 to 07:00 (wrapping midnight); '' → None; ValueError when malformed."""
+    if not value.strip():
+        return None
+    match = _QUIET_WINDOW.fullmatch(value)
+    if match is None:
+        raise ValueError(f"{value!r} is not a time window: {QUIET_HOURS_HINT}")
+    start = _clock(match[1], match[2], value)
+    end = _clock(match[3], match[4], value)
+    if start == end:
+        raise ValueError(f"{value!r} starts and ends at the same time: {QUIET_HOURS_HINT}")
+    return QuietHours(start, end)
+
+
 SECRET_KEYS = frozenset(
     {"llm_api_key", "discord_token", "admin_password", "admin_token", "database_url"}
 )
@@ -169,6 +217,27 @@ class Settings(BaseSettings):
         le=8,
         description="Seconds a message waits at most while its author is typing more, so that "
         "their next messages join its turn; 0 = every message is a turn of its own.",
+    )
+    topic_quiet_hours: str = Field(
+        default="",
+        max_length=20,
+        description="Hours in which the bot starts no conversation (idle chats and scheduled "
+        'topic posts), e.g. "23-7" (wraps midnight) or "22:30-06:00", in each server\'s time '
+        "zone (else the topic channel's); empty = none.",
+    )
+    topic_reply_window_minutes: int = Field(
+        default=30,
+        ge=1,
+        le=24 * 60,
+        description="Minutes after a topic opener in which a person writing in its channel (or "
+        "a thread of it) counts as an answer.",
+    )
+    topic_backoff_max_minutes: int = Field(
+        default=24 * 60,
+        ge=1,
+        le=7 * 24 * 60,
+        description="Longest quiet wait before an idle chat: each unanswered opener doubles the "
+        "channel's quiet minutes up to this (never below them); an answer resets it.",
     )
     stream_edit_interval: float = Field(
         default=1.2,
@@ -456,6 +525,13 @@ class Settings(BaseSettings):
                 raise ValueError("expected numeric Discord ids separated by commas")
             return [int(part) for part in parts]
         return value
+
+    @field_validator("topic_quiet_hours")
+    @classmethod
+    def _quiet_hours(cls, value: str) -> str:
+        """A window parse_quiet_hours understands (it raises the message shown)."""
+        parse_quiet_hours(value)
+        return value.strip()
 
     @field_validator("shard_ids", mode="before")
     @classmethod

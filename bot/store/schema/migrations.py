@@ -148,6 +148,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     # 14: `token_usage`, the tokens a space's turns used per day, per member and in all, with
     # the estimates of calls under way reserved against the daily budgets.
     added_in(14),
+    # 15 belongs to the approval branch (not merged yet); it takes this place when it lands.
+    Migration(sqlite=("SELECT 1",), postgresql=("SELECT 1",)),
+    # 16: `topic_posts.answered_at`, when a person answered a topic opener within its reply
+    # window, for the answer rate and the backoff of unanswered openers.
+    added_in(16),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
