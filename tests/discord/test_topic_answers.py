@@ -4,10 +4,14 @@ within its window."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
+from bot.store.repos.topics import AnswerCounts
 from tests.discord.conftest import World, WorldFactory
 from tests.discord.test_spaces import Calls
+from tests.fakes.llm_server import Text
 
 
 async def _enable(w: World) -> None:
@@ -30,3 +34,53 @@ async def test_channel_talk_feeds_nouns_once_per_case_folded_word(
             ("Zelda", 1),
             ("京都", 1),
         ], "no verbs (played, 勉強した) and no second spelling of Python"
+
+
+async def _opener(w: World, text: str) -> int:
+    """Post an opener with /topic now; the stored post's id."""
+    w.llm.script(Text(text))
+    ix = await w.server.inject_interaction("topic now", user=w.server.admin_user)
+    assert "💬" in (await w.server.wait_for_reply(ix)).content
+    (message,) = [m for m in w.bot_messages(w.server.channel_id) if m.content == text]
+    post = await w.services.repos.topics.post_for_message(w.space, message.id)
+    assert post is not None and post.answered_at is None
+    return post.id
+
+
+async def _answered(w: World) -> dict[int, bool]:
+    posts = await w.services.repos.topics.recent_posts(w.space, w.server.channel_id)
+    return {post.id: post.answered_at is not None for post in posts}
+
+
+async def test_a_member_writing_within_the_window_answers_the_opener(
+    world: WorldFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with world(topic_reply_window_minutes=30) as w:
+        await _enable(w)
+        await w.services.topics.record_activity(w.space, w.server.channel_id, "ラーメンが好き")
+        late = await _opener(w, "最近どこかでおいしいラーメン食べた？")
+        # This opener went out 31 minutes ago: its window is over.
+        await w.services.db.execute(
+            "UPDATE topic_posts SET posted_at = ? WHERE space_id = ? AND id = ?",
+            (
+                (w.services.topics.now() - timedelta(minutes=31)).isoformat(
+                    timespec="microseconds"
+                ),
+                w.space,
+                late,
+            ),
+        )
+        activity = Calls(monkeypatch, w.services.topics, "record_activity")
+        await w.server.inject_message("昨日は味噌ラーメンにした", mention_bot=False)
+        await activity.wait(1)
+        assert await _answered(w) == {late: False}, "a reply after the window does not count"
+
+        fresh = await _opener(w, "カメラは何を使ってる？")
+        w.llm.script(Text("いいですね！"))
+        reply = await w.server.inject_message(
+            "ミラーレスだよ", reply_to=w.bot_messages(w.server.channel_id)[-1], mention_bot=False
+        )
+        await w.wait_text(await w.wait_thread(reply), "いいですね！")
+        assert await _answered(w) == {late: False, fresh: True}
+        counts = await w.services.topics.answer_counts(w.space)
+        assert counts[w.server.channel_id] == AnswerCounts(sent=2, answered=1, waiting=0)
