@@ -151,6 +151,9 @@ async def test_quiet_hours_hold_openers_in_the_servers_time_zone(bench: Bencher)
         refused = await service.check_idle(CHANNEL)
         assert not refused.posted and refused.reason == "quiet hours 23:00–07:00 (America/New_York)"
         assert "quiet hours" in (await service.run_cron(CHANNEL)).reason
+        assert b.poster.posts == []
+        assert (await service.run_now(CHANNEL)).posted, "an admin's /topic now still posts"
+        b.poster.posts.clear()
         b.at(hours=8, minutes=59)  # 06:59 in New York
         assert "quiet hours" in (await service.check_idle(CHANNEL)).reason
         assert b.poster.posts == []

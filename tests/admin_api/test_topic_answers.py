@@ -1,0 +1,58 @@
+"""GET /api/topics: each channel's answer rate (openers answered within their reply window of
+those sent, and those still waiting), per space."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from bot.store.repos.topics import TopicRepository
+from tests.admin_api.conftest import StartAdmin
+
+A, B = "guild:1", "guild:2"
+
+
+async def _post(repo: TopicRepository, space: str, channel: int, at: datetime) -> None:
+    await repo.add_post(
+        space,
+        channel,
+        kind="idle",
+        topic="ラーメン",
+        words=["ラーメン"],
+        content="最近おいしいラーメン食べた？",
+        discord_message_id=None,
+        posted_at=at.isoformat(timespec="microseconds"),
+    )
+
+
+async def test_the_topic_list_shows_each_channels_answer_rate(start_admin: StartAdmin) -> None:
+    admin = await start_admin()
+    topics, repo = admin.services.topics, admin.services.repos.topics
+    now = topics.now()
+    await topics.configure(42, {"enabled": True}, space=A)
+    await topics.configure(43, {"enabled": True}, space=B)
+    await topics.configure(44, {"enabled": True}, space=A)
+    for hours in (5, 4, 3):
+        await _post(repo, A, 42, now - timedelta(hours=hours))
+    await _post(repo, A, 42, now - timedelta(minutes=5))  # still in its 30-minute window
+    await _post(repo, B, 43, now - timedelta(hours=2))
+    # People wrote 10 minutes after the first and the third opener of channel 42.
+    for hours in (5, 3):
+        await topics.record_activity(A, 42, at=now - timedelta(hours=hours, minutes=-10))
+
+    listing = await admin.get("/api/topics")
+    assert listing.status == 200, listing.text
+    rates = {c["channel_id"]: c["answers"] for c in listing.json["channels"]}
+    assert rates == {
+        "42": {"sent": 4, "answered": 2, "waiting": 1},
+        "43": {"sent": 1, "answered": 0, "waiting": 0},
+        "44": {"sent": 0, "answered": 0, "waiting": 0},
+    }
+    (first,) = [c for c in listing.json["channels"] if c["channel_id"] == "42"]
+    assert [post["answered_at"] is not None for post in first["last_openers"]] == [
+        False,
+        True,
+        False,
+    ], "newest first: waiting, answered, unanswered"
+    only_b = await admin.get("/api/topics", params={"space": B})
+    assert [(c["channel_id"], c["answers"]["sent"]) for c in only_b.json["channels"]] == [("43", 1)]
+    assert datetime.fromisoformat(first["last_openers"][1]["answered_at"]).tzinfo == UTC
