@@ -144,7 +144,10 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
             if channel is None:
                 return Reply(ui.topic_not_configured)
             state = ui.topic_state_on if channel.enabled else ui.topic_state_off
-            return Reply(_format(ui.topic_status, channel, state=state, reason=decision.reason))
+            answers = await self.deps.services.topics.answers(channel)
+            return Reply(
+                _format(ui.topic_status, channel, state=state, reason=decision.reason, **answers)
+            )
 
         await answer(interaction, work())
 

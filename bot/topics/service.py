@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -191,6 +191,11 @@ class TopicService:
         """Per configured channel of `scope`: openers sent, answered within their reply window,
         and still waiting in it."""
         return await self.repo.answer_counts(scope, _utc(self.now() - self._reply_window()))
+
+    async def answers(self, channel: TopicChannel) -> dict[str, int]:
+        """One channel's openers: `sent`, `answered` and `waiting` (see `answer_counts`)."""
+        counts = await self.answer_counts(channel.space_id)
+        return asdict(counts.get(channel.channel_id, AnswerCounts(0, 0, 0)))
 
     async def feed_conversation(
         self,

@@ -4,7 +4,8 @@ within its window."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -47,6 +48,11 @@ async def _opener(w: World, text: str) -> int:
     return post.id
 
 
+def _ago(w: World, **delta: float) -> str:
+    """The moment `delta` before the topic service's now, as the store writes moments."""
+    return (w.services.topics.now() - timedelta(**delta)).isoformat(timespec="microseconds")
+
+
 async def _answered(w: World) -> dict[int, bool]:
     posts = await w.services.repos.topics.recent_posts(w.space, w.server.channel_id)
     return {post.id: post.answered_at is not None for post in posts}
@@ -84,3 +90,55 @@ async def test_a_member_writing_within_the_window_answers_the_opener(
         assert await _answered(w) == {late: False, fresh: True}
         counts = await w.services.topics.answer_counts(w.space)
         assert counts[w.server.channel_id] == AnswerCounts(sent=2, answered=1, waiting=0)
+
+
+async def _status(w: World) -> str:
+    ix = await w.server.inject_interaction("topic status", user=w.server.admin_user)
+    return (await w.server.wait_for_reply(ix)).content
+
+
+async def test_topic_status_shows_the_backoff_and_the_answers(
+    world: WorldFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with world(topic_reply_window_minutes=30) as w:
+        await _enable(w)
+        await w.services.topics.configure(
+            w.server.channel_id, {"active_start": "00:00", "active_end": "00:00"}
+        )
+        talk = "ラーメンとカメラが好き"
+        await w.services.topics.record_activity(w.space, w.server.channel_id, talk)
+        first = await _opener(w, "最近どこかでおいしいラーメン食べた？")
+        await w.services.db.execute(
+            "UPDATE topic_posts SET posted_at = ? WHERE space_id = ? AND id = ?",
+            (_ago(w, minutes=40), w.space, first),
+        )
+        status = await _status(w)
+        assert "threshold 240 min, backed off after 1 unanswered" in status, status
+        assert "openers answered: 0 of 1 (0 waiting for a reply)" in status
+
+        await _opener(w, "カメラは何を使ってる？")
+        activity = Calls(monkeypatch, w.services.topics, "record_activity")
+        await w.server.inject_message("味噌かな", mention_bot=False)
+        await activity.wait(1)
+        status = await _status(w)
+        assert "threshold 120 min" in status and "backed off" not in status, status
+        assert "openers answered: 1 of 2 (0 waiting for a reply)" in status
+
+
+async def test_topic_status_names_the_quiet_hours_in_the_servers_zone(
+    world: WorldFactory,
+) -> None:
+    server_zone = ZoneInfo("Pacific/Kiritimati")  # UTC+14: not the host's
+    hour = datetime.now(server_zone).hour
+    quiet = f"{(hour - 1) % 24}-{(hour + 2) % 24}"
+    async with world(topic_quiet_hours=quiet, language="ja") as w:
+        await _enable(w)
+        await w.services.topics.configure(
+            w.server.channel_id, {"active_start": "00:00", "active_end": "00:00"}
+        )
+        await w.services.db.execute(
+            "UPDATE spaces SET timezone = ? WHERE id = ?", ("Pacific/Kiritimati", w.space)
+        )
+        status = await _status(w)
+        assert "(Pacific/Kiritimati)" in status and "quiet hours" in status, status
+        assert "返信のあった話題: 0 件中 0 件（返信待ち 0 件）" in status
