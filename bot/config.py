@@ -15,6 +15,7 @@ from types import UnionType
 from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origin
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -51,6 +52,9 @@ RUNTIME_KEYS = frozenset(
         "member_daily_tokens",
         "server_daily_tokens",
         "burst_wait_seconds",
+        "topic_quiet_hours",
+        "topic_reply_window_minutes",
+        "topic_backoff_max_minutes",
         "stream_edit_interval",
         "system_prompt_extra",
         "web_search_max_results",
@@ -105,6 +109,16 @@ def parse_quiet_hours(value: str) -> QuietHours | None:
     if start == end:
         raise ValueError(f"{value!r} starts and ends at the same time: {QUIET_HOURS_HINT}")
     return QuietHours(start, end)
+
+
+def _valid_quiet_hours(value: str) -> str:
+    """`value` stripped, when parse_quiet_hours understands it (it raises the message shown)."""
+    parse_quiet_hours(value)
+    return value.strip()
+
+
+# A field type, not a Settings validator, so runtime changes are checked the same way.
+QuietHoursText = Annotated[str, AfterValidator(_valid_quiet_hours)]
 
 
 SECRET_KEYS = frozenset(
@@ -218,7 +232,7 @@ class Settings(BaseSettings):
         description="Seconds a message waits at most while its author is typing more, so that "
         "their next messages join its turn; 0 = every message is a turn of its own.",
     )
-    topic_quiet_hours: str = Field(
+    topic_quiet_hours: QuietHoursText = Field(
         default="",
         max_length=20,
         description="Hours in which the bot starts no conversation (idle chats and scheduled "
@@ -526,13 +540,6 @@ class Settings(BaseSettings):
             return [int(part) for part in parts]
         return value
 
-    @field_validator("topic_quiet_hours")
-    @classmethod
-    def _quiet_hours(cls, value: str) -> str:
-        """A window parse_quiet_hours understands (it raises the message shown)."""
-        parse_quiet_hours(value)
-        return value.strip()
-
     @field_validator("shard_ids", mode="before")
     @classmethod
     def _split_shards(cls, value: Any) -> Any:
@@ -816,7 +823,10 @@ def check_runtime_values(values: dict[str, Any]) -> dict[str, Any]:
     except PydanticValidationError as exc:
         for error in exc.errors(include_input=False, include_url=False):
             key = str(error["loc"][0]) if error["loc"] else ""
-            if key in RUNTIME_KEYS:
+            if key in RUNTIME_KEYS and error["type"] == "value_error":
+                reason = str(error["msg"]).removeprefix("Value error, ")
+                problems.setdefault(key, f"{key} is not valid: {reason}.")
+            elif key in RUNTIME_KEYS:
                 problems.setdefault(key, f"{key} must be {expected_value(key)}.")
     if problems:
         raise InvalidSettings({key: problems[key] for key in values if key in problems})

@@ -4,6 +4,7 @@ those sent, and those still waiting), per space."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from bot.store.repos.topics import TopicRepository
 from tests.admin_api.conftest import StartAdmin
@@ -56,3 +57,30 @@ async def test_the_topic_list_shows_each_channels_answer_rate(start_admin: Start
     only_b = await admin.get("/api/topics", params={"space": B})
     assert [(c["channel_id"], c["answers"]["sent"]) for c in only_b.json["channels"]] == [("43", 1)]
     assert datetime.fromisoformat(first["last_openers"][1]["answered_at"]).tzinfo == UTC
+
+
+async def test_quiet_hours_change_at_runtime_and_a_bad_value_is_refused_clearly(
+    start_admin: StartAdmin,
+) -> None:
+    admin = await start_admin()
+    topics = admin.services.topics
+    await topics.configure(42, {"enabled": True, "active_start": "00:00", "active_end": "00:00"})
+    await admin.services.db.execute(
+        "UPDATE spaces SET timezone = ? WHERE id = (SELECT space_id FROM topic_channels "
+        "WHERE channel_id = 42)",
+        ("Pacific/Kiritimati",),
+    )
+    refused = await admin.put("/api/settings", {"values": {"topic_quiet_hours": "25-7"}})
+    assert refused.status == 422, refused.text
+    assert refused.json["fields"] == {
+        "topic_quiet_hours": "topic_quiet_hours is not valid: '25-7' is not a time window: "
+        'hours "START-END" such as "23-7" or "22:30-06:00" (24-hour clock).'
+    }
+    hour = datetime.now(ZoneInfo("Pacific/Kiritimati")).hour
+    quiet = f"{(hour - 1) % 24}-{(hour + 2) % 24}"
+    saved = await admin.put("/api/settings", {"values": {"topic_quiet_hours": quiet}})
+    assert saved.status == 200, saved.text
+    status = (await admin.get("/api/topics/42")).json
+    assert (
+        status["reason"].startswith("quiet hours ") and "(Pacific/Kiritimati)" in status["reason"]
+    )

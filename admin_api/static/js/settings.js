@@ -19,6 +19,9 @@ const LABELS = {
   server_daily_tokens: 'Tokens per server per day (0 = unlimited)',
   stream_edit_interval: 'Discord edit interval (seconds)',
   burst_wait_seconds: 'Wait for a typing member (seconds, 0 = off)',
+  topic_quiet_hours: 'Quiet hours, e.g. 23-7 (empty = none)',
+  topic_reply_window_minutes: 'Reply window of an opener (minutes)',
+  topic_backoff_max_minutes: 'Longest backed-off quiet wait (minutes)',
   system_prompt_extra: 'Extra system prompt',
   web_search_max_results: 'Web search results',
   scrape_max_chars: 'Scrape limit (characters)',
@@ -39,6 +42,7 @@ const GROUPS = [
   ['discord', 'Discord', ['user_cooldown_seconds', 'burst_wait_seconds',
     'stream_edit_interval']],
   ['budgets', 'Budgets', ['member_daily_tokens', 'server_daily_tokens']],
+  ['topics', 'Topics', ['topic_quiet_hours', 'topic_reply_window_minutes', 'topic_backoff_max_minutes']],
 ];
 const SOURCES = {
   env: 'From .env',

@@ -5,7 +5,7 @@ import {directoryChannels} from './words.js';
 
 const NUMBER_FIELDS = {
   idle_minutes: ['Post after idle (minutes)', 1, 10080],
-  check_interval_minutes: ['Check every (minutes)', 1, 1440],
+  check_interval_minutes: ['Re-check at least every (minutes)', 1, 1440],
   max_posts_per_day: ['Posts per day at most', 0, 100],
 };
 const NULLABLE = new Set(['cron', 'language', 'guild_id']);
