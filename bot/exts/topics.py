@@ -18,9 +18,10 @@ from bot.exts._admin import require_admin
 from bot.exts._common import Reply, answer, deps_of, space_here, ui_for
 from bot.store.repos.topics import TopicChannel
 from bot.topics.host_zone import host_timezone
-from bot.topics.policy import parse_hhmm, zone
+from bot.topics.policy import parse_hhmm
 from bot.topics.scheduler import parse_cron
 from bot.topics.service import History
+from bot.utils.zones import zone
 
 log = logging.getLogger(__name__)
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from bot.config import QuietHours
 from bot.store.repos.topics import TopicChannel, TopicPost
+from bot.utils.zones import zone
 
 # Doublings past this many unanswered openers change nothing (the cap holds long before).
 _MAX_DOUBLINGS = 20
@@ -68,14 +69,6 @@ def parse_hhmm(value: str) -> time:
     """'09:30' → time(9, 30); raises ValueError for anything else."""
     hours, minutes = value.strip().split(":")
     return time(int(hours), int(minutes))
-
-
-def zone(name: str) -> ZoneInfo:
-    """The time zone called `name`; raises ValueError when unknown."""
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown time zone {name!r}") from exc
 
 
 def in_active_hours(local: time, start: time, end: time) -> bool:

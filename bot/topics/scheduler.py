@@ -13,8 +13,8 @@ from apscheduler.triggers.interval import IntervalTrigger
 from bot.store.repos.topics import TopicChannel
 from bot.store.shards import ShardFilter
 from bot.store.spaces import ALL_SPACES
-from bot.topics.policy import zone
 from bot.topics.service import PostResult, TopicService
+from bot.utils.zones import zone
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from bot.topics.policy import (
     day_start_utc,
     idle_decision,
     unanswered_streak,
-    zone,
 )
+from bot.utils.zones import zone, zone_or_none
 
 log = logging.getLogger(__name__)
 
@@ -281,15 +281,16 @@ class TopicService:
         return channel, await self._idle_decision(channel)
 
     async def _zone(self, channel: TopicChannel) -> str:
-        """The server's own time zone when it has a valid one, else the channel's."""
+        """The server's own time zone when it has one the host knows, else the channel's."""
         name = await self.repo.space_timezone(channel.space_id)
-        if name:
-            try:
-                zone(name)
-                return name
-            except ValueError:
-                log.warning("bad time zone %r of %s: the channel's used", name, channel.space_id)
-        return channel.timezone
+        if zone_or_none(name) is None:
+            if name:
+                log.warning(
+                    "unknown time zone %r of %s: using the channel's", name, channel.space_id
+                )
+            return channel.timezone
+        assert name is not None
+        return name
 
     async def _restraint(self, channel: TopicChannel, now: datetime) -> Restraint:
         settings = self._settings()

@@ -64,12 +64,11 @@ async def test_quiet_hours_change_at_runtime_and_a_bad_value_is_refused_clearly(
 ) -> None:
     admin = await start_admin()
     topics = admin.services.topics
-    await topics.configure(42, {"enabled": True, "active_start": "00:00", "active_end": "00:00"})
-    await admin.services.db.execute(
-        "UPDATE spaces SET timezone = ? WHERE id = (SELECT space_id FROM topic_channels "
-        "WHERE channel_id = 42)",
-        ("Pacific/Kiritimati",),
+    await topics.configure(
+        42, {"enabled": True, "active_start": "00:00", "active_end": "00:00"}, space=A
     )
+    zoned = await admin.patch(f"/api/spaces/{A}", {"timezone": "Pacific/Kiritimati"})
+    assert zoned.status == 200, zoned.text
     refused = await admin.put("/api/settings", {"values": {"topic_quiet_hours": "25-7"}})
     assert refused.status == 422, refused.text
     assert refused.json["fields"] == {

@@ -136,9 +136,7 @@ async def test_topic_status_names_the_quiet_hours_in_the_servers_zone(
         await w.services.topics.configure(
             w.server.channel_id, {"active_start": "00:00", "active_end": "00:00"}
         )
-        await w.services.db.execute(
-            "UPDATE spaces SET timezone = ? WHERE id = ?", ("Pacific/Kiritimati", w.space)
-        )
+        await w.services.spaces.set_timezone(w.space, "Pacific/Kiritimati")
         status = await _status(w)
         assert "(Pacific/Kiritimati)" in status and "quiet hours" in status, status
         assert "返信のあった話題: 0 件中 0 件（返信待ち 0 件）" in status

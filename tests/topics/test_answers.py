@@ -143,9 +143,7 @@ async def test_unanswered_openers_double_the_wait_to_the_cap_and_a_reply_resets_
 
 async def test_quiet_hours_hold_openers_in_the_servers_time_zone(bench: Bencher) -> None:
     async with bench(topic_quiet_hours="23-7") as (b, service):
-        await b.services.db.execute(
-            "UPDATE spaces SET timezone = ? WHERE id = ?", ("America/New_York", SPACE)
-        )
+        await b.services.spaces.set_timezone(SPACE, "America/New_York")
         await service.configure(CHANNEL, {"cron": "0 * * * *"})
         b.at(hours=1, minutes=30)  # 23:30 in New York, 14:30 in Tokyo (the channel's zone)
         refused = await service.check_idle(CHANNEL)
@@ -160,7 +158,7 @@ async def test_quiet_hours_hold_openers_in_the_servers_time_zone(bench: Bencher)
         b.at(hours=9)  # 07:00 in New York
         assert (await service.check_idle(CHANNEL)).posted
 
-        await b.services.db.execute("UPDATE spaces SET timezone = NULL WHERE id = ?", (SPACE,))
+        await b.services.spaces.set_timezone(SPACE, None)
         b.at(hours=15, minutes=30)  # 00:30 in Tokyo: no server zone, so the channel's
         assert (await service.run_cron(CHANNEL)).reason == "quiet hours 23:00–07:00 (Asia/Tokyo)"
         b.at(hours=22)  # 07:00 in Tokyo
