@@ -150,4 +150,12 @@ async def test_the_topic_table_shows_each_channels_answer_rate(ui: Ui) -> None:
     await expect(cell).to_contain_text("50 % · 1 waiting")
     other = screen.locator(f'#topic-table tr[data-id="{CHANNEL + 1}"] td.answers')
     await expect(other).to_have_text("no openers yet")
+    await screen.get_by_role("button", name=f"Edit channel {CHANNEL}").click()
+    posts = screen.locator("#topic-status .memory-list > li .meta")
+    await expect(posts).to_have_count(3)
+    assert [text.rsplit(" · ", 1)[-1] for text in await posts.all_inner_texts()] == [
+        "no reply yet",
+        "no reply yet",
+        "answered",
+    ], "newest first: the oldest opener was answered"
     ui.assert_clean()

@@ -254,7 +254,8 @@ export class TopicsScreen {
       h('h4', {}, 'Recent posts'),
       status.recent_posts.length
         ? h('ul', {class: 'memory-list'}, status.recent_posts.map((post) => h('li', {},
-          h('div', {class: 'meta'}, when(post.posted_at), ' · ', post.kind, ' · ', post.topic),
+          h('div', {class: 'meta'}, when(post.posted_at), ' · ', post.kind, ' · ', post.topic, ' · ',
+            post.answered_at ? h('span', {class: 'answered'}, 'answered') : 'no reply yet'),
           h('p', {class: 'text'}, post.content))))
         : h('p', {class: 'empty'}, 'Nothing posted yet. Press Run now to try one, or wait for ',
           'the channel to be quiet within its active hours.'));
