@@ -19,6 +19,7 @@ from bot.services import ServiceOptions, Services, open_services
 from bot.store.repos.tags import TagRepository
 from bot.store.repos.topics import AnswerCounts, TopicRepository
 from bot.topics.picker import TopicPicker
+from bot.topics.policy import quiet_minutes
 from bot.topics.scheduler import TopicScheduler
 from bot.topics.service import TopicService
 from tests.conftest import SettingsFactory
@@ -208,3 +209,9 @@ async def test_the_quiet_wait_is_checked_to_the_minute_not_at_the_tick(bench: Be
         b.at(minutes=120)
         refused = await scheduler.check_idle(CHANNEL)
         assert not refused.posted and refused.due_at == START + timedelta(minutes=180)
+
+
+def test_the_quiet_wait_doubles_per_unanswered_opener_and_stops_at_the_cap() -> None:
+    assert [quiet_minutes(60, n, 180) for n in range(5)] == [60, 120, 180, 180, 180]
+    assert quiet_minutes(300, 3, 180) == 300, "never below the channel's own quiet minutes"
+    assert quiet_minutes(1, 10_000, 7 * 24 * 60) == 7 * 24 * 60
