@@ -6,12 +6,16 @@ import asyncio
 import ipaddress
 import json
 import logging
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import time
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origin
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -50,6 +54,9 @@ RUNTIME_KEYS = frozenset(
         "burst_wait_seconds",
         "confirm_note_writes",
         "approval_timeout_seconds",
+        "topic_quiet_hours",
+        "topic_reply_window_minutes",
+        "topic_backoff_max_minutes",
         "stream_edit_interval",
         "system_prompt_extra",
         "web_search_max_results",
@@ -61,6 +68,61 @@ RUNTIME_KEYS = frozenset(
     }
 )
 IdList = Annotated[list[int], NoDecode]
+
+_QUIET_WINDOW = re.compile(r"^\s*(\d{1,2})(?::(\d{2}))?\s*-\s*(\d{1,2})(?::(\d{2}))?\s*$")
+QUIET_HOURS_HINT = 'hours "START-END" such as "23-7" or "22:30-06:00" (24-hour clock)'
+
+
+@dataclass(frozen=True)
+class QuietHours:
+    """From `start` (included) to `end` (excluded), wrapping midnight when start > end."""
+
+    start: time
+    end: time
+
+    def covers(self, local: time) -> bool:
+        """Whether the local time of day `local` falls in the window."""
+        if self.start < self.end:
+            return self.start <= local < self.end
+        return local >= self.start or local < self.end
+
+    def __str__(self) -> str:
+        return f"{self.start:%H:%M}–{self.end:%H:%M}"
+
+
+def _clock(hours: str, minutes: str | None, value: str) -> time:
+    hour, minute = int(hours), int(minutes or 0)
+    if hour == 24 and minute == 0:
+        return time(0)  # "22-24": until midnight
+    if hour > 23 or minute > 59:
+        raise ValueError(f"{value!r} is not a time window: {QUIET_HOURS_HINT}")
+    return time(hour, minute)
+
+
+def parse_quiet_hours(value: str) -> QuietHours | None:
+    """'23-7' → 23:00 to 07:00 (wrapping midnight); '' → None; ValueError when malformed."""
+    if not value.strip():
+        return None
+    match = _QUIET_WINDOW.fullmatch(value)
+    if match is None:
+        raise ValueError(f"{value!r} is not a time window: {QUIET_HOURS_HINT}")
+    start = _clock(match[1], match[2], value)
+    end = _clock(match[3], match[4], value)
+    if start == end:
+        raise ValueError(f"{value!r} starts and ends at the same time: {QUIET_HOURS_HINT}")
+    return QuietHours(start, end)
+
+
+def _valid_quiet_hours(value: str) -> str:
+    """`value` stripped, when parse_quiet_hours understands it (it raises the message shown)."""
+    parse_quiet_hours(value)
+    return value.strip()
+
+
+# A field type, not a Settings validator, so runtime changes are checked the same way.
+QuietHoursText = Annotated[str, AfterValidator(_valid_quiet_hours)]
+
+
 SECRET_KEYS = frozenset(
     {"llm_api_key", "discord_token", "admin_password", "admin_token", "database_url"}
 )
@@ -171,6 +233,27 @@ class Settings(BaseSettings):
         le=8,
         description="Seconds a message waits at most while its author is typing more, so that "
         "their next messages join its turn; 0 = every message is a turn of its own.",
+    )
+    topic_quiet_hours: QuietHoursText = Field(
+        default="",
+        max_length=20,
+        description="Hours in which the bot starts no conversation (idle chats and scheduled "
+        'topic posts), e.g. "23-7" (wraps midnight) or "22:30-06:00", in each server\'s time '
+        "zone (else the topic channel's); empty = none.",
+    )
+    topic_reply_window_minutes: int = Field(
+        default=30,
+        ge=1,
+        le=24 * 60,
+        description="Minutes after a topic opener in which a person writing in its channel (or "
+        "a thread of it) counts as an answer.",
+    )
+    topic_backoff_max_minutes: int = Field(
+        default=24 * 60,
+        ge=1,
+        le=7 * 24 * 60,
+        description="Longest quiet wait before an idle chat: each unanswered opener doubles the "
+        "channel's quiet minutes up to this (never below them); an answer resets it.",
     )
     stream_edit_interval: float = Field(
         default=1.2,
@@ -754,7 +837,10 @@ def check_runtime_values(values: dict[str, Any]) -> dict[str, Any]:
     except PydanticValidationError as exc:
         for error in exc.errors(include_input=False, include_url=False):
             key = str(error["loc"][0]) if error["loc"] else ""
-            if key in RUNTIME_KEYS:
+            if key in RUNTIME_KEYS and error["type"] == "value_error":
+                reason = str(error["msg"]).removeprefix("Value error, ")
+                problems.setdefault(key, f"{key} is not valid: {reason}.")
+            elif key in RUNTIME_KEYS:
                 problems.setdefault(key, f"{key} must be {expected_value(key)}.")
     if problems:
         raise InvalidSettings({key: problems[key] for key in values if key in problems})

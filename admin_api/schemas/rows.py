@@ -6,7 +6,9 @@ own API sends them as strings, and so does this one (requests still accept numbe
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from admin_api.schemas.common import DiscordId
 
@@ -63,6 +65,11 @@ class TopicPostOut(Row):
     content: str
     discord_message_id: DiscordId | None
     posted_at: str
+    answered_at: str | None = Field(
+        default=None,
+        description="When a person first wrote in the channel within the opener's reply window "
+        "(null: not answered, or still waiting).",
+    )
 
 
 class DirectoryChannelOut(Row):
@@ -95,3 +102,8 @@ class PostResultOut(Row):
     text: str = ""
     topic: str = ""
     message_id: DiscordId | None = None
+    due_at: datetime | None = Field(
+        default=None,
+        description="When the channel will have been quiet long enough (an idle check that "
+        "waits only on that); null otherwise.",
+    )

@@ -74,10 +74,21 @@ class TopicChannelOut(BaseModel):
     next_cron_post: datetime | None
 
 
+class AnswerRateOut(BaseModel):
+    """How a channel's openers fared: `answered` of `sent` got a person's message within the
+    reply window; `waiting` are still in it unanswered."""
+
+    sent: int
+    answered: int
+    waiting: int
+
+
 class TopicItemOut(TopicChannelOut):
-    """A configured channel in the list, with its last openers (newest first)."""
+    """A configured channel in the list, with its last openers (newest first) and their
+    answer rate."""
 
     last_openers: list[TopicPostOut]
+    answers: AnswerRateOut
 
 
 class TopicListOut(BaseModel):

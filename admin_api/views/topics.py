@@ -11,6 +11,7 @@ from admin_api.routing import Route
 from admin_api.schemas.common import SpaceId, scope_of
 from admin_api.schemas.rows import PostResultOut, TopicPostOut
 from admin_api.schemas.topics import (
+    AnswerRateOut,
     ChannelId,
     TopicChannelOut,
     TopicItemOut,
@@ -19,11 +20,12 @@ from admin_api.schemas.topics import (
     TopicUpdateIn,
 )
 from bot.services import Services
-from bot.store.repos.topics import TopicChannel, TopicPost
+from bot.store.repos.topics import AnswerCounts, TopicChannel, TopicPost
 from bot.store.spaces import ALL_SPACES, parse_space
 
 RECENT_POSTS = 10
 LAST_OPENERS = 3
+NO_OPENERS = AnswerCounts(0, 0, 0)
 
 
 def _posts(posts: list[TopicPost]) -> list[TopicPostOut]:
@@ -59,17 +61,22 @@ async def _status(services: Services, channel_id: int) -> TopicStatusOut:
 async def list_topic_channels(services: Services, space: SpaceId | None = None) -> TopicListOut:
     """Channels with topic settings (one space's with `space`).
 
-    Each with its name, the scheduler's next run times and its last openers.
+    Each with its name, the scheduler's next run times, its last openers and how many of its
+    openers people answered.
     """
     channels = await services.topics.repo.channels(scope_of(space))
     names = await services.repos.directory.names_all_spaces(c.channel_id for c in channels)
     recent = services.topics.repo.recent_posts
+    answers = await services.topics.answer_counts(scope_of(space))
     return TopicListOut(
         channels=[
             TopicItemOut(
                 **_timing(services, channel, names.get(channel.channel_id)),
                 last_openers=_posts(
                     await recent(channel.space_id, channel.channel_id, LAST_OPENERS)
+                ),
+                answers=AnswerRateOut.model_validate(
+                    asdict(answers.get(channel.channel_id, NO_OPENERS))
                 ),
             )
             for channel in channels

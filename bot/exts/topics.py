@@ -18,9 +18,10 @@ from bot.exts._admin import require_admin
 from bot.exts._common import Reply, answer, deps_of, space_here, ui_for
 from bot.store.repos.topics import TopicChannel
 from bot.topics.host_zone import host_timezone
-from bot.topics.policy import parse_hhmm, zone
+from bot.topics.policy import parse_hhmm
 from bot.topics.scheduler import parse_cron
 from bot.topics.service import History
+from bot.utils.zones import zone
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +145,10 @@ class Topics(commands.GroupCog, group_name="topic", group_description="Conversat
             if channel is None:
                 return Reply(ui.topic_not_configured)
             state = ui.topic_state_on if channel.enabled else ui.topic_state_off
-            return Reply(_format(ui.topic_status, channel, state=state, reason=decision.reason))
+            answers = await self.deps.services.topics.answers(channel)
+            return Reply(
+                _format(ui.topic_status, channel, state=state, reason=decision.reason, **answers)
+            )
 
         await answer(interaction, work())
 

@@ -25,8 +25,10 @@ _MAX_COMPOUND_PARTS = 3
 _MAX_COMPOUND_CHARS = 10
 _MAX_ASCII_CHARS = 30
 
-# Second field of Janome's part_of_speech for nouns that carry a topic.
-_CONTENT_NOUNS = frozenset({"一般", "固有名詞", "サ変接続", "ナイ形容詞語幹"})
+# Second field of Janome's part_of_speech for nouns that carry a topic: general and proper
+# nouns, and verbal nouns (旅行, 勉強) while they are not used as a verb (勉強する).
+_CONTENT_NOUNS = frozenset({"一般", "固有名詞", "サ変接続"})
+_VERBAL_NOUN = "サ変接続"
 
 JA_STOP_WORDS = frozenset(
     """
@@ -53,6 +55,36 @@ EN_STOP_WORDS = frozenset(
     """.split()
 )
 
+# Janome tags every Latin word as a proper noun, so English verbs are told apart by form: a
+# common verb, or one of its -s/-ed/-ing forms (run → runs, running; make → making).
+EN_VERBS = frozenset(
+    """
+    ask bake believe bring build buy call change check choose clean close come cook cry cut
+    dance decide die do drink drive eat enjoy fall feel fight find finish fly follow forget
+    get give go grow happen hate hear help hold hope hurt join jump keep kill know laugh learn
+    leave lie like listen live look lose love make mean meet miss move need open pay play put
+    read remember rest ride ring rise run say see seem sell send set show sing sit sleep speak
+    spend stand start stay stop study swim take talk teach tell think throw travel try turn
+    understand use visit wait wake walk want wash watch wear win wish wonder work worry write
+    """.split()
+)
+EN_IRREGULAR_VERBS = frozenset(
+    """
+    ate began begun bought brought built came caught chose chosen did done drank drove driven
+    eaten fell felt flew forgot found gave given gone got gotten grew grown had heard held hurt
+    kept knew known laid led left lost made meant met paid ran rang rode rose said sang sat saw
+    seen sent slept sold spent spoke spoken stood swam taught thought threw told took taken
+    understood was went were woke won wore worn wrote written
+    """.split()
+)
+# Common adjectives and adverbs, which carry no topic of their own.
+EN_MODIFIERS = frozenset(
+    """
+    bad best better big cool easy fine fun funny good great happy hard huge long new nice old
+    sad small sure today tomorrow tonight yesterday always never often sometimes maybe
+    """.split()
+)
+
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
@@ -74,8 +106,32 @@ def _is_ascii_word(surface: str) -> bool:
     return surface.isascii() and _ASCII_WORD.fullmatch(surface) is not None
 
 
+def _verb_stems(word: str) -> list[str]:
+    """The base forms `word` may be an inflection of (running → runn, run, rune)."""
+    stems = [word]
+    for ending in ("ing", "ed", "es", "s", "d"):
+        if word.endswith(ending) and len(word) > len(ending) + 1:
+            stem = word[: -len(ending)]
+            stems += [stem, stem + "e"]
+            if len(stem) > 2 and stem[-1] == stem[-2]:
+                stems.append(stem[:-1])  # running → run, stopped → stop
+            if stem.endswith("i"):
+                stems.append(stem[:-1] + "y")  # studies → study
+    return stems
+
+
+def is_english_verb(word: str) -> bool:
+    """Whether a Latin word is a common English verb or one of its inflections."""
+    lower = word.lower()
+    if lower in EN_IRREGULAR_VERBS:
+        return True
+    return any(stem in EN_VERBS for stem in _verb_stems(lower))
+
+
 def _keep_ascii(surface: str) -> bool:
     if len(surface) > _MAX_ASCII_CHARS or surface.lower() in EN_STOP_WORDS:
+        return False
+    if surface.lower() in EN_MODIFIERS or (not surface.isupper() and is_english_verb(surface)):
         return False
     return len(surface) >= 3 or (len(surface) == 2 and surface.isupper())
 
@@ -86,7 +142,9 @@ def _keep_japanese(word: str) -> bool:
     return len(word) >= 2 or _KANJI.fullmatch(word) is not None
 
 
-def _flush(run: list[str], out: list[str]) -> None:
+def _flush(run: list[str], out: list[str], *, verb: bool = False) -> None:
+    if verb:  # the run is a verb's stem (勉強+する): a verb is no topic
+        run.clear()
     if not run:
         return
     joined = "".join(run)
@@ -98,15 +156,21 @@ def _flush(run: list[str], out: list[str]) -> None:
     run.clear()
 
 
+def _is_suru(token: Any, pos: list[str]) -> bool:
+    return pos[0] == "動詞" and getattr(token, "base_form", "") == "する"
+
+
 def extract_nouns(tokens: Iterable[Any]) -> list[str]:
-    """Content nouns from Janome tokens, joining short compounds; stop words dropped."""
+    """Content nouns from Janome tokens, joining short compounds; verbs, adjectives, particles,
+    numbers, pronouns, dependent nouns and stop words dropped."""
     out: list[str] = []
     run: list[str] = []
+    verbal = False  # whether the run ends in a verbal noun (勉強), a verb if する follows
     for token in tokens:
         surface: str = token.surface
         pos: list[str] = token.part_of_speech.split(",")
         if pos[0] != "名詞":
-            _flush(run, out)
+            _flush(run, out, verb=verbal and _is_suru(token, pos))
             continue
         if _is_ascii_word(surface):
             _flush(run, out)
@@ -116,6 +180,7 @@ def extract_nouns(tokens: Iterable[Any]) -> list[str]:
         if not surface.isalnum():
             _flush(run, out)
             continue
+        verbal = pos[1] == _VERBAL_NOUN
         if pos[1] in _CONTENT_NOUNS:
             run.append(surface)
         elif pos[1] == "接尾" and pos[2] == "一般" and run:

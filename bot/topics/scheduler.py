@@ -13,8 +13,8 @@ from apscheduler.triggers.interval import IntervalTrigger
 from bot.store.repos.topics import TopicChannel
 from bot.store.shards import ShardFilter
 from bot.store.spaces import ALL_SPACES
-from bot.topics.policy import zone
-from bot.topics.service import TopicService
+from bot.topics.service import PostResult, TopicService
+from bot.utils.zones import zone
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class TopicScheduler:
                 continue
             job_id = f"idle:{channel.channel_id}"
             self._scheduler.add_job(
-                self._service.check_idle,
+                self.check_idle,
                 IntervalTrigger(minutes=max(1, channel.check_interval_minutes)),
                 args=[channel.channel_id],
                 id=job_id,
@@ -93,6 +93,7 @@ class TopicScheduler:
                 **JOB_DEFAULTS,
             )
             ids.append(job_id)
+            await self._arm_when_due(channel.channel_id)
             if channel.cron:
                 try:
                     trigger = cron_trigger(channel)
@@ -114,6 +115,32 @@ class TopicScheduler:
         else:
             log.info("topic jobs: %s", ", ".join(ids) or "none")
         return ids
+
+    async def check_idle(self, channel_id: int) -> PostResult:
+        """The channel's idle check; then, when only the quiet wait holds the next opener back,
+        the next check runs the moment it ends rather than at the next coarse tick."""
+        result = await self._service.check_idle(channel_id)
+        if result.due_at is not None:
+            self._arm(f"idle:{channel_id}", result.due_at)
+        elif result.posted:
+            await self._arm_when_due(channel_id)
+        return result
+
+    async def _arm_when_due(self, channel_id: int) -> None:
+        """Check the channel again when its quiet wait ends (if only that holds it back)."""
+        _, decision = await self._service.status(channel_id)
+        if decision.due_at is not None:
+            self._arm(f"idle:{channel_id}", decision.due_at)
+
+    def _arm(self, job_id: str, due: datetime) -> None:
+        """Run `job_id` at `due` if that is before its next run, or its next run is past (the
+        tick stays a fallback)."""
+        job = self._scheduler.get_job(job_id)
+        if job is None:
+            return
+        upcoming: datetime | None = getattr(job, "next_run_time", None)
+        if upcoming is None or upcoming <= self._service.now() or due < upcoming:
+            job.modify(next_run_time=due)
 
     def shutdown(self) -> None:
         """Stop the scheduler without waiting for running jobs."""

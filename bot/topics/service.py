@@ -5,25 +5,35 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from bot.config import Settings
+from bot.config import Settings, parse_quiet_hours
 from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway
 from bot.memory.word_pool import WordPool
 from bot.prompts import available_languages, prompts_for
-from bot.store.repos.topics import TopicChannel, TopicRepository
+from bot.store.repos.topics import AnswerCounts, TopicChannel, TopicRepository
 from bot.store.spaces import ALL_SPACES, SpaceScope, guild_space
 from bot.topics.host_zone import host_timezone
 from bot.topics.picker import TopicChoice, TopicPicker
-from bot.topics.policy import Decision, cron_decision, day_start_utc, idle_decision, zone
+from bot.topics.policy import (
+    Decision,
+    Restraint,
+    cron_decision,
+    day_start_utc,
+    idle_decision,
+    unanswered_streak,
+)
+from bot.utils.zones import zone, zone_or_none
 
 log = logging.getLogger(__name__)
 
 MAX_OPENER_CHARS = 400
 RECENT_TOPICS = 10
+# Openers read to count the unanswered ones in a row: past this many the backoff cap holds.
+STREAK_POSTS = 20
 
 ChangeListener = Callable[[], Awaitable[object]]
 # A channel's recent human messages, newest first, at most `limit` (Discord's history API).
@@ -49,6 +59,8 @@ class PostResult:
     text: str = ""
     topic: str = ""
     message_id: int | None = None
+    # When the channel will have been quiet long enough (an idle check that only waits on that).
+    due_at: datetime | None = None
 
 
 def _utc(now: datetime) -> str:
@@ -161,9 +173,29 @@ class TopicService:
         known = self._configured.get(channel_id)
         if known is None or known[0] != space:
             return
-        await self.repo.record_human_activity(space, channel_id, _utc(at or self.now()))
+        moment = at or self.now()
+        await self.repo.record_human_activity(space, channel_id, _utc(moment))
+        await self._mark_answered(space, channel_id, moment)
         if known[1] and text.strip() and self._pool is not None:
             await self._pool.add_text(space, channel_id, text, author=author)
+
+    def _reply_window(self) -> timedelta:
+        return timedelta(minutes=self._settings().topic_reply_window_minutes)
+
+    async def _mark_answered(self, space: str, channel_id: int, at: datetime) -> None:
+        since = _utc(at - self._reply_window())
+        if await self.repo.mark_answered(space, channel_id, _utc(at), since):
+            log.info("a topic opener in channel %d was answered", channel_id)
+
+    async def answer_counts(self, scope: SpaceScope) -> dict[int, AnswerCounts]:
+        """Per configured channel of `scope`: openers sent, answered within their reply window,
+        and still waiting in it."""
+        return await self.repo.answer_counts(scope, _utc(self.now() - self._reply_window()))
+
+    async def answers(self, channel: TopicChannel) -> dict[str, int]:
+        """One channel's openers: `sent`, `answered` and `waiting` (see `answer_counts`)."""
+        counts = await self.answer_counts(channel.space_id)
+        return asdict(counts.get(channel.channel_id, AnswerCounts(0, 0, 0)))
 
     async def feed_conversation(
         self,
@@ -248,6 +280,28 @@ class TopicService:
             return None, Decision(False, "topics are not configured in this channel")
         return channel, await self._idle_decision(channel)
 
+    async def _zone(self, channel: TopicChannel) -> str:
+        """The server's own time zone when it has one the host knows, else the channel's."""
+        name = await self.repo.space_timezone(channel.space_id)
+        if zone_or_none(name) is None:
+            if name:
+                log.warning(
+                    "unknown time zone %r of %s: using the channel's", name, channel.space_id
+                )
+            return channel.timezone
+        assert name is not None
+        return name
+
+    async def _restraint(self, channel: TopicChannel, now: datetime) -> Restraint:
+        settings = self._settings()
+        posts = await self.repo.recent_posts(channel.space_id, channel.channel_id, STREAK_POSTS)
+        return Restraint(
+            quiet_hours=parse_quiet_hours(settings.topic_quiet_hours),
+            zone=await self._zone(channel),
+            unanswered=unanswered_streak(posts, now, self._reply_window()),
+            backoff_cap_minutes=settings.topic_backoff_max_minutes,
+        )
+
     async def _idle_decision(self, channel: TopicChannel) -> Decision:
         now = self.now()
         last = await self.repo.last_post(channel.space_id, channel.channel_id)
@@ -256,6 +310,7 @@ class TopicService:
             now,
             last_post_at=None if last is None else last.posted_at,
             posts_today=await self._posts_today(channel, now),
+            restraint=await self._restraint(channel, now),
         )
 
     async def check_idle(self, channel_id: int) -> PostResult:
@@ -266,7 +321,7 @@ class TopicService:
         decision = await self._idle_decision(channel)
         if not decision.post:
             log.debug("no idle post in %s: %s", channel_id, decision.reason)
-            return PostResult(False, decision.reason)
+            return PostResult(False, decision.reason, due_at=decision.due_at)
         return await self._post(channel, "idle")
 
     async def run_cron(self, channel_id: int) -> PostResult:
@@ -274,7 +329,13 @@ class TopicService:
         channel = await self.repo.get(ALL_SPACES, channel_id)
         if channel is None:
             return PostResult(False, "not configured")
-        decision = cron_decision(channel, posts_today=await self._posts_today(channel, self.now()))
+        now = self.now()
+        decision = cron_decision(
+            channel,
+            posts_today=await self._posts_today(channel, now),
+            now=now,
+            restraint=await self._restraint(channel, now),
+        )
         if not decision.post:
             log.info("no scheduled post in %s: %s", channel_id, decision.reason)
             return PostResult(False, decision.reason)

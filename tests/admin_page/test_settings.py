@@ -122,7 +122,11 @@ async def test_settings_are_grouped_by_topic_and_start_up_ones_shown_read_only(
     await ui.go("settings")
     screen = ui.screen("settings")
     legends = await screen.locator("fieldset.group > legend").all_inner_texts()
-    assert legends == ["Model", "Memory", "Tools", "Discord", "Budgets"]
+    assert legends == ["Model", "Memory", "Tools", "Discord", "Budgets", "Topics"]
+    topics = screen.locator('fieldset[data-group="topics"]')
+    assert await topics.locator(".field[data-key]").evaluate_all(
+        "rows => rows.map(r => r.dataset.key)"
+    ) == ["topic_quiet_hours", "topic_reply_window_minutes", "topic_backoff_max_minutes"]
     model = screen.locator('fieldset[data-group="model"]')
     keys = await model.locator(".field[data-key]").evaluate_all(
         "rows => rows.map(r => r.dataset.key)"

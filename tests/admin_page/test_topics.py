@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from playwright.async_api import expect
 
 from bot.store.repos.directory import ChannelSeen
@@ -118,4 +120,42 @@ async def test_a_channel_is_picked_by_name_and_shows_its_openers(ui: Ui) -> None
     await expect(row.locator("td.server")).to_have_attribute("data-label", "Server")
     await expect(row).to_contain_text("豚骨と醤油、どっちが好き？")
     await expect(row.locator("td").nth(7)).not_to_be_empty()
+    ui.assert_clean()
+
+
+async def test_the_topic_table_shows_each_channels_answer_rate(ui: Ui) -> None:
+    topics = ui.admin.services.topics
+    space = f"guild:{GUILD}"
+    now = topics.now()
+    await topics.configure(CHANNEL, {"enabled": True}, space=space)
+    await topics.configure(CHANNEL + 1, {"enabled": True}, space=space)
+    for minutes in (300, 200, 10):  # the last one is still in its 30-minute reply window
+        await ui.admin.services.repos.topics.add_post(
+            space,
+            CHANNEL,
+            kind="idle",
+            topic="豚骨",
+            words=["豚骨"],
+            content="豚骨と醤油、どっちが好き？",
+            discord_message_id=None,
+            posted_at=(now - timedelta(minutes=minutes)).isoformat(timespec="microseconds"),
+        )
+    await topics.record_activity(space, CHANNEL, at=now - timedelta(minutes=290))
+    await ui.login()
+    await ui.go("topics")
+    screen = ui.screen("topics")
+    cell = screen.locator(f'#topic-table tr[data-id="{CHANNEL}"] td.answers')
+    await expect(cell).to_have_attribute("data-label", "Answered")
+    await expect(cell).to_contain_text("1/3")
+    await expect(cell).to_contain_text("50 % · 1 waiting")
+    other = screen.locator(f'#topic-table tr[data-id="{CHANNEL + 1}"] td.answers')
+    await expect(other).to_have_text("no openers yet")
+    await screen.get_by_role("button", name=f"Edit channel {CHANNEL}").click()
+    posts = screen.locator("#topic-status .memory-list > li .meta")
+    await expect(posts).to_have_count(3)
+    assert [text.rsplit(" · ", 1)[-1] for text in await posts.all_inner_texts()] == [
+        "no reply yet",
+        "no reply yet",
+        "answered",
+    ], "newest first: the oldest opener was answered"
     ui.assert_clean()

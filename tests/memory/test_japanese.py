@@ -116,3 +116,18 @@ def test_long_input_is_cut() -> None:
         assert short.nouns("猫と犬の写真。カメラの話") == ["猫", "犬", "写真"]
     finally:
         short.close()
+
+
+def test_only_nouns_and_proper_nouns_are_kept_from_japanese(analyzer: InProcessAnalyzer) -> None:
+    # 食べ/行っ (動詞), 美味しい (形容詞), は/で/を (助詞), こと (非自立), 3/2024 (数), 違い
+    # (an adjective's stem) and 勉強 used as a verb (勉強した) go; 旅行 as a noun stays.
+    text = "昨日は京都で美味しい湯豆腐を食べて、英語を勉強した。3個のこと。2024年の旅行は違いがない"
+    assert analyzer.nouns(text) == ["京都", "湯豆腐", "英語", "旅行"]
+    assert analyzer.nouns("大阪に行って野球した") == ["大阪", "野球"], "野球 is no verbal noun"
+
+
+def test_english_verbs_adjectives_and_adverbs_are_dropped(analyzer: InProcessAnalyzer) -> None:
+    nouns = analyzer.nouns(
+        "Yesterday I was running and played Zelda, then studies of Python made us happy in Osaka"
+    )
+    assert nouns == ["Zelda", "Python", "Osaka"]

@@ -115,3 +115,25 @@ async def test_pick_exclusion_ignores_case(analyzer: InProcessAnalyzer, db: Data
     pool = WordPool(analyzer, WordPoolRepository(db))
     await pool.add_text(A, 1, "Python and Kubernetes")
     assert await pool.pick(A, 1, random.Random(0), exclude={"python"}) == "Kubernetes"
+
+
+async def test_one_entry_per_case_folded_word(analyzer: InProcessAnalyzer, db: Database) -> None:
+    pool = WordPool(analyzer, WordPoolRepository(db))
+    await pool.add_text(A, 12, "Python is fun", author="1")
+    await pool.add_texts(A, 12, ["I write python and PYTHON", "python と Rust"], ["2", "3"])
+    assert [(w.word, w.count) for w in await pool.words(A, 12)] == [("Python", 4), ("Rust", 1)]
+    await pool.add_texts(A, 13, ["rust", "Rust"])
+    assert [(w.word, w.count) for w in await pool.words(A, 13)] == [("rust", 2)], (
+        "a new word keeps its first spelling"
+    )
+    authors = await db.fetchall(
+        "SELECT word, author_id FROM word_pool_authors WHERE space_id = ? AND channel_id = 12 "
+        "ORDER BY author_id",
+        (A,),
+    )
+    assert [(row["word"], row["author_id"]) for row in authors] == [
+        ("Python", "1"),
+        ("Python", "2"),
+        ("Python", "3"),
+        ("Rust", "3"),
+    ], "who brought a word follows it to its one entry"

@@ -21,6 +21,9 @@ const LABELS = {
   burst_wait_seconds: 'Wait for a typing member (seconds, 0 = off)',
   confirm_note_writes: 'Ask the member before writing a note',
   approval_timeout_seconds: 'Time to answer Allow / Deny (seconds)',
+  topic_quiet_hours: 'Quiet hours, e.g. 23-7 (empty = none)',
+  topic_reply_window_minutes: 'Reply window of an opener (minutes)',
+  topic_backoff_max_minutes: 'Longest backed-off quiet wait (minutes)',
   system_prompt_extra: 'Extra system prompt',
   web_search_max_results: 'Web search results',
   scrape_max_chars: 'Scrape limit (characters)',
@@ -41,6 +44,7 @@ const GROUPS = [
   ['discord', 'Discord', ['user_cooldown_seconds', 'burst_wait_seconds',
     'stream_edit_interval']],
   ['budgets', 'Budgets', ['member_daily_tokens', 'server_daily_tokens']],
+  ['topics', 'Topics', ['topic_quiet_hours', 'topic_reply_window_minutes', 'topic_backoff_max_minutes']],
 ];
 const SOURCES = {
   env: 'From .env',

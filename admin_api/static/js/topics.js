@@ -5,7 +5,7 @@ import {directoryChannels} from './words.js';
 
 const NUMBER_FIELDS = {
   idle_minutes: ['Post after idle (minutes)', 1, 10080],
-  check_interval_minutes: ['Check every (minutes)', 1, 1440],
+  check_interval_minutes: ['Re-check at least every (minutes)', 1, 1440],
   max_posts_per_day: ['Posts per day at most', 0, 100],
 };
 const NULLABLE = new Set(['cron', 'language', 'guild_id']);
@@ -64,7 +64,7 @@ export class TopicsScreen {
         h('div', {class: 'table-wrap'},
           this.table = h('table', {id: 'topic-table', class: 'stack'},
             h('thead', {}, h('tr', {}, ['Channel', 'Server', 'Enabled', 'Idle', 'Active hours', 'Cron', 'Per day',
-              'Next runs', 'Last openers', ''].map((name) => h('th', {scope: 'col'}, name)))),
+              'Next runs', 'Answered', 'Last openers', ''].map((name) => h('th', {scope: 'col'}, name)))),
             this.rows)),
         pickForm, addForm),
       this.editor,
@@ -109,16 +109,28 @@ export class TopicsScreen {
         h('td', {class: 'mono'}, channel.cron ?? '—'),
         h('td', {class: 'num'}, String(channel.max_posts_per_day)),
         h('td', {}, this.nextRuns(channel)),
+        h('td', {class: 'answers'}, this.answers(channel.answers)),
         h('td', {}, channel.last_openers.length
           ? h('ul', {class: 'openers'}, channel.last_openers.slice(0, 3).map((post) =>
             h('li', {}, h('span', {class: 'meta'}, when(post.posted_at), ' · '), clip(post.content, 80))))
           : h('span', {class: 'meta'}, 'none yet')),
         h('td', {}, h('button', {type: 'button', onclick: () => this.open(channel.channel_id),
           'aria-label': `Edit channel ${channel.channel_id}`}, 'Edit'))))
-      : h('tr', {}, h('td', {colspan: '10', class: 'empty'}, 'No channel has a topic schedule ',
+      : h('tr', {}, h('td', {colspan: '11', class: 'empty'}, 'No channel has a topic schedule ',
         'yet. In Discord, run /topic enable in the channel where the bot should start ',
         'conversations when it is quiet, or pick the channel below.')));
     labelCells(this.table);
+  }
+
+  /** Openers answered of those sent; the rate counts only openers whose reply window is over. */
+  answers({sent, answered, waiting}) {
+    if (!sent) return h('span', {class: 'meta'}, 'no openers yet');
+    const decided = sent - waiting;
+    const parts = [];
+    if (decided) parts.push(`${Math.round((100 * answered) / decided)} %`);
+    if (waiting) parts.push(`${waiting} waiting`);
+    return [h('div', {class: 'num'}, `${answered}/${sent}`),
+      parts.length ? h('div', {class: 'meta'}, parts.join(' · ')) : null];
   }
 
   nextRuns(channel) {
@@ -242,7 +254,8 @@ export class TopicsScreen {
       h('h4', {}, 'Recent posts'),
       status.recent_posts.length
         ? h('ul', {class: 'memory-list'}, status.recent_posts.map((post) => h('li', {},
-          h('div', {class: 'meta'}, when(post.posted_at), ' · ', post.kind, ' · ', post.topic),
+          h('div', {class: 'meta'}, when(post.posted_at), ' · ', post.kind, ' · ', post.topic, ' · ',
+            post.answered_at ? h('span', {class: 'answered'}, 'answered') : 'no reply yet'),
           h('p', {class: 'text'}, post.content))))
         : h('p', {class: 'empty'}, 'Nothing posted yet. Press Run now to try one, or wait for ',
           'the channel to be quiet within its active hours.'));

@@ -48,6 +48,17 @@ class TopicPost:
     content: str
     discord_message_id: int | None
     posted_at: str
+    answered_at: str | None = None
+
+
+@dataclass(frozen=True)
+class AnswerCounts:
+    """A channel's openers: how many were posted, answered within their window, and how many
+    are still in it unanswered."""
+
+    sent: int
+    answered: int
+    waiting: int
 
 
 EDITABLE = frozenset(
@@ -67,7 +78,8 @@ EDITABLE = frozenset(
 )
 _CHANNEL_COLUMNS = ", ".join(f.name for f in fields(TopicChannel))
 _POST_COLUMNS = (
-    "id, space_id, channel_id, kind, topic, words_json, content, discord_message_id, posted_at"
+    "id, space_id, channel_id, kind, topic, words_json, content, discord_message_id, posted_at, "
+    "answered_at"
 )
 
 
@@ -88,6 +100,7 @@ def _post(row: Row) -> TopicPost:
         content=row["content"],
         discord_message_id=row["discord_message_id"],
         posted_at=row["posted_at"],
+        answered_at=row["answered_at"],
     )
 
 
@@ -237,3 +250,36 @@ class TopicRepository:
             (space, channel_id, limit),
         )
         return [_post(row) for row in rows]
+
+    async def mark_answered(self, space: str, channel_id: int, at: str, since: str) -> int:
+        """A person wrote in the channel `at`: the unanswered openers posted from `since` (the
+        reply window's start) up to then are answered; returns how many."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE topic_posts SET answered_at = ? WHERE space_id = ? AND channel_id = ? "
+                "AND answered_at IS NULL AND posted_at >= ? AND posted_at <= ?",
+                (at, space, channel_id, since, at),
+            )
+            return int(cursor.rowcount or 0)
+
+    async def answer_counts(self, scope: SpaceScope, open_since: str) -> dict[int, AnswerCounts]:
+        """Per channel of `scope`: openers posted, answered, and unanswered but posted at or
+        after `open_since` (still in their reply window)."""
+        where, params = in_space(scope)
+        rows = await self._db.fetchall(
+            "SELECT channel_id, COUNT(*) AS sent, COUNT(answered_at) AS answered, "
+            "SUM(CASE WHEN answered_at IS NULL AND posted_at >= ? THEN 1 ELSE 0 END) AS waiting "
+            f"FROM topic_posts WHERE {where} GROUP BY channel_id",
+            (open_since, *params),
+        )
+        return {
+            int(row["channel_id"]): AnswerCounts(
+                int(row["sent"]), int(row["answered"]), int(row["waiting"] or 0)
+            )
+            for row in rows
+        }
+
+    async def space_timezone(self, space: str) -> str | None:
+        """The space's own time zone (a server's), if one is set."""
+        value = await self._db.scalar("SELECT timezone FROM spaces WHERE id = ?", (space,))
+        return None if value is None else str(value)

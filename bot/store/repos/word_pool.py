@@ -45,6 +45,23 @@ async def _any_erased(conn: Connection, space: str, message_ids: Sequence[int]) 
     return bool(rows)
 
 
+async def _spellings(conn: Connection, space: str, channel_id: int) -> dict[str, str]:
+    """The channel's pool words by their case-folded form."""
+    rows = await conn.execute_fetchall(
+        "SELECT word FROM word_pool WHERE space_id = ? AND channel_id = ?", (space, channel_id)
+    )
+    return {str(row[0]).casefold(): str(row[0]) for row in rows}
+
+
+def _one_spelling(words: Sequence[str], known: dict[str, str]) -> dict[str, str]:
+    """Each word's entry: the pool's spelling of it ignoring case, else its first in `words`
+    ("Python" and "python" are one word)."""
+    spelling = dict(known)
+    for word in words:
+        spelling.setdefault(word.casefold(), word)
+    return {word: spelling[word.casefold()] for word in words}
+
+
 class WordPoolRepository:
     """Reads and writes `word_pool`, keyed by (space, channel, word)."""
 
@@ -62,19 +79,22 @@ class WordPoolRepository:
         authored: Sequence[tuple[str, str]] = (),
         from_messages: Sequence[int] = (),
     ) -> bool:
-        """Count `words` for the channel, then keep only its `keep` most recently seen words;
-        False (nothing added) when one of the stored messages they came from was erased.
+        """Count `words` for the channel (one entry per case-folded word), then keep only its
+        `keep` most recently seen words; False (nothing added) when one of the stored messages
+        they came from was erased.
 
         `authored`: (word, author id) pairs, who brought which word (an erase takes them)."""
         if not words:
             return True
         now = at or utcnow()
-        counts = Counter(words)
         async with self._db.transaction() as conn:
             await hold_against_erase(conn, space)
             if from_messages and await _any_erased(conn, space, from_messages):
                 return False
             await ensure_space_row(conn, space)
+            entry = _one_spelling(words, await _spellings(conn, space, channel_id))
+            counts = Counter(entry[word] for word in words)
+            authored = [(entry.get(word, word), author) for word, author in authored]
             await conn.executemany(
                 "INSERT INTO word_pool (space_id, channel_id, word, count, last_seen) "
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT(space_id, channel_id, word) DO UPDATE SET "

@@ -267,6 +267,9 @@ COMMUNITY_TABLES: Final[tuple[Table, ...]] = (
             Column("content", TEXT, default=""),
             Column("discord_message_id", INTEGER, null=True),
             Column("posted_at", TEXT),
+            # When a person first wrote in the channel (or its threads) within the opener's
+            # reply window; None: not answered (yet).
+            Column("answered_at", TEXT, null=True, since=16),
         ),
         indexes=(
             Index("ix_topic_posts_channel", ("space_id", "channel_id", "posted_at")),

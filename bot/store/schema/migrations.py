@@ -151,6 +151,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # 15: `tool_calls.approval` and `approved_by`: a tool with side effects asked its member
     # first (Allow / Deny), and who decided.
     added_in(15),
+    # 16: `topic_posts.answered_at`, when a person answered a topic opener within its reply
+    # window, for the answer rate and the backoff of unanswered openers.
+    added_in(16),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
