@@ -8,7 +8,7 @@ Japanese page (~4,000 tokens each; 20,000 characters in all, inside seed 000's 2
 cap), and answers in the sixth request.
 
 A request's size is measured as the engine's budget is: the messages and the tool schemas it
-carries, by the project's estimator (bot/chat/tokens.py), plus the reply reserve. Whether it
+carries, by the project's estimator (bot/chat/budget/tokens.py), plus the reply reserve. Whether it
 stays inside the window depends on the engine's tool loop fitting every round; this bench only
 reports. Prints one JSON object and a one-line summary.
 """
@@ -28,10 +28,10 @@ SPACE = "local:local"
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bot.chat.allocation import answer_reserve  # noqa: E402
+from bot.chat.budget.allocation import answer_reserve  # noqa: E402
+from bot.chat.budget.tokens import estimate_tokens, message_tokens  # noqa: E402
 from bot.chat.context import BuiltContext  # noqa: E402
 from bot.chat.engine import TurnRequest  # noqa: E402
-from bot.chat.tokens import estimate_tokens, message_tokens  # noqa: E402
 from bot.config import Settings  # noqa: E402
 from bot.prompts import prompts_for  # noqa: E402
 from bot.services import ServiceOptions, Services, open_services  # noqa: E402

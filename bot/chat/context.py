@@ -1,7 +1,7 @@
 """Context assembly: the system prompt, the memory layers and the conversation, in one budget.
 
 Every layer first drafts its text at the seed's limits (its demand); `allocate` decides how
-many tokens each part gets (bot/chat/allocation.py); then each layer is cut to its allotment,
+many tokens each part gets (bot/chat/budget/allocation.py); then each layer is cut to its allotment,
 with a marker telling the model what was left out and how to get it.
 """
 
@@ -16,8 +16,13 @@ from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Protocol
 
-from bot.chat.allocation import Allocation, allocate, prompt_budget
-from bot.chat.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, truncate_to_tokens
+from bot.chat.budget.allocation import Allocation, allocate, prompt_budget
+from bot.chat.budget.tokens import (
+    MESSAGE_OVERHEAD,
+    estimate_tokens,
+    message_tokens,
+    truncate_to_tokens,
+)
 from bot.config import Settings
 from bot.llm.types import Message, ToolSchema
 from bot.prompts import Prompts, prompts_for

@@ -13,9 +13,22 @@ from contextlib import aclosing, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.chat.allocation import PAGE_TOKENS, answer_reserve
-from bot.chat.answer_bounds import AnswerBounds, server_limit_notice
 from bot.chat.approval import Asked, ask_member, needs_approval
+from bot.chat.budget.allocation import PAGE_TOKENS, answer_reserve
+from bot.chat.budget.answer_bounds import AnswerBounds, server_limit_notice
+from bot.chat.budget.tool_arguments import Refusal, ScreenedCalls, screen_calls
+from bot.chat.budget.tool_budget import ToolBudget, trim_tool_result
+from bot.chat.budget.tool_marks import marked_result
+from bot.chat.budget.turn_fit import ToolText
+from bot.chat.budget.turn_messages import (
+    ToolStep,
+    TurnMessages,
+    assistant_message,
+    fit_to_room,
+    notice,
+    result_room,
+    withheld,
+)
 from bot.chat.bursts import Burst, BurstPart
 from bot.chat.context import ContextBuilder, ContextRequest
 from bot.chat.daily_budget import BudgetCall, TurnBudget
@@ -29,19 +42,6 @@ from bot.chat.member_turn import (
 from bot.chat.not_stored import store_failure_reason
 from bot.chat.pending import PendingTurns
 from bot.chat.stopping import StopScope
-from bot.chat.tool_arguments import Refusal, ScreenedCalls, screen_calls
-from bot.chat.tool_budget import ToolBudget, trim_tool_result
-from bot.chat.tool_marks import marked_result
-from bot.chat.turn_fit import ToolText
-from bot.chat.turn_messages import (
-    ToolStep,
-    TurnMessages,
-    assistant_message,
-    fit_to_room,
-    notice,
-    result_room,
-    withheld,
-)
 from bot.config import Settings
 from bot.errors import LLMError, LLMUnavailableError, UserFacingError
 from bot.llm.gateway import LLMGateway

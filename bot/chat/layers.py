@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from bot.chat.budget.tokens import estimate_tokens, truncate_to_tokens
 from bot.chat.context import ContextLayer, ContextRequest, Draft
-from bot.chat.tokens import estimate_tokens, truncate_to_tokens
 from bot.memory.knowledge import KnowledgeService
 from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NoteOutline, NotesService

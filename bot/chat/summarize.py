@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from bot.chat.budget.tokens import estimate_tokens
 from bot.chat.pending import PendingTurns
-from bot.chat.tokens import estimate_tokens
 from bot.config import Settings
 from bot.errors import LLMError
 from bot.llm.gateway import LLMGateway

@@ -1,7 +1,7 @@
 """How many tokens a model may answer with: sent with every call as the model's own limit.
 
 A chat answer gets the share of the window the prompt budget keeps free for it (the answer
-reserve, bot/chat/allocation.py fits the prompt into the rest); calls whose answer is a few
+reserve, bot/chat/budget/allocation.py fits the prompt into the rest); calls whose answer is a few
 words get less. The server stops the model there (Ollama `options.num_predict`, OpenAI-style
 `max_tokens`), so a model that does not stop by itself ends in the server, long before a
 turn's outer bounds (TURN_TIMEOUT, MAX_ANSWER_CHARS).

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from bot.chat.allocation import prompt_budget
+from bot.chat.budget.allocation import prompt_budget
+from bot.chat.budget.tokens import estimate_tokens, message_tokens, truncate_to_tokens
 from bot.chat.context import (
     BuiltContext,
     ContextBuilder,
@@ -18,7 +19,6 @@ from bot.chat.context import (
     MemoryCutListener,
     fit_summaries,
 )
-from bot.chat.tokens import estimate_tokens, message_tokens, truncate_to_tokens
 from bot.config import Settings
 from bot.prompts import prompts_for
 from bot.store.engine.database import Database

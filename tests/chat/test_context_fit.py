@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from bot.chat.allocation import prompt_budget
+from bot.chat.budget.allocation import prompt_budget
+from bot.chat.budget.tokens import estimate_tokens, message_tokens
 from bot.chat.engine import TurnRequest
-from bot.chat.tokens import estimate_tokens, message_tokens
 from bot.prompts import prompts_for
 from bot.services import ServiceOptions, Services, open_services
 from bot.store.repos.knowledge import KnowledgeRepository, KnowledgeSource

@@ -9,8 +9,8 @@ import socket
 
 import pytest
 
+from bot.chat.budget.tool_budget import MAX_TOOL_CONTEXT_CHARS, PAGE_INFO_MARKER
 from bot.chat.engine import TurnRequest
-from bot.chat.tool_budget import MAX_TOOL_CONTEXT_CHARS, PAGE_INFO_MARKER
 from bot.errors import ToolError
 from bot.services import ServiceOptions, Services, open_services
 from bot.store.repos.messages import FAILED_TURN_ROLE

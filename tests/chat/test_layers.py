@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bot.chat.budget.tokens import estimate_tokens
 from bot.chat.context import ContextRequest, Draft
 from bot.chat.engine import TurnRequest
 from bot.chat.layers import (
@@ -19,7 +20,6 @@ from bot.chat.layers import (
     NoteTitlesLayer,
     default_layers,
 )
-from bot.chat.tokens import estimate_tokens
 from bot.config import Settings
 from bot.memory.knowledge import KnowledgeService
 from bot.memory.notes import NotesService

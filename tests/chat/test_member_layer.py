@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bot.chat.budget.tokens import estimate_tokens
 from bot.chat.context import ContextRequest
 from bot.chat.layers import MemberFactsLayer
-from bot.chat.tokens import estimate_tokens
 from bot.config import Settings
 from bot.memory.member_memory import MemberMemory
 from bot.prompts import prompts_for

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 
-from bot.chat.tokens import estimate_tokens, truncate_to_tokens
-from bot.chat.tool_budget import (
+from bot.chat.budget.tokens import estimate_tokens, truncate_to_tokens
+from bot.chat.budget.tool_budget import (
     MAX_TOOL_RESULT_CHARS,
     PAGE_INFO_MARKER,
     ToolBudget,
     trim_tool_result,
 )
-from bot.chat.turn_fit import ToolText
+from bot.chat.budget.turn_fit import ToolText
 from bot.turn.tool_result import ToolResult
 
 

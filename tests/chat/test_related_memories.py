@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from bot.chat.budget.tokens import estimate_tokens, message_tokens
 from bot.chat.context import ContextBuilder, ContextRequest
 from bot.chat.layers import RelatedMemoriesLayer
-from bot.chat.tokens import estimate_tokens, message_tokens
 from bot.config import Settings
 from bot.memory.recall import RecallService
 from bot.prompts import prompts_for

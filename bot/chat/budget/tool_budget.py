@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from bot.chat.turn_fit import ToolText
+from bot.chat.budget.turn_fit import ToolText
 from bot.tools.paging import FOOTER_SEPARATOR
 from bot.turn.tool_result import ToolResult
 

@@ -15,10 +15,10 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from bot.chat.allocation import CALL_RESERVE_TOKENS, PAGE_TOKENS
-from bot.chat.tokens import message_tokens
-from bot.chat.tool_budget import ToolBudget
-from bot.chat.turn_fit import ToolText, content_tokens, fit_tool_texts
+from bot.chat.budget.allocation import CALL_RESERVE_TOKENS, PAGE_TOKENS
+from bot.chat.budget.tokens import message_tokens
+from bot.chat.budget.tool_budget import ToolBudget
+from bot.chat.budget.turn_fit import ToolText, content_tokens, fit_tool_texts
 from bot.llm.litellm_backend import arguments_text
 from bot.llm.types import Message, ToolCall
 from bot.tools.room import ResultRoom

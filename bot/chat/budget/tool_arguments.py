@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.chat.allocation import CALL_RESERVE_TOKENS, PAGE_TOKENS
-from bot.chat.tokens import estimate_tokens
+from bot.chat.budget.allocation import CALL_RESERVE_TOKENS, PAGE_TOKENS
+from bot.chat.budget.tokens import estimate_tokens
 from bot.llm.litellm_backend import arguments_text
 from bot.llm.types import ToolCall
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from bot.chat.allocation import (
+from bot.chat.budget.allocation import (
     MIN_RECENT_EXCHANGES,
     READING_MAX_SHARE,
     Allocation,

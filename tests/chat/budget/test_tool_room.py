@@ -9,8 +9,8 @@ import json
 import re
 from typing import Any
 
-from bot.chat.allocation import ANSWER_RESERVE_SHARE, MIN_ANSWER_RESERVE, PAGE_TOKENS
-from bot.chat.tokens import estimate_tokens, message_tokens
+from bot.chat.budget.allocation import ANSWER_RESERVE_SHARE, MIN_ANSWER_RESERVE, PAGE_TOKENS
+from bot.chat.budget.tokens import estimate_tokens, message_tokens
 from bot.prompts import prompts_for
 from bot.services import ServiceOptions, Services, open_services
 from bot.tools.paging import parse_paged_result, parse_token

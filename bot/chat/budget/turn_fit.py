@@ -2,7 +2,7 @@
 
 Everything else in the request (system prompt, layers, conversation, the assistant's tool calls,
 notices) is fixed; only the bodies of tool results are shortened. Earlier rounds give way first,
-evenly, each to a digest of its key lines (bot/chat/digest.py), then the newest round, whose
+evenly, each to a digest of its key lines (bot/chat/budget/digest.py), then the newest round, whose
 body keeps its start and ends with a marker naming the call that reads on exactly where it was
 cut. In a request that offers no tools, the markers say only what was left out.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bot.chat.digest import digest
-from bot.chat.tokens import message_tokens
+from bot.chat.budget.digest import digest
+from bot.chat.budget.tokens import message_tokens
 
 # Stands for "no limit" in the per-item body lengths.
 _WHOLE = 1 << 62

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from bot.chat.allocation import prompt_budget
+from bot.chat.budget.allocation import prompt_budget
+from bot.chat.budget.tokens import estimate_tokens, message_tokens
+from bot.chat.budget.tool_marks import marked_result
+from bot.chat.budget.turn_fit import content_tokens
+from bot.chat.budget.turn_messages import ToolStep, TurnMessages, assistant_message
 from bot.chat.engine import TurnRequest
-from bot.chat.tokens import estimate_tokens, message_tokens
-from bot.chat.tool_marks import marked_result
-from bot.chat.turn_fit import content_tokens
-from bot.chat.turn_messages import ToolStep, TurnMessages, assistant_message
 from bot.llm.types import Message, ToolCall
 from bot.prompts import prompts_for
 from bot.services import ServiceOptions, Services, open_services

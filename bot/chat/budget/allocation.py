@@ -1,7 +1,7 @@
 """How one prompt budget is shared: recent exchanges first, then the memory layers, then the
 older conversation.
 
-All figures are estimated tokens (bot/chat/tokens.py). Order of priority:
+All figures are estimated tokens (bot/chat/budget/tokens.py). Order of priority:
 
 1. The system prompt (always; it is never cut).
 2. The newest MIN_RECENT_EXCHANGES exchanges, whole — as long as they take at most

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.chat.digest import GAP, digest
+from bot.chat.budget.digest import GAP, digest
 
 LINES = [f"Fact {n:03d}: lamp {n} was lit at dusk." for n in range(200)]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.chat.tool_budget import (
+from bot.chat.budget.tool_budget import (
     MAX_TOOL_CONTEXT_CHARS,
     ToolBudget,
     counted_chars,
@@ -10,7 +10,7 @@ from bot.chat.tool_budget import (
     resume_footer,
     split_footer,
 )
-from bot.chat.turn_fit import ToolText, content_tokens, fit_tool_texts
+from bot.chat.budget.turn_fit import ToolText, content_tokens, fit_tool_texts
 from bot.tools.paging import PDF_RESUME_META, page_footer
 
 HEAD = "[tool output]\n"

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from bot.chat.budget.tool_arguments import MAX_TOOL_ARGUMENT_CHARS
 from bot.chat.engine import TurnRequest
-from bot.chat.tool_arguments import MAX_TOOL_ARGUMENT_CHARS
 from bot.prompts import prompts_for
 from bot.services import ServiceOptions, open_services
 from bot.turn.events import ChunkEvent, DoneEvent, ToolEvent

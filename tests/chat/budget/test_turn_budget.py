@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from bot.chat.allocation import (
+from bot.chat.budget.allocation import (
     ANSWER_RESERVE_SHARE,
     MIN_ANSWER_RESERVE,
     PAGE_TOKENS,
     prompt_budget,
 )
+from bot.chat.budget.tokens import estimate_tokens, message_tokens
+from bot.chat.budget.tool_budget import MAX_TOOL_CONTEXT_CHARS
+from bot.chat.budget.turn_fit import content_tokens
 from bot.chat.engine import TurnRequest
-from bot.chat.tokens import estimate_tokens, message_tokens
-from bot.chat.tool_budget import MAX_TOOL_CONTEXT_CHARS
-from bot.chat.turn_fit import content_tokens
 from bot.prompts import prompts_for
 from bot.services import ServiceOptions, Services, open_services
 from bot.tools.paging import page_footer

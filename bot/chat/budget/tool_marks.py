@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.chat.tool_budget import resume_footer, split_footer
-from bot.chat.turn_fit import ToolText
+from bot.chat.budget.tool_budget import resume_footer, split_footer
+from bot.chat.budget.turn_fit import ToolText
 from bot.llm.types import ToolCall
 from bot.prompts import Prompts
 from bot.tools.core import Tool
