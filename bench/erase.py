@@ -23,6 +23,7 @@ from bot.memory.member_memory import MemberMemory
 from bot.store import Repositories
 from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
+from bot.store.erase.operations import MemberErasure
 
 SPACE = "guild:1"
 X, Y = "111", "222"
@@ -74,7 +75,8 @@ async def _erase_once(source: Path, work: Path) -> dict[str, float]:
     shutil.copyfile(source, work)
     db = await Database.open(work)
     try:
-        members = MemberMemory(Repositories.over(db).member_facts)
+        repos = Repositories.over(db)
+        members = MemberMemory(repos.member_facts, MemberErasure(db))
         started = time.perf_counter()
         erased = await members.erase(SPACE, X)
         seconds = time.perf_counter() - started

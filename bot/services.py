@@ -27,10 +27,15 @@ from bot.llm.gateway import (
     RetryPolicy,
     default_backend_factory,
 )
+from bot.memory.erase_followups import (
+    drop_what_they_brought,
+    resummarize_after_blank,
+    scrub_after_blank,
+)
 from bot.memory.japanese import JapaneseAnalyzer
 from bot.memory.knowledge import KnowledgeService, SaveKnowledgeHook
 from bot.memory.local_kb import LocalKnowledgeBase
-from bot.memory.member_memory import DiscordFollowUp, ErasedMember, MemberMemory
+from bot.memory.member_memory import MemberMemory
 from bot.memory.notes import NotesService
 from bot.memory.recall import RecallService
 from bot.memory.recall_embed import RecallEmbedder, SemanticRecall
@@ -46,7 +51,7 @@ from bot.prompts.ui_text import ui_text
 from bot.runtime.heap import refreeze_if_frozen
 from bot.store import Repositories
 from bot.store.engine.database import Database
-from bot.store.repos.member_erase import SCRUBBED_FTS, SCRUBBED_TABLES
+from bot.store.erase.operations import MemberErasure
 from bot.store.repos.memories import Memory
 from bot.store.transfer import SessionTransfer
 from bot.tools.builtin import ToolDeps, build_tool_deps, register_builtin_tools
@@ -241,6 +246,7 @@ def _open_memory(
         spaces=SpaceService(core.repos.spaces, notes, knowledge),
         members=MemberMemory(
             core.repos.member_facts,
+            MemberErasure(core.db),
             placeholder=lambda: prompts_for(runtime().language)["member_erased_message"],
             forgotten=lambda: prompts_for(runtime().language)["member_forgotten_message"],
             neutral_title=lambda: ui_text(runtime().language).thread_fallback,
@@ -255,29 +261,16 @@ def _open_memory(
     )
 
 
-def _scrub_after_blank(core: _Core, memory: _Memory) -> None:
-    """After an erase or a forget, in the background: no old byte of the texts stays in the
-    database's files (SQLite: FTS merge and WAL truncation; PostgreSQL: VACUUM)."""
-
-    async def scrub(_space: str, _sessions: tuple[str, ...], _discord: DiscordFollowUp) -> None:
-        core.tasks.spawn(core.db.scrub(SCRUBBED_TABLES, SCRUBBED_FTS), name="scrub-after-erase")
-
-    memory.members.add_blank_listener(scrub)
-
-
-def _after_erase(memory: _Memory, tool_deps: ToolDeps | None) -> None:
-    """After an erase: the knowledge their searches saved goes (with its files), and the
-    text of the files they attached leaves the tools' cache."""
+def _follow_erasures(core: _Core, memory: _Memory, tool_deps: ToolDeps | None) -> None:
+    """What an erase or a forget sets off in the background (`bot.memory.erase_followups`)."""
     cache = tool_deps.doc_cache if tool_deps is not None else None
 
-    async def forget(space: str, erased: ErasedMember) -> None:
-        for entry_id in erased.knowledge:
-            await memory.knowledge.delete(space, entry_id)
-        for session_id, attachment_id in erased.attachments:
-            if cache is not None:
-                cache.forget(attachment_key(space, session_id, attachment_id))
+    def forget_attachment(space: str, session_id: str, attachment_id: str) -> None:
+        if cache is not None:
+            cache.forget(attachment_key(space, session_id, attachment_id))
 
-    memory.members.add_erase_listener(forget)
+    drop_what_they_brought(memory.members, memory.knowledge, forget_attachment)
+    scrub_after_blank(memory.members, core.tasks, core.db)
 
 
 async def _open_topics(core: _Core, memory: _Memory) -> TopicService:
@@ -335,18 +328,7 @@ def _build_engine(
         pending=pending,
     )
 
-    async def summarize_after_blank(
-        space: str, sessions: tuple[str, ...], _discord: DiscordFollowUp
-    ) -> None:
-        # An erase or a forget took the summaries holding the blanked messages and un-archived
-        # what they replaced: the summariser rebuilds them from the placeholders, off the
-        # caller's path.
-        for session_id in sessions:
-            core.tasks.spawn(
-                summarizer.maybe_summarize(space, session_id), name=f"resummarize-{session_id}"
-            )
-
-    memory.members.add_blank_listener(summarize_after_blank)
+    resummarize_after_blank(memory.members, core.tasks, summarizer.maybe_summarize)
     context = ContextBuilder(
         repos.messages,
         repos.memories,
@@ -505,8 +487,7 @@ async def open_services(
         core = await _open_core(stack, settings, opts)
         tool_deps = _open_builtin_tools(stack, core, opts)
         memory = _open_memory(stack, core, tool_deps, analyzer)
-        _after_erase(memory, tool_deps)
-        _scrub_after_blank(core, memory)
+        _follow_erasures(core, memory, tool_deps)
         # Loads off the event loop (threads) while the rest opens; done before we are ready.
         warming = asyncio.ensure_future(_warm_up(core, memory, opts))
         stack.push_async_callback(_settle, warming)

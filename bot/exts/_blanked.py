@@ -16,7 +16,7 @@ import discord
 from discord.ext import commands
 
 from bot.memory.member_memory import DiscordFollowUp
-from bot.store.repos.erase_quotes import Quotes, quotes_of
+from bot.store.erase.quotes import Quotes, quotes_of
 from bot.utils.tasks import BackgroundTasks
 
 log = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ facts join the context of their own turns in every conversation of the space; an
 sees a fact only when its owner marked it shared. Members list, forget and switch off what is
 kept about them (the `/memory me` commands); while it is off nothing is saved about them.
 `erase` removes a member from the space: facts, switch, and their messages' text (see
-`bot.store.repos.member_erase`); the threads whose summaries held them are summarised again.
-Forgetting a fact also blanks the message it was said in (`bot.store.repos.fact_forget`).
+`bot.store.erase.member_erase`); the threads whose summaries held them are summarised again.
+Forgetting a fact also blanks the message it was said in (`bot.store.erase.fact_forget`).
 After either, blank listeners learn what the bot still shows in Discord (`DiscordFollowUp`).
 """
 
@@ -18,9 +18,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.errors import UserFacingError, ValidationError
-from bot.store.repos.erase_quotes import DiscordFollowUp
-from bot.store.repos.fact_forget import ForgotFacts
-from bot.store.repos.member_erase import ErasedMember
+from bot.store.erase.fact_forget import ForgotFacts
+from bot.store.erase.member_erase import ErasedMember
+from bot.store.erase.operations import MemberErasure
+from bot.store.erase.quotes import DiscordFollowUp
 from bot.store.repos.member_facts import (
     FactSource,
     MemberFact,
@@ -139,6 +140,7 @@ class MemberMemory:
     def __init__(
         self,
         repo: MemberFactRepository,
+        erasure: MemberErasure,
         *,
         cap: int = MAX_FACTS_PER_MEMBER,
         placeholder: Callable[[], str] = lambda: ERASED_PLACEHOLDER,
@@ -146,6 +148,7 @@ class MemberMemory:
         neutral_title: Callable[[], str] = lambda: NEUTRAL_TITLE,
     ) -> None:
         self._repo = repo
+        self._erasure = erasure
         self._cap = cap
         self._placeholder = placeholder
         self._forgotten = forgotten
@@ -217,7 +220,7 @@ class MemberMemory:
         return (await self._forget(space, member, None)).facts
 
     async def _forget(self, space: str, member: str, fact_id: int | None) -> ForgotFacts:
-        forgot = await self._repo.forget(
+        forgot = await self._erasure.forget(
             space,
             member,
             _author(space, member),
@@ -254,7 +257,7 @@ class MemberMemory:
     async def erase(self, space: str, member: str) -> ErasedMember:
         """Erase the member from the space: facts, switch, tags, their messages' text (and the
         bot's answers to them), the summaries holding them; then have those summarised again."""
-        erased = await self._repo.erase(
+        erased = await self._erasure.erase(
             space,
             member,
             _author(space, member),

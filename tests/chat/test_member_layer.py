@@ -14,6 +14,7 @@ from bot.config import Settings
 from bot.memory.member_memory import MemberMemory
 from bot.prompts import prompts_for
 from bot.store.engine.database import Database
+from bot.store.erase.operations import MemberErasure
 from bot.store.repos.member_facts import MemberFactRepository
 
 S = "guild:1"
@@ -23,7 +24,7 @@ EN = prompts_for("en")
 @pytest.fixture
 async def members(suite_database_url: str) -> AsyncIterator[MemberMemory]:
     database = await Database.connect(suite_database_url)
-    yield MemberMemory(MemberFactRepository(database))
+    yield MemberMemory(MemberFactRepository(database), MemberErasure(database))
     await database.close()
 
 

@@ -16,7 +16,8 @@ from bot.llm.gateway import LLMGateway, RetryPolicy
 from bot.memory.member_memory import ERASED_PLACEHOLDER, MemberMemory
 from bot.store import Repositories
 from bot.store.engine.database import Database
-from bot.store.repos.member_erase import erase_member
+from bot.store.erase.member_erase import erase_member
+from bot.store.erase.operations import MemberErasure
 from bot.store.repos.memories import Memory, MemoryRepository
 from tests.conftest import SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Text
@@ -74,7 +75,15 @@ async def world(
         memories = HeldMemories(db)
         summarizer = Summarizer(lambda: settings, gateway, repos.messages, memories)
         thread = (await repos.sessions.create(A, title="pets")).id
-        yield World(db, repos, memories, summarizer, MemberMemory(repos.member_facts), llm, thread)
+        yield World(
+            db,
+            repos,
+            memories,
+            summarizer,
+            MemberMemory(repos.member_facts, MemberErasure(db)),
+            llm,
+            thread,
+        )
     finally:
         await gateway.close()
         await db.close()

@@ -17,6 +17,7 @@ from bot.memory.member_memory import (
     request_fact,
 )
 from bot.store.engine.database import Database
+from bot.store.erase.operations import MemberErasure
 from bot.store.repos.member_facts import MemberFactRepository
 
 A, B = "guild:1", "guild:2"
@@ -32,7 +33,7 @@ async def db(suite_database_url: str) -> AsyncIterator[Database]:
 
 @pytest.fixture
 def members(db: Database) -> MemberMemory:
-    return MemberMemory(MemberFactRepository(db), cap=3)
+    return MemberMemory(MemberFactRepository(db), MemberErasure(db), cap=3)
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from bot.memory.recall_embed import BATCH, RecallEmbedder, SemanticRecall, _top
 from bot.services import ServiceOptions, open_services
 from bot.store import Repositories
 from bot.store.engine.database import Database
+from bot.store.erase.operations import MemberErasure
 from bot.store.repos.message_embeddings import from_blob, to_blob
 from tests.conftest import LOCAL, SettingsFactory
 from tests.fakes.llm_server import FakeLLMServer, HttpError, Text, hashing_embedder
@@ -41,6 +42,7 @@ def meaning_embedder(text: str) -> list[float]:
 
 @dataclass
 class World:
+    db: Database
     repos: Repositories
     llm: FakeLLMServer
     settings: Settings
@@ -81,7 +83,7 @@ async def world(llm: FakeLLMServer, make_settings: SettingsFactory) -> AsyncIter
     db = await Database.connect(settings.database())
     gateway = LLMGateway(lambda: settings, retry=RetryPolicy(attempts=1))
     try:
-        yield World(Repositories.over(db), llm, settings, gateway)
+        yield World(db, Repositories.over(db), llm, settings, gateway)
     finally:
         await gateway.close()
         await db.close()
@@ -127,7 +129,7 @@ async def test_erase_removes_the_members_vectors_and_they_are_not_made_again(wor
     await w.embedder().backfill()
     assert {r["message_id"] for r in await w.rows(A)} == {mine, theirs}
 
-    await w.repos.member_facts.erase(A, "u1", "u1", "[erased]", neutral="Chat")
+    await MemberErasure(w.db).erase(A, "u1", "u1", "[erased]", neutral="Chat")
     assert [r["message_id"] for r in await w.rows(A)] == [theirs]
     assert [r["message_id"] for r in await w.rows(B)] == [other_space]
     assert await w.embedder().backfill() == 0  # hidden now: never embedded again

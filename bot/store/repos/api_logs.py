@@ -9,7 +9,7 @@ from typing import Any
 from bot.store.engine.connection import Connection, utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
-from bot.store.repos.erase_lock import hold_against_erase
+from bot.store.engine.erase_lock import hold_against_erase
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,6 @@ from typing import Literal
 from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Params, Row
-from bot.store.repos.fact_forget import ForgotFacts, forget_ahead, forget_facts
-from bot.store.repos.member_erase import ErasedMember, erase_member, scan_ahead
 from bot.store.repos.space_records import ensure_space_row
 from bot.store.spaces import SpaceScope, in_space
 
@@ -165,45 +163,6 @@ class MemberFactRepository:
             f"DELETE FROM member_facts WHERE {where} AND id = ?", (*params, fact_id)
         )
         return deleted > 0
-
-    async def forget(
-        self,
-        space: str,
-        member_id: str,
-        author: str | None,
-        *,
-        fact_id: int | None,
-        placeholder: str,
-        neutral: str,
-    ) -> ForgotFacts:
-        """Forget one fact of the member (all: `fact_id` None) and blank what it was said in,
-        in one transaction (see `fact_forget`)."""
-        # The scan of the space's answers for quotes of them reads before the writer is held.
-        ahead = await forget_ahead(self._db.fetchall, space, member_id, author, fact_id)
-        async with self._db.transaction() as conn:
-            forgot = await forget_facts(
-                conn,
-                space,
-                member_id,
-                author,
-                fact_id=fact_id,
-                placeholder=placeholder,
-                neutral=neutral,
-                ahead=ahead,
-            )
-        return forgot
-
-    async def erase(
-        self, space: str, member_id: str, author: str | None, placeholder: str, *, neutral: str
-    ) -> ErasedMember:
-        """Erase the member from the space in one transaction (see `member_erase`)."""
-        # The scan of the space's answers for quotes of them reads before the writer is held.
-        ahead = await scan_ahead(self._db.fetchall, space, member_id, author)
-        async with self._db.transaction() as conn:
-            erased = await erase_member(
-                conn, space, member_id, author, placeholder, neutral=neutral, ahead=ahead
-            )
-        return erased
 
     async def enabled(self, space: str, member_id: str) -> bool:
         """Whether the member's memory is on in the space (on unless switched off)."""

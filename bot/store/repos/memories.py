@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
-from bot.store.repos.erase_lock import hold_against_erase
+from bot.store.engine.erase_lock import hold_against_erase
 from bot.store.spaces import SpaceScope, in_space
 
 

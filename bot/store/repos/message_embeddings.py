@@ -15,7 +15,7 @@ from typing import Final
 
 from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
-from bot.store.repos.erase_lock import hold_against_erase
+from bot.store.engine.erase_lock import hold_against_erase
 
 # The newest vectors of a space one ranking reads, at most (a bounded read whatever the
 # history: 20,000 × 768 float32 are 60 MB).

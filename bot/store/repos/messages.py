@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from bot.store.engine.connection import Statement, utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row
-from bot.store.repos.erase_lock import against_erase
+from bot.store.engine.erase_lock import against_erase
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
-from bot.store.repos.erase_lock import hold_against_erase
+from bot.store.engine.erase_lock import hold_against_erase
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Literal
 from bot.store.engine.connection import Statement, utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Row, like_pattern
-from bot.store.repos.erase_lock import against_erase, hold_against_erase
+from bot.store.engine.erase_lock import against_erase, hold_against_erase
 
 log = logging.getLogger(__name__)
 

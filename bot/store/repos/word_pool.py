@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from bot.store.engine.connection import Connection, utcnow
 from bot.store.engine.database import Database
-from bot.store.repos.erase_lock import hold_against_erase
+from bot.store.engine.erase_lock import hold_against_erase
 from bot.store.repos.space_records import ensure_space_row
 from bot.store.spaces import SpaceScope, in_space
 

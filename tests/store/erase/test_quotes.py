@@ -8,8 +8,8 @@ from __future__ import annotations
 from bot.memory.member_memory import ERASED_PLACEHOLDER
 from bot.store import Repositories
 from bot.store.engine.database import Database
-from bot.store.repos.erase_quotes import Quotes, quotes_of
-from bot.store.repos.member_erase import erase_member, scan_ahead
+from bot.store.erase.member_erase import erase_member, scan_ahead
+from bot.store.erase.quotes import Quotes, quotes_of
 
 A = "guild:1"
 X, Y = "111", "222"

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from bot.store.engine.connection import Connection, utcnow
-from bot.store.repos.erase_lock import hold_for_erase
-from bot.store.repos.erase_quotes import (
+from bot.store.engine.erase_lock import hold_for_erase
+from bot.store.erase.quotes import (
     DiscordFollowUp,
     Fetch,
     ScannedAhead,
@@ -45,7 +45,7 @@ from bot.store.repos.erase_quotes import (
     scanned_ahead,
     summaries_holding,
 )
-from bot.store.repos.erase_traces import find_traces, knowledge_they_caused, remove_traces
+from bot.store.erase.traces import find_traces, knowledge_they_caused, remove_traces
 
 # Ids per IN (...) list: well under both engines' limits on bound parameters.
 CHUNK: Final = 500

@@ -16,8 +16,15 @@ from dataclasses import dataclass, field, replace
 
 from bot.store.engine.connection import Connection
 from bot.store.engine.dialect import Row
-from bot.store.repos.erase_lock import hold_for_erase
-from bot.store.repos.erase_quotes import (
+from bot.store.engine.erase_lock import hold_for_erase
+from bot.store.erase.member_erase import (
+    blank_messages,
+    blank_tool_calls,
+    chunks,
+    drop_summaries,
+    with_condensations,
+)
+from bot.store.erase.quotes import (
     DiscordFollowUp,
     Fetch,
     ScannedAhead,
@@ -30,15 +37,8 @@ from bot.store.repos.erase_quotes import (
     scanned_ahead,
     summaries_holding,
 )
-from bot.store.repos.erase_traces import Traces as LogTraces
-from bot.store.repos.erase_traces import remove_traces
-from bot.store.repos.member_erase import (
-    blank_messages,
-    blank_tool_calls,
-    chunks,
-    drop_summaries,
-    with_condensations,
-)
+from bot.store.erase.traces import Traces as LogTraces
+from bot.store.erase.traces import remove_traces
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from bot.memory.member_memory import ERASED_PLACEHOLDER, LOCAL_MEMBER, ErasedMem
 from bot.prompts import prompts_for
 from bot.store import Repositories
 from bot.store.engine.database import Database
+from bot.store.erase.operations import MemberErasure
 from bot.store.repos.message_embeddings import StoredVector
 from bot.store.repos.recall_terms import IndexedWords
 from bot.store.schema.tables import TABLES
@@ -30,7 +31,7 @@ class World:
 
 async def _world(db: Database) -> World:
     repos = Repositories.over(db)
-    members = MemberMemory(repos.member_facts)
+    members = MemberMemory(repos.member_facts, MemberErasure(db))
     told: list[tuple[str, tuple[str, ...]]] = []
 
     async def listener(space: str, erased: ErasedMember) -> None:
