@@ -28,6 +28,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import ConfigurationError, ValidationError
+from bot.prompts.languages import Language
 from bot.store.engine.dialect import dialect_of, sqlite_url
 from bot.store.shards import ShardFilter
 from bot.store.spaces import DEFAULT_LOCAL_NAME, LOCAL_NAME_PATTERN, local_space
@@ -306,7 +307,7 @@ class Settings(BaseSettings):
     kb_dir: Path = Field(
         default=Path("knowledge_base"), description="Folder of the local Markdown knowledge base."
     )
-    language: Annotated[Literal["en", "ja"], RUNTIME] = Field(
+    language: Annotated[Language, RUNTIME] = Field(
         default="en",
         description="Language of the bot's own messages and prompts; the model still answers "
         "in the language the user writes in.",
