@@ -28,6 +28,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import ConfigurationError, ValidationError
+from bot.prompts.languages import Language
 from bot.store.engine.dialect import dialect_of, sqlite_url
 from bot.store.shards import ShardFilter
 from bot.store.spaces import DEFAULT_LOCAL_NAME, LOCAL_NAME_PATTERN, local_space
@@ -36,37 +37,14 @@ log = logging.getLogger(__name__)
 
 OLLAMA_PREFIXES = ("ollama/", "ollama_chat/")
 
-# Settings that may be changed at runtime (admin API / slash commands) without a restart.
-RUNTIME_KEYS = frozenset(
-    {
-        "llm_model",
-        "llm_api_base",
-        "llm_api_key",
-        "embed_model",
-        "language",
-        "llm_context_tokens",
-        "tagging_mode",
-        "knowledge_context_limit",
-        "memory_summarize_threshold",
-        "user_cooldown_seconds",
-        "member_daily_tokens",
-        "server_daily_tokens",
-        "burst_wait_seconds",
-        "confirm_note_writes",
-        "approval_timeout_seconds",
-        "topic_quiet_hours",
-        "topic_reply_window_minutes",
-        "topic_backoff_max_minutes",
-        "stream_edit_interval",
-        "system_prompt_extra",
-        "web_search_max_results",
-        "scrape_max_chars",
-        "fetch_max_chars",
-        "fetch_max_results",
-        "local_kb_top_k",
-        "local_kb_min_score",
-    }
-)
+
+@dataclass(frozen=True)
+class RuntimeEditable:
+    """Marks a Settings field the admin API and slash commands may change without a restart."""
+
+
+# Written as `Annotated[T, RUNTIME]` on the field; RUNTIME_KEYS is derived from these marks.
+RUNTIME = RuntimeEditable()
 IdList = Annotated[list[int], NoDecode]
 
 _QUIET_WINDOW = re.compile(r"^\s*(\d{1,2})(?::(\d{2}))?\s*-\s*(\d{1,2})(?::(\d{2}))?\s*$")
@@ -201,7 +179,7 @@ class Settings(BaseSettings):
         description="Days after the bot leaves a server until that server's data is purged; "
         "empty = keep it.",
     )
-    user_cooldown_seconds: float = Field(
+    user_cooldown_seconds: Annotated[float, RUNTIME] = Field(
         default=3.0,
         ge=0,
         le=3600,
@@ -213,49 +191,49 @@ class Settings(BaseSettings):
         le=100,
         description="Turns one user may have running or waiting at once, across all threads.",
     )
-    member_daily_tokens: int = Field(
+    member_daily_tokens: Annotated[int, RUNTIME] = Field(
         default=0,
         ge=0,
         le=1_000_000_000,
         description="Tokens (prompt + completion) one member's turns may use per day in one "
         "server; 0 = unlimited. A day is the server's (its time zone, else UTC).",
     )
-    server_daily_tokens: int = Field(
+    server_daily_tokens: Annotated[int, RUNTIME] = Field(
         default=0,
         ge=0,
         le=1_000_000_000,
         description="Tokens (prompt + completion) all turns in one server (or DM, or the local "
         "chat) may use per day; 0 = unlimited.",
     )
-    burst_wait_seconds: float = Field(
+    burst_wait_seconds: Annotated[float, RUNTIME] = Field(
         default=8.0,
         ge=0,
         le=8,
         description="Seconds a message waits at most while its author is typing more, so that "
         "their next messages join its turn; 0 = every message is a turn of its own.",
     )
-    topic_quiet_hours: QuietHoursText = Field(
+    topic_quiet_hours: Annotated[QuietHoursText, RUNTIME] = Field(
         default="",
         max_length=20,
         description="Hours in which the bot starts no conversation (idle chats and scheduled "
         'topic posts), e.g. "23-7" (wraps midnight) or "22:30-06:00", in each server\'s time '
         "zone (else the topic channel's); empty = none.",
     )
-    topic_reply_window_minutes: int = Field(
+    topic_reply_window_minutes: Annotated[int, RUNTIME] = Field(
         default=30,
         ge=1,
         le=24 * 60,
         description="Minutes after a topic opener in which a person writing in its channel (or "
         "a thread of it) counts as an answer.",
     )
-    topic_backoff_max_minutes: int = Field(
+    topic_backoff_max_minutes: Annotated[int, RUNTIME] = Field(
         default=24 * 60,
         ge=1,
         le=7 * 24 * 60,
         description="Longest quiet wait before an idle chat: each unanswered opener doubles the "
         "channel's quiet minutes up to this (never below them); an answer resets it.",
     )
-    stream_edit_interval: float = Field(
+    stream_edit_interval: Annotated[float, RUNTIME] = Field(
         default=1.2,
         ge=0.2,
         le=30,
@@ -263,18 +241,18 @@ class Settings(BaseSettings):
         "(Discord allows 5 edits per 5 seconds per channel).",
     )
 
-    llm_model: str = Field(
+    llm_model: Annotated[str, RUNTIME] = Field(
         default="ollama/qwen3:8b",
         min_length=1,
         description="Chat model: ollama/<name> for Ollama, otherwise a LiteLLM model string "
         "such as openai/gpt-4o-mini.",
     )
-    llm_api_base: str = Field(
+    llm_api_base: Annotated[str, RUNTIME] = Field(
         default="http://localhost:11434",
         description="Ollama's address, or the base URL of an OpenAI-compatible server (usually "
         "ending in /v1); hosted providers ignore it while it is the Ollama default.",
     )
-    llm_api_key: SecretStr | None = Field(
+    llm_api_key: Annotated[SecretStr | None, RUNTIME] = Field(
         default=None,
         description="API key for the model provider (secret); OPENAI_API_KEY and the like are "
         "not read.",
@@ -298,7 +276,7 @@ class Settings(BaseSettings):
         le=1_000_000,
         description="Characters one answer may have; a longer answer ends there with a notice.",
     )
-    llm_context_tokens: int = Field(
+    llm_context_tokens: Annotated[int, RUNTIME] = Field(
         default=16384,
         ge=512,
         le=1_048_576,
@@ -307,13 +285,13 @@ class Settings(BaseSettings):
     llm_vision: bool = Field(
         default=False, description="Send images to the model (vision-capable models only)."
     )
-    embed_model: str = Field(
+    embed_model: Annotated[str, RUNTIME] = Field(
         default="",
         description="Embedding model for the local knowledge base and recall; empty = "
         "ollama/nomic-embed-text on Ollama for the knowledge base only, keyword ranking "
         "otherwise.",
     )
-    system_prompt_extra: str = Field(
+    system_prompt_extra: Annotated[str, RUNTIME] = Field(
         default="", description="Extra instructions appended to the system prompt."
     )
 
@@ -329,7 +307,7 @@ class Settings(BaseSettings):
     kb_dir: Path = Field(
         default=Path("knowledge_base"), description="Folder of the local Markdown knowledge base."
     )
-    language: Literal["en", "ja"] = Field(
+    language: Annotated[Language, RUNTIME] = Field(
         default="en",
         description="Language of the bot's own messages and prompts; the model still answers "
         "in the language the user writes in.",
@@ -339,14 +317,14 @@ class Settings(BaseSettings):
         description="The space of the terminal chat and the admin API's chat (local:<name>).",
     )
 
-    memory_summarize_threshold: int = Field(
+    memory_summarize_threshold: Annotated[int, RUNTIME] = Field(
         default=20,
         ge=4,
         le=1000,
         description="Live messages in a conversation at which the oldest half is summarised "
         "into long-term memory (and archived, never deleted).",
     )
-    knowledge_context_limit: int = Field(
+    knowledge_context_limit: Annotated[int, RUNTIME] = Field(
         default=15,
         ge=0,
         le=100,
@@ -358,47 +336,47 @@ class Settings(BaseSettings):
         le=100_000,
         description="Characters of each note linked to a thread that go into its context.",
     )
-    local_kb_top_k: int = Field(
+    local_kb_top_k: Annotated[int, RUNTIME] = Field(
         default=3,
         ge=0,
         le=20,
         description="Local knowledge base files added to the context per message; 0 = off.",
     )
-    local_kb_min_score: float = Field(
+    local_kb_min_score: Annotated[float, RUNTIME] = Field(
         default=0.75,
         ge=-1,
         le=1,
         description="Minimum cosine similarity of a local knowledge base file to a message for it "
         "to be used.",
     )
-    tagging_mode: Literal["keywords", "llm"] = Field(
+    tagging_mode: Annotated[Literal["keywords", "llm"], RUNTIME] = Field(
         default="keywords",
         description="How messages are tagged: keywords (no LLM call) or llm (one extra call per "
         "message).",
     )
 
-    web_search_max_results: int = Field(
+    web_search_max_results: Annotated[int, RUNTIME] = Field(
         default=5, ge=1, le=20, description="Results one web search returns."
     )
     web_search_backend: str = Field(
         default="duckduckgo",
         description='The ddgs search backend web_search uses ("auto" tries engines in turn).',
     )
-    scrape_max_chars: int = Field(
+    scrape_max_chars: Annotated[int, RUNTIME] = Field(
         default=4000,
         ge=500,
         le=100_000,
         description="Characters of page text one scrape_url call returns; the rest is paged "
         "(continuation token).",
     )
-    fetch_max_chars: int = Field(
+    fetch_max_chars: Annotated[int, RUNTIME] = Field(
         default=8000,
         ge=500,
         le=100_000,
         description="Characters of text one pdf_to_text or search_and_fetch call returns; the "
         "rest is paged (continuation token).",
     )
-    fetch_max_results: int = Field(
+    fetch_max_results: Annotated[int, RUNTIME] = Field(
         default=3, ge=1, le=10, description="Pages search_and_fetch reads per call."
     )
     max_fetch_mb: int = Field(
@@ -445,12 +423,12 @@ class Settings(BaseSettings):
     mcp_call_timeout: float = Field(
         default=60.0, gt=0, le=3600, description="Seconds an MCP tool call may take."
     )
-    confirm_note_writes: bool = Field(
+    confirm_note_writes: Annotated[bool, RUNTIME] = Field(
         default=False,
         description="Ask the member (Allow / Deny buttons) before the model writes a shared "
         'note; MCP servers ask when their config entry says "confirm": true.',
     )
-    approval_timeout_seconds: float = Field(
+    approval_timeout_seconds: Annotated[float, RUNTIME] = Field(
         default=120.0,
         ge=1,
         le=900,
@@ -777,6 +755,19 @@ def strip_ollama_prefix(model: str) -> str:
 def mask_secret(value: str) -> dict[str, Any]:
     """A secret as the outside world may see it: whether it is set and its last 4 characters."""
     return {"set": bool(value), "last4": value[-4:] if len(value) >= 8 else ""}
+
+
+def runtime_keys(model: type[BaseModel]) -> frozenset[str]:
+    """The names of `model`'s fields marked RUNTIME."""
+    return frozenset(
+        name
+        for name, field in model.model_fields.items()
+        if any(isinstance(item, RuntimeEditable) for item in field.metadata)
+    )
+
+
+# Settings that may be changed at runtime (admin API / slash commands) without a restart.
+RUNTIME_KEYS = runtime_keys(Settings)
 
 
 Listener = Callable[[Settings, frozenset[str]], None]

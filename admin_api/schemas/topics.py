@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from admin_api.schemas.common import Body, DiscordId, TimeZone
 from admin_api.schemas.rows import TopicPostOut
+from bot.prompts.languages import Language
 from bot.topics.policy import parse_hhmm
 
 ChannelId = Annotated[DiscordId, Field(ge=1)]
@@ -119,7 +120,7 @@ class TopicUpdateIn(Body):
     timezone: TimeZone | None = None
     max_posts_per_day: Annotated[int, Field(ge=0, le=100)] | None = None
     cron: Crontab | None = None
-    language: Literal["ja", "en"] | None = None
+    language: Language | None = None
     persona: Annotated[str, Field(max_length=2000)] | None = None
 
     @model_validator(mode="after")

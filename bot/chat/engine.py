@@ -49,6 +49,7 @@ from bot.llm.pacing import ReadPace, reading_at
 from bot.llm.types import Message, ToolCall
 from bot.memory.member_memory import MemberMemory
 from bot.prompts import Prompts, prompts_for
+from bot.prompts.languages import known_language
 from bot.store.repos.messages import FAILED_TURN_ROLE, MessageRepository, StoredMessage
 from bot.store.repos.sessions import Session, SessionRepository
 from bot.store.repos.space_records import SpaceRecord, SpaceRepository
@@ -402,8 +403,8 @@ class ChatEngine:
         if record is None:
             return settings, None
         updates: dict[str, Any] = {}
-        if record.language in ("ja", "en"):
-            updates["language"] = record.language
+        if language := known_language(record.language):
+            updates["language"] = language
         if record.persona:
             extra = settings.system_prompt_extra
             updates["system_prompt_extra"] = (

@@ -27,6 +27,8 @@ from bot.config import Settings
 from bot.errors import LLMError, NotFoundError, UserFacingError
 from bot.llm.types import Completer
 from bot.prompts import prompts_for
+from bot.prompts.languages import FALLBACK_LANGUAGE, Language, known_language
+from bot.prompts.ui_text import ui_text
 from bot.store.repos.knowledge import KnowledgeEntry, KnowledgeRepository, KnowledgeSource
 from bot.store.spaces import SpaceScope, parse_space, space_dirname
 from bot.turn.events import ToolEvent
@@ -63,11 +65,6 @@ REGENERATE_CHARS = 6000
 
 PageReader = Callable[[str], Awaitable[str]]
 
-HOOK_LABEL = {"en": "Saving to knowledge: {query}", "ja": "知識に保存中: {query}"}
-HOOK_FAILED = {
-    "en": "Could not save the search results as knowledge.",
-    "ja": "検索結果を知識として保存できませんでした。",
-}
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^```[a-zA-Z]*\n(.*)\n```$", re.DOTALL)
@@ -79,8 +76,8 @@ class RegenerateError(UserFacingError):
     """A knowledge entry could not be regenerated: its sources could not be read again."""
 
 
-def _language(settings: Settings) -> str:
-    return settings.language if settings.language in ("ja", "en") else "en"
+def _language(settings: Settings) -> Language:
+    return known_language(settings.language) or FALLBACK_LANGUAGE
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -603,7 +600,7 @@ class SaveKnowledgeHook:
         raw_query = outcome.arguments.get("query")
         query = raw_query if isinstance(raw_query, str) and raw_query.strip() else outcome.user_text
         language = self._knowledge.language()
-        label = HOOK_LABEL[language].format(query=_one_line(query, 80))
+        label = ui_text(language).knowledge_saving.format(query=_one_line(query, 80))
         emit(
             ToolEvent(
                 SAVE_KNOWLEDGE_ID,
@@ -624,7 +621,7 @@ class SaveKnowledgeHook:
                     SAVE_KNOWLEDGE_ID,
                     "error",
                     label=label,
-                    result=HOOK_FAILED[language],
+                    result=ui_text(language).knowledge_save_failed,
                     icon=SAVE_KNOWLEDGE_ICON,
                 )
             )

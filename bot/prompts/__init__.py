@@ -1,7 +1,7 @@
 """Texts per language: prompts for the model (<language>.json) and UI texts (ui/<language>.json).
 
-A language is available when both of its files exist; adding one means adding those two files
-and its code to the `language` setting.
+The languages are declared once, in bot/prompts/languages.py; adding one means adding its code
+there and these two files.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ import json
 from functools import cache
 from importlib import resources
 
-FALLBACK_LANGUAGE = "en"
+from bot.prompts.languages import FALLBACK_LANGUAGE
+
+__all__ = ["FALLBACK_LANGUAGE", "Prompts", "available_languages", "prompts_for"]
 
 
 class Prompts:

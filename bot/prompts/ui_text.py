@@ -140,6 +140,8 @@ class UiText:
     approval_not_yours: str
     terminal_approval_question: str
     turn_interrupted: str
+    knowledge_saving: str
+    knowledge_save_failed: str
 
     def not_remembered(self, reason: str | None) -> str:
         """The member's receipt for a fact not saved, saying why (a `NotSavedReason`)."""
