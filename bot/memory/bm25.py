@@ -8,17 +8,14 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
+from bot.text.scripts import HAN, HIRAGANA, KATAKANA, is_hiragana
+
 K1 = 1.2
 B = 0.75
 
 # Runs of one script. Kanji, kana and Latin words never share a term, so a particle next to a
 # noun (猫が) does not hide the noun.
-_RUNS = re.compile(
-    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆]+"  # kanji
-    r"|[\u3041-\u309f]+"  # hiragana
-    r"|[\u30a0-\u30ff\u31f0-\u31ff]+"  # katakana (ー included)
-    r"|[A-Za-z0-9][A-Za-z0-9_+#]*"  # Latin words and numbers
-)
+_RUNS = re.compile(f"[{HAN}]+|[{HIRAGANA}]+|[{KATAKANA}]+|[A-Za-z0-9][A-Za-z0-9_+#]*")
 
 
 def bigram_terms(text: str) -> list[str]:
@@ -35,7 +32,7 @@ def bigram_terms(text: str) -> list[str]:
             if len(run) >= 2:
                 terms.append(run.lower())
         elif len(run) == 1:
-            if not "\u3041" <= run <= "\u309f":
+            if not is_hiragana(run):
                 terms.append(run)
         else:
             terms.extend(run[i : i + 2] for i in range(len(run) - 1))

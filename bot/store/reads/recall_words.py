@@ -21,12 +21,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from bot.store.reads.recall_rank import STOP_WORDS_EN, Terms
+from bot.text.scripts import JAPANESE
 
 MONTHS: Final = (
     "january february march april may june july august september october november december"
 ).split()
 _TOKEN = re.compile(r"[^\W_]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆ー]+")
+_CJK = re.compile(f"[{JAPANESE}]+")
 _DATE = re.compile(r"^(\d{4})-(\d{2})")
 _VOWEL = re.compile(r"[aeiouy]")
 _DOUBLE_KEEP = frozenset("lsz")
