@@ -193,6 +193,18 @@ def test_every_public_extension_has_setup_and_is_loaded() -> None:
     assert sorted(DEFAULT_EXTENSIONS) == sorted(public)
 
 
+def test_bot_text_is_the_ground_floor() -> None:
+    """bot/text (scripts, terms, BM25) imports no other bot package, bot.errors aside."""
+    assert _modules("bot/text")
+    offenders = [
+        f"{_module_name(path)} -> {target}"
+        for path in _modules("bot/text")
+        for target in _all_imports(path)
+        if not target.startswith("bot.text") and target != "bot.errors"
+    ]
+    assert offenders == []
+
+
 # The store's rooms, face first: a module may import its own room and the rooms after it.
 # `erase` holds operations that span aggregates (many repositories' tables in one transaction).
 STORE_ROOMS = (

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from bot.memory.analysis_worker import AnalyzerProcess, serve
+from bot.text.scripts import HAN_IDEOGRAPHS
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ _URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
 _DISCORD_MARKUP = re.compile(r"<(?:@[!&]?\d+|#\d+|a?:\w+:\d+|t:\d+(?::\w)?)>")
 _SHORTCODE = re.compile(r":[a-z0-9_+\-]+:")
 _ASCII_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+#.\-]*")
-_KANJI = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_KANJI = re.compile(f"[{HAN_IDEOGRAPHS}]")
 
 
 def clean_text(text: str) -> str:

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from bot.memory.bm25 import BM25Index, bigram_terms
 from bot.memory.japanese import NounExtractor
 from bot.memory.kb_files import (
     HEADING,
@@ -44,6 +43,8 @@ from bot.memory.kb_visibility import (
 )
 from bot.memory.vectors import VectorIndex, normalise
 from bot.store.repos.local_kb_docs import KBDocRow, LocalKBDocRepository
+from bot.text.bm25 import BM25Index
+from bot.text.terms import bigram_terms
 from bot.utils.off_loop import off_loop_if
 
 log = logging.getLogger(__name__)

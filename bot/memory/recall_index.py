@@ -18,11 +18,13 @@ from typing import Final
 from bot.memory.japanese import NounExtractor
 from bot.store.reads.recall_words import index_text
 from bot.store.repos.recall_terms import IndexedWords, RecallTermRepository, Unindexed
+from bot.text.scripts import HAN_IDEOGRAPHS, HIRAGANA, KATAKANA_BASIC
 
 log = logging.getLogger(__name__)
 
 BATCH: Final = 200
-_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Kana and ideographs only: text with no more than 々〆 or small katakana skips Janome.
+_JAPANESE = re.compile(f"[{HIRAGANA}{KATAKANA_BASIC}{HAN_IDEOGRAPHS}]")
 
 
 class RecallIndexer:

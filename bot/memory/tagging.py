@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from bot.llm.types import Completer
 from bot.memory.japanese import NounExtractor
 from bot.store.repos.tags import TagRepository, Untagged
+from bot.text.scripts import HAN_UNIFIED, KATAKANA_BASIC
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ _SEPARATORS = re.compile(r"[,、，;；\n]")
 _LABEL = re.compile(r"^(?:tags?|タグ)\s*[:：]\s*", re.IGNORECASE)
 _MARKER = re.compile(r"^(?:\d+\s*[.)、:：]|[-*•・])\s*")
 _STRIP_CHARS = " \t\"'`“”‘’「」『』()（）[]【】<>#＃。.!！?？"
-_KANJI_KATAKANA = re.compile(r"[\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+_KANJI_KATAKANA = re.compile(f"[{KATAKANA_BASIC}{HAN_UNIFIED}]")
 
 
 def _rarity(word: str) -> int:

@@ -23,6 +23,7 @@ from typing import Final
 
 from bot.store.engine.connection import Connection
 from bot.store.engine.dialect import Params, Row
+from bot.text.scripts import has_cjk
 
 # A read: `Connection.execute_fetchall` inside a transaction, `Database.fetchall` before one.
 Fetch = Callable[[str, Params], Awaitable[list[Row]]]
@@ -30,8 +31,6 @@ Fetch = Callable[[str, Params], Awaitable[list[Row]]]
 QUOTE_CHARS: Final = 16
 CJK_QUOTE_CHARS: Final = 8
 MIN_CHARS: Final = 6
-# Hiragana onwards (kana, CJK ideographs, Hangul, full-width forms).
-_CJK: Final = "\u3040"
 
 
 def normalized(text: str) -> str:
@@ -52,7 +51,7 @@ class Quotes:
         flat = normalized(text)
         if len(flat) < MIN_CHARS:
             return
-        run = CJK_QUOTE_CHARS if any(char >= _CJK for char in flat) else QUOTE_CHARS
+        run = CJK_QUOTE_CHARS if has_cjk(flat) else QUOTE_CHARS
         size = min(run, len(flat))
         runs = self._runs.setdefault(size, set())
         runs.update(flat[start : start + size] for start in range(len(flat) - size + 1))

@@ -1,5 +1,5 @@
-"""SQLite FTS5's `bm25()`, computed in Python from the same counts, so that PostgreSQL ranks
-recall's candidates exactly as SQLite does (`bot.store.reads.recall_postgres`).
+"""SQLite FTS5's `bm25()`, computed in Python from the same counts (with `bot.text.bm25`), so
+that PostgreSQL ranks recall's candidates exactly as SQLite does (`recall_postgres`).
 
 FTS5 (fts5_aux.c): for each phrase of the MATCH, idf = ln((N - n + 0.5) / (n + 0.5)), 1e-6 when
 that is not positive (N: rows of the full-text table, all spaces; n: rows holding the phrase);
@@ -12,14 +12,10 @@ case folded) or the words of `recall_terms` (space-separated, `unicode61`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
 
-K1: Final = 1.2
-B: Final = 0.75
-_MIN_IDF: Final = 1e-6
+from bot.text import bm25
 
 
 @dataclass(frozen=True)
@@ -37,16 +33,7 @@ class Corpus:
 
 def idf(corpus: Corpus, hits: int) -> float:
     """A phrase's inverse document frequency, as FTS5 computes it."""
-    value = math.log((corpus.rows - hits + 0.5) / (hits + 0.5)) if corpus.rows > 0 else 0.0
-    return value if value > 0.0 else _MIN_IDF
-
-
-def bm25(freqs: Sequence[int], length: int, idfs: Sequence[float], average: float) -> float:
-    """One row's FTS5 bm25 (negated: lower is better) from each phrase's occurrences in it."""
-    score = 0.0
-    for freq, weight in zip(freqs, idfs, strict=True):
-        score += weight * ((freq * (K1 + 1.0)) / (freq + K1 * (1 - B + B * length / average)))
-    return -1.0 * score
+    return bm25.idf(corpus.rows, hits, fts5=True)
 
 
 def trigram_length(text: str) -> int:
@@ -69,11 +56,11 @@ def trigram_score(
 ) -> float:
     """`bm25` of a message's text for trigram phrases (the `messages_fts` match)."""
     freqs = [occurrences(text, phrase) for phrase in phrases]
-    return bm25(freqs, trigram_length(text), idfs, average)
+    return bm25.row_score(freqs, trigram_length(text), idfs, average)
 
 
 def words_score(terms: str, words: Sequence[str], idfs: Sequence[float], average: float) -> float:
     """`bm25` of a row of the term index for single-word phrases (the `recall_terms_fts`
     match)."""
     have = terms.split()
-    return bm25([have.count(word) for word in words], len(have), idfs, average)
+    return bm25.row_score([have.count(word) for word in words], len(have), idfs, average)

@@ -22,8 +22,9 @@ from bot.store.engine.dialect import Row, like_pattern, make_rows
 from bot.store.engine.pinned import Reads
 from bot.store.reads.recall_bm25 import Corpus, idf, trigram_score, words_score
 from bot.store.reads.recall_hits import MESSAGE_COLUMNS, SESSION_JOIN, Exclude, excluding
-from bot.store.reads.recall_words import MONTHS, latin_words, stem, tsquery_words
+from bot.store.reads.recall_words import MONTHS, latin_words, tsquery_words
 from bot.store.schema.fulltext import words_tsvector
+from bot.text.stemming import stem
 
 # The table statistics' sample: every page of a table this small (so exact), else about this
 # many pages picked at random (≈ 1 ms at 1M messages).

@@ -33,6 +33,8 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, TypeVar
 
+from bot.text.scripts import has_japanese, is_hiragana, script_runs
+
 MIN_FTS_CHARS: Final = 3
 MAX_TERMS: Final = 12
 MAX_REQUIRED: Final = 3
@@ -66,12 +68,6 @@ STOP_WORDS: Final = STOP_WORDS_EN | STOP_WORDS_JA
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\ue000\ue001]")
 _WORD = re.compile(r"[\w'’\-]+")
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆"
-_KATAKANA = "\u30a0-\u30ff\u31f0-\u31ffー"
-_HIRAGANA = "\u3040-\u309f"
-_RUN = re.compile(f"[{_HAN}]+|[{_KATAKANA}]+|[{_HIRAGANA}]+|[^{_HAN}{_KATAKANA}{_HIRAGANA}]+")
-_CJK = re.compile(f"[{_HAN}{_KATAKANA}{_HIRAGANA}]")
-_ALL_HIRAGANA = re.compile(f"[{_HIRAGANA}]+")
 
 T = TypeVar("T", bound=Hashable)
 R = TypeVar("R", bound="Ranked")
@@ -112,12 +108,10 @@ def _pieces(word: str) -> list[str]:
     for suffix in ("'s", "’s"):
         if word.lower().endswith(suffix):
             word = word[: -len(suffix)]
-    if not _CJK.search(word) or _ALL_HIRAGANA.fullmatch(word):
+    if not has_japanese(word) or is_hiragana(word):
         return [word] if word else []
     return [
-        run.strip("'’-")
-        for run in _RUN.findall(word)
-        if not _ALL_HIRAGANA.fullmatch(run) and run.strip("'’-")
+        run.strip("'’-") for run in script_runs(word) if not is_hiragana(run) and run.strip("'’-")
     ]
 
 
@@ -131,7 +125,7 @@ def parse_terms(text: str) -> Terms:
             folded = piece.casefold()
             if folded in seen or folded in STOP_WORDS:
                 continue
-            if len(piece) < 2 and not _CJK.search(piece):
+            if len(piece) < 2 and not has_japanese(piece):
                 continue
             seen.add(folded)
             terms.append(piece)
@@ -146,7 +140,7 @@ def matched_terms(text: str, terms: Terms) -> tuple[str, ...]:
 
 def is_specific(term: str) -> bool:
     """A term that says something on its own: 3+ characters, or 2+ Japanese/Chinese ones."""
-    return len(term) >= MIN_FTS_CHARS or (len(term) >= 2 and bool(_CJK.search(term)))
+    return len(term) >= MIN_FTS_CHARS or (len(term) >= 2 and has_japanese(term))
 
 
 def required_matches(terms: Terms) -> int:

@@ -2,9 +2,9 @@
 
 A message is indexed as space-separated words, letters and digits only, so that both engines
 see exactly these words (FTS5 `unicode61` only splits on the spaces; PostgreSQL takes them as
-lexemes): English (Latin) words case-folded and stemmed by `stem`, Japanese words as Janome
-found them (given by the indexer, which runs Janome in its worker), the speaker's name, and
-the date as year, year+month (`202603`) and the month's English name (`march`).
+lexemes): English (Latin) words case-folded and stemmed (`bot.text.stemming`), Japanese words
+as Janome found them (given by the indexer, which runs Janome in its worker), the speaker's
+name, and the date as year, year+month (`202603`) and the month's English name (`march`).
 
 A query's terms (`bot.store.reads.recall_rank.parse_terms`) become the same words: Latin ones
 stemmed; a Japanese term as it is and, when longer than two characters, also its character
@@ -21,71 +21,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from bot.store.reads.recall_rank import STOP_WORDS_EN, Terms
+from bot.text.scripts import JAPANESE
+from bot.text.stemming import stem
 
 MONTHS: Final = (
     "january february march april may june july august september october november december"
 ).split()
 _TOKEN = re.compile(r"[^\W_]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆ー]+")
+_CJK = re.compile(f"[{JAPANESE}]+")
 _DATE = re.compile(r"^(\d{4})-(\d{2})")
-_VOWEL = re.compile(r"[aeiouy]")
-_DOUBLE_KEEP = frozenset("lsz")
-_SUFFIXES: Final = (
-    ("ational", "ate"),
-    ("ization", "ize"),
-    ("fulness", "ful"),
-    ("iveness", "ive"),
-    ("ation", "ate"),
-    ("ness", ""),
-    ("ment", ""),
-    ("ful", ""),
-    ("ly", ""),
-)
-
-
-def _undouble(word: str) -> str:
-    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in _DOUBLE_KEEP | set("aeiou"):
-        return word[:-1]
-    return word
-
-
-def _plural(word: str) -> str:
-    if word.endswith("sses"):
-        return word[:-2]
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "i"
-    if word.endswith(("ss", "us", "is")):
-        return word
-    if (word.endswith("es") and word[-3] in "sxz") or word.endswith(("ches", "shes")):
-        return word[:-2]
-    if word.endswith("s") and len(word) > 3:
-        return word[:-1]
-    return word
-
-
-def stem(word: str) -> str:
-    """A small Porter-style suffix stripper for English: plurals, -ed/-ing (doubling undone),
-    a few derivational endings, a final -y/-e — `moving`, `moved`, `moves` and `move` all
-    give `mov`. Non-ASCII or short words come back unchanged (lower-cased)."""
-    word = word.lower()
-    if len(word) <= 3 or not word.isascii() or not word.isalpha():
-        return word
-    word = _plural(word)
-    for suffix in ("ingly", "edly", "ing", "ed"):
-        rest = word[: -len(suffix)]
-        if word.endswith(suffix) and len(rest) >= 3 and _VOWEL.search(rest):
-            word = _undouble(rest)
-            break
-    for suffix, replacement in _SUFFIXES:
-        rest = word[: -len(suffix)]
-        if word.endswith(suffix) and len(rest) >= 3:
-            word = rest + replacement
-            break
-    if word.endswith("y") and len(word) > 3 and word[-2] not in "aeiou":
-        word = word[:-1] + "i"
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    return word
 
 
 def _folded(text: str) -> str:

@@ -1,4 +1,4 @@
-"""The words of recall's term index: the stemmer, index text and query words (pure)."""
+"""The words of recall's term index: index text and query words (pure)."""
 
 from __future__ import annotations
 
@@ -12,31 +12,8 @@ from bot.store.reads.recall_words import (
     index_text,
     matched_words,
     query_words,
-    stem,
     term_weights,
 )
-
-
-@pytest.mark.parametrize(
-    "words",
-    [
-        ("moving", "moved", "moves", "move"),
-        ("adopted", "adopting", "adopts", "adopt"),
-        ("married", "marry", "marries"),
-        ("running", "runs"),
-        ("migrated", "migration", "migrate"),
-        ("cats", "cat"),
-        ("teaches", "teaching", "teach"),
-    ],
-)
-def test_inflections_share_a_stem(words: tuple[str, ...]) -> None:
-    assert len({stem(word) for word in words}) == 1, [stem(word) for word in words]
-
-
-def test_short_and_non_english_words_stay_as_they_are() -> None:
-    assert [stem(w) for w in ("bus", "Sapporo", "東京", "X1", "is")] == [
-        "bus", "sapporo", "東京", "x1", "is",
-    ]  # fmt: skip
 
 
 def test_index_text_holds_words_speaker_and_date() -> None:

@@ -1,45 +1,43 @@
-"""Dependency-free Okapi BM25 and the script-aware bigram terms it indexes."""
+"""The one Okapi BM25: its constants, both idf flavours, the length norm, and an index.
+
+Two callers, two idf flavours, kept apart so that each ranks exactly as before: the knowledge
+base's `BM25Index` takes the non-negative idf ln(1 + (N - n + 0.5) / (n + 0.5)); recall's
+PostgreSQL ranking (`bot.store.reads.recall_bm25`) reproduces SQLite FTS5's, ln((N - n + 0.5) /
+(n + 0.5)) floored at 1e-6, and its `row_score` sums in FTS5's order and is negated.
+"""
 
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
+from typing import Final
 
-K1 = 1.2
-B = 0.75
-
-# Runs of one script. Kanji, kana and Latin words never share a term, so a particle next to a
-# noun (猫が) does not hide the noun.
-_RUNS = re.compile(
-    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆]+"  # kanji
-    r"|[\u3041-\u309f]+"  # hiragana
-    r"|[\u30a0-\u30ff\u31f0-\u31ff]+"  # katakana (ー included)
-    r"|[A-Za-z0-9][A-Za-z0-9_+#]*"  # Latin words and numbers
-)
+K1: Final = 1.2
+B: Final = 0.75
+FTS5_MIN_IDF: Final = 1e-6
 
 
-def bigram_terms(text: str) -> list[str]:
-    """Index terms: character bigrams of each kanji/kana run (a 1-char kanji or katakana run
-    is kept whole; a lone hiragana is a particle) and lower-cased Latin words of 2+ characters.
+def idf(rows: float, hits: float, *, fts5: bool = False) -> float:
+    """A term's inverse document frequency: non-negative, or FTS5's (`fts5`, see the module)."""
+    if not fts5:
+        return math.log(1.0 + (rows - hits + 0.5) / (hits + 0.5))
+    value = math.log((rows - hits + 0.5) / (hits + 0.5)) if rows > 0 else 0.0
+    return value if value > 0.0 else FTS5_MIN_IDF
 
-    Bigrams need no dictionary, so indexing a large knowledge base costs milliseconds where
-    Janome would take seconds, and they match across segmentation differences (機械学習).
-    """
-    terms: list[str] = []
-    for match in _RUNS.finditer(unicodedata.normalize("NFKC", text)):
-        run = match.group()
-        if run.isascii():
-            if len(run) >= 2:
-                terms.append(run.lower())
-        elif len(run) == 1:
-            if not "\u3041" <= run <= "\u309f":
-                terms.append(run)
-        else:
-            terms.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return terms
+
+def length_norm(length: float, average: float, *, k1: float = K1, b: float = B) -> float:
+    """k1 × (1 - b + b × length / average): how a document's length damps its frequencies."""
+    return k1 * (1.0 - b + b * length / average)
+
+
+def row_score(freqs: Sequence[int], length: int, idfs: Sequence[float], average: float) -> float:
+    """One row's FTS5 bm25 (negated: lower is better) from each phrase's occurrences in it."""
+    norm = length_norm(length, average)
+    score = 0.0
+    for freq, weight in zip(freqs, idfs, strict=True):
+        score += weight * ((freq * (K1 + 1.0)) / (freq + norm))
+    return -1.0 * score
 
 
 class BM25Index:
@@ -47,10 +45,11 @@ class BM25Index:
 
     def __init__(self, docs: Sequence[Sequence[str]], *, k1: float = K1, b: float = B) -> None:
         self._k1 = k1
-        self._b = b
-        self._lengths = tuple([len(doc) for doc in docs])
         self._n = len(docs)
-        self._avgdl = (sum(self._lengths) / self._n) if self._n else 0.0
+        lengths = [len(doc) for doc in docs]
+        self._avgdl = (sum(lengths) / self._n) if self._n else 0.0
+        avgdl = self._avgdl or 1.0
+        self._norms = tuple([length_norm(length, avgdl, k1=k1, b=b) for length in lengths])
         # term → (document, frequency) of the documents holding it: a query touches only those.
         postings: dict[str, list[tuple[int, int]]] = {}
         for index, doc in enumerate(docs):
@@ -67,8 +66,7 @@ class BM25Index:
 
     def idf(self, term: str) -> float:
         """Inverse document frequency; a term in no document gets the highest value."""
-        n = self._df.get(term, 0)
-        return math.log(1.0 + (self._n - n + 0.5) / (n + 0.5))
+        return idf(self._n, self._df.get(term, 0))
 
     def scores(self, query_tokens: Sequence[str]) -> list[float]:
         """BM25 score of every document for the query, in document order."""
@@ -83,15 +81,15 @@ class BM25Index:
         out: dict[int, float] = {}
         if not self._n or self._avgdl == 0:
             return out
-        k1, b, lengths, avgdl = self._k1, self._b, self._lengths, self._avgdl
+        lift, norms = self._k1 + 1.0, self._norms
         for term in dict.fromkeys(query_tokens):
             postings = self._postings.get(term)
             if not postings:
                 continue
             weight = self.idf(term)
             for index, freq in postings:
-                norm = k1 * (1.0 - b + b * lengths[index] / avgdl)
-                out[index] = out.get(index, 0.0) + weight * freq * (k1 + 1.0) / (freq + norm)
+                # The product in the order it always had, so the scores stay bit for bit.
+                out[index] = out.get(index, 0.0) + weight * freq * lift / (freq + norms[index])
         return out
 
     def query_weight(self, query_tokens: Sequence[str]) -> float:

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from bot.memory.bm25 import BM25Index, bigram_terms
+from bot.text.bm25 import BM25Index
+from bot.text.terms import bigram_terms
 
 
 def test_bigram_terms_split_scripts() -> None:
