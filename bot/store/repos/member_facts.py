@@ -9,7 +9,6 @@ from bot.store.engine.connection import utcnow
 from bot.store.engine.database import Database
 from bot.store.engine.dialect import Params, Row
 from bot.store.repos.space_records import ensure_space_row
-from bot.store.spaces import SpaceScope, in_space
 
 FactSource = Literal["tool", "request"]
 
@@ -141,28 +140,6 @@ class MemberFactRepository:
             (int(shared), space, member_id, fact_id),
         )
         return changed > 0
-
-    async def delete(self, space: str, member_id: str, fact_id: int) -> bool:
-        """Delete one of the member's facts; False when there is no such fact of theirs."""
-        deleted = await self._count(
-            "DELETE FROM member_facts WHERE space_id = ? AND member_id = ? AND id = ?",
-            (space, member_id, fact_id),
-        )
-        return deleted > 0
-
-    async def delete_all(self, space: str, member_id: str) -> int:
-        """Delete every fact of the member; how many there were."""
-        return await self._count(
-            "DELETE FROM member_facts WHERE space_id = ? AND member_id = ?", (space, member_id)
-        )
-
-    async def delete_in(self, scope: SpaceScope, fact_id: int) -> bool:
-        """Delete one fact of `scope` whoever it is about (the operator's delete)."""
-        where, params = in_space(scope)
-        deleted = await self._count(
-            f"DELETE FROM member_facts WHERE {where} AND id = ?", (*params, fact_id)
-        )
-        return deleted > 0
 
     async def enabled(self, space: str, member_id: str) -> bool:
         """Whether the member's memory is on in the space (on unless switched off)."""

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from bot.store.engine.database import Database
+from bot.store.erase.operations import MemberErasure
 from bot.store.repos.member_facts import MemberFactRepository
 from bot.store.repos.messages import MessageRepository
 from bot.store.repos.sessions import SessionRepository
-from bot.store.spaces import ALL_SPACES
 
 A, B = "guild:1", "guild:2"
 X, Y = "111", "222"
@@ -36,21 +36,26 @@ async def test_cap_is_checked_in_the_insert(db: Database) -> None:
     assert await repo.add(B, X, "another space", source="tool", cap=3) is not None
 
 
-async def test_delete_touches_only_the_owners_facts_in_their_space(db: Database) -> None:
-    repo = MemberFactRepository(db)
+async def test_forget_touches_only_the_owners_facts_in_their_space(db: Database) -> None:
+    repo, erasure = MemberFactRepository(db), MemberErasure(db)
+
+    async def forget(space: str, member: str, fact_id: int | None) -> int:
+        forgot = await erasure.forget(
+            space, member, member, fact_id=fact_id, placeholder="[gone]", neutral="Chat"
+        )
+        return forgot.facts
+
     mine = await repo.add(A, X, "a", source="tool", cap=5)
     theirs = await repo.add(A, Y, "b", source="tool", cap=5)
     assert mine is not None and theirs is not None
-    assert not await repo.delete(A, X, theirs.id), "another member's fact"
-    assert not await repo.delete(B, X, mine.id), "another space"
+    assert not await forget(A, X, theirs.id), "another member's fact"
+    assert not await forget(B, X, mine.id), "another space"
     assert not await repo.set_shared(A, Y, mine.id, True)
-    assert await repo.delete(A, X, mine.id)
+    assert await forget(A, X, mine.id) == 1
     await repo.add(A, X, "c", source="tool", cap=5)
     await repo.add(A, X, "d", source="tool", cap=5)
-    assert await repo.delete_all(A, X) == 2
+    assert await forget(A, X, None) == 2
     assert [f.fact for f in await repo.of_member(A, Y)] == ["b"]
-    assert not await repo.delete_in(B, theirs.id)
-    assert await repo.delete_in(ALL_SPACES, theirs.id)
 
 
 async def test_switch_is_per_space_and_member(db: Database) -> None:
